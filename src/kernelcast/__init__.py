@@ -1,0 +1,29 @@
+"""kernelcast: predict what a PyTorch step costs on a GPU, without one.
+
+    import kernelcast                      # before torch, so backward can be captured on a CPU-only torch
+    pred = kernelcast.predict_file("train.py:build", gpu="h100")
+    pred.show()
+"""
+
+from kernelcast import _fake_cuda
+
+# Before anything imports torch: a CPU-only torch needs fake CUDA hooks registered first (see _fake_cuda.py).
+_fake_cuda.preload()
+
+__version__ = "0.1.0"
+
+_API = {
+    "capture": "kernelcast.api", "capture_file": "kernelcast.api", "predict": "kernelcast.api",
+    "predict_file": "kernelcast.api", "get_gpu": "kernelcast.devices", "all_gpus": "kernelcast.devices",
+    "Capture": "kernelcast.records", "KernelcastError": "kernelcast.errors",
+}
+__all__ = sorted(_API)
+
+
+def __getattr__(name: str):
+    """Import the API (and with it torch) on first use, so `kernelcast devices` and reports stay light."""
+    if name in _API:
+        import importlib
+
+        return getattr(importlib.import_module(_API[name]), name)
+    raise AttributeError(f"module 'kernelcast' has no attribute {name!r}")

@@ -1,0 +1,3 @@
+from kernelcast.cli import main
+
+raise SystemExit(main())

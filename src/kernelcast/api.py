@@ -1,0 +1,54 @@
+"""The notebook/Python API: capture and predict a step, a workload file, or a `with` block."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable
+
+from kernelcast.capture import capture, capture_step, capture_workload
+from kernelcast.capture.workload import load_build, on_sys_path, one_line, where_it_failed
+from kernelcast.errors import CaptureError, KernelcastError
+from kernelcast.predict import Prediction, predict_capture
+from kernelcast.records import Capture
+
+DEFAULT_GPU = "h200"
+
+__all__ = ["capture", "capture_file", "predict", "predict_file"]
+
+
+def capture_file(spec: str, gpu: str = DEFAULT_GPU) -> Capture:
+    """Capture a workload given as "path/to/file.py:build" or "example:NAME"."""
+    build, folder = load_build(spec)
+    with on_sys_path(folder) if folder else contextlib.nullcontext():
+        try:
+            return capture_workload(build, gpu, workload=spec)
+        except KernelcastError:
+            raise
+        except Exception as exc:  # the user's code failed under fake CUDA: say where, in one line
+            raise CaptureError(f"{spec} failed during capture: {one_line(exc)}{where_it_failed(exc)}") from exc
+
+
+def predict_file(spec: str, gpu: str = DEFAULT_GPU) -> Prediction:
+    return predict_capture(capture_file(spec, gpu), gpu)
+
+
+def predict(step: Callable | Capture, args: Any = None, gpu: str = DEFAULT_GPU) -> Prediction:
+    """Predict a step on `gpu`.
+
+    - predict(step, args): tensors and modules in args are copied to fake CUDA and step(*args) is captured;
+    - predict(build): build() returns (step, args), as in a workload file;
+    - predict(capture): a saved or earlier Capture.
+    """
+    if isinstance(step, Capture):
+        return predict_capture(step, gpu)
+    if args is None:
+        return predict_capture(capture_workload(step, gpu), gpu)
+    if not isinstance(args, tuple):
+        args = (args,)
+    try:
+        cap = capture_step(step, args, gpu)
+    except KernelcastError:
+        raise
+    except Exception as exc:
+        raise CaptureError(f"the step failed during capture: {one_line(exc)}{where_it_failed(exc)}") from exc
+    return predict_capture(cap, gpu)

@@ -1,0 +1,128 @@
+"""Public capture entry points: a workload's build(), a (step, args) pair, or a `with` block."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Iterator
+
+import torch
+
+from kernelcast.devices import GPU, get_gpu
+from kernelcast.errors import CaptureError
+from kernelcast.records import Capture
+
+from .cuda_facade import TargetDevice
+from .session import CaptureSession
+
+DEFAULT_GPU = "h200"
+WARMUP_STEPS = 1  # one unrecorded step first, so optimizer state and lazy buffers exist when we record
+
+
+def target_device(gpu: GPU) -> TargetDevice:
+    return TargetDevice(
+        name=gpu.name, capability=gpu.capability if gpu.capability[0] else (9, 0),
+        memory_bytes=int(gpu.memory_bytes), sm_count=gpu.sm_count, l2_bytes=int(gpu.l2_bytes),
+        supports_bf16=gpu.supports_bf16,
+    )
+
+
+def _session(gpu: str | GPU) -> CaptureSession:
+    spec = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
+    return CaptureSession(target_device(spec), spec.cuda_arch)
+
+
+def _run_steps(session: CaptureSession, step: Callable, args: tuple) -> None:
+    for _ in range(WARMUP_STEPS):
+        step(*args)
+    session.recording = True
+    step(*args)
+    session.recording = False
+
+
+def capture_workload(build: Callable[[], tuple[Callable, Any]], gpu: str | GPU = DEFAULT_GPU,
+                     workload: str = "") -> Capture:
+    """Run `build()` and two steps on fake CUDA tensors; return the second step's ops."""
+    with _session(gpu) as session:
+        built = build()
+        if not (isinstance(built, tuple) and len(built) == 2 and callable(built[0])):
+            raise CaptureError("build() must return (step, args), with step callable and args a tuple")
+        step, args = built
+        _run_steps(session, step, tuple(args) if isinstance(args, (list, tuple)) else (args,))
+        return session.result(workload)
+
+
+def _to_fake_cuda(session: CaptureSession, value: Any) -> Any:
+    """Fake CUDA copies of the user's real tensors and modules; the originals are left untouched."""
+    import copy
+
+    if isinstance(value, torch.nn.Module):
+        clone = copy.deepcopy(value)
+        return clone.to("cuda")
+    if isinstance(value, torch.Tensor):
+        return value.to("cuda")
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_fake_cuda(session, v) for v in value)
+    if isinstance(value, dict):
+        return {k: _to_fake_cuda(session, v) for k, v in value.items()}
+    return value
+
+
+def capture_step(step: Callable, args: tuple = (), gpu: str | GPU = DEFAULT_GPU, workload: str = "") -> Capture:
+    """Capture `step(*args)`. Tensors and modules in `args` are copied to fake CUDA; anything the step
+    reaches in other ways must already be fake (built under `kernelcast.capture()` or by a build())."""
+    with _session(gpu) as session:
+        fake_args = tuple(_to_fake_cuda(session, a) for a in args)
+        try:
+            _run_steps(session, step, fake_args)
+        except RuntimeError as exc:
+            if "FakeTensor" in str(exc) or "fake" in str(exc).lower():
+                raise CaptureError(
+                    "the step uses real tensors kernelcast cannot see (e.g. a model closed over by the step): "
+                    "pass the model in args, or build it inside `with kernelcast.capture():`") from exc
+            raise
+        return session.result(workload)
+
+
+class CaptureBlock:
+    """The `with kernelcast.capture() as cap:` handle: records the ops run inside the block."""
+
+    def __init__(self, gpu: str | GPU) -> None:
+        self._gpu = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
+        self._session = _session(self._gpu)
+        self._capture: Capture | None = None
+
+    def __enter__(self) -> "CaptureBlock":
+        self._session.__enter__()
+        self._session.recording = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self._capture = self._session.result()
+        finally:
+            self._session.__exit__(*exc)
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Run set-up code (building the model, a warm-up step) without recording it."""
+        was = self._session.recording
+        self._session.recording = False
+        try:
+            yield
+        finally:
+            self._session.recording = was
+
+    @property
+    def capture(self) -> Capture:
+        if self._capture is None:
+            raise CaptureError("the capture is read after its `with` block ends")
+        return self._capture
+
+    def predict(self, gpu: str | GPU | None = None):
+        from kernelcast.predict import predict_capture
+
+        return predict_capture(self.capture, gpu or self._gpu)
+
+
+def capture(gpu: str | GPU = DEFAULT_GPU) -> CaptureBlock:
+    return CaptureBlock(gpu)

@@ -1,0 +1,178 @@
+"""scaled_dot_product_attention as CUDA runs it: the fused backend the target would pick, and the ops around it.
+
+torch picks the backend in C++ (`select_sdp_backend` in aten/src/ATen/native/transformers/cuda/sdp_utils.cpp)
+through a stub that a CPU build does not have, so on fake CUDA it falls back to the math path. This module
+re-states those rules for the capture's target arch and emits what `scaled_dot_product_attention` in
+attention.cpp emits for each backend: boolean-mask conversion, head-dim padding (flash), mask alignment
+(efficient), the backend op, and the slice back. Rules as of torch 2.10-2.13; see docs/capture.md.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import torch
+
+aten = torch.ops.aten
+
+FLASH_MAX_HEAD_DIM = 256
+CUDNN_MAX_HEAD_DIM_SM90 = 256  # 128 on other arches
+CUDNN_MAX_HEAD_DIM = 128
+HEAD_DIM_ALIGNMENT = 8  # cuDNN/flash/efficient want head dims in multiples of 8 (efficient fp32: 4)
+EFFICIENT_FP32_ALIGNMENT = 4
+MASK_ALIGNMENT = 8  # efficient attention pads a mask whose strides are not multiples of 8
+# torch >= 2.10 puts cuDNN first on sm_90/sm_100-class GPUs when the runtime cuDNN is newer than 9.15.0; the
+# wheels bundle such a cuDNN from 2.11 on. TORCH_CUDNN_SDPA_DEPRIORITIZED=1 turns that off.
+CUDNN_FIRST_FROM_TORCH = (2, 11)
+CUDNN_FIRST_ARCHES = {"sm_90", "sm_100", "sm_103"}
+
+
+@dataclass(frozen=True)
+class SdpaCall:
+    """What the backend choice depends on."""
+
+    dtype: torch.dtype
+    head_dim_qk: int
+    head_dim_v: int
+    seq_q: int
+    seq_k: int
+    heads_q: int
+    heads_k: int
+    heads_v: int
+    has_mask: bool
+    mask_ok_for_cudnn: bool
+    dropout: bool
+    causal: bool
+    gqa: bool
+    four_d: bool
+    needs_grad: bool
+
+
+def _torch_version() -> tuple[int, int]:
+    major, minor = torch.__version__.split(".")[:2]
+    return int(major), int("".join(ch for ch in minor if ch.isdigit()) or 0)
+
+
+def priority_order(arch: str) -> list[str]:
+    cudnn_first = (
+        _torch_version() >= CUDNN_FIRST_FROM_TORCH and arch in CUDNN_FIRST_ARCHES
+        and os.environ.get("TORCH_CUDNN_SDPA_DEPRIORITIZED", "0") in ("", "0")
+    )
+    return ["cudnn", "flash", "efficient", "math"] if cudnn_first else ["flash", "efficient", "math", "cudnn"]
+
+
+def _sm(arch: str) -> int:
+    digits = "".join(ch for ch in arch if ch.isdigit())
+    return int(digits) if digits else 0
+
+
+def _enabled(backend: str) -> bool:
+    flags = {
+        "cudnn": torch.backends.cuda.cudnn_sdp_enabled, "flash": torch.backends.cuda.flash_sdp_enabled,
+        "efficient": torch.backends.cuda.mem_efficient_sdp_enabled, "math": torch.backends.cuda.math_sdp_enabled,
+    }
+    return flags[backend]()
+
+
+def _heads_ok(c: SdpaCall, supports_gqa: bool, same_kv_heads: bool) -> bool:
+    if c.heads_q == c.heads_k == c.heads_v:
+        return True
+    if not (c.gqa and supports_gqa):
+        return False
+    return c.heads_q % c.heads_k == 0 and c.heads_q % c.heads_v == 0 and (not same_kv_heads or c.heads_k == c.heads_v)
+
+
+def can_use(backend: str, c: SdpaCall, arch: str) -> bool:
+    sm = _sm(arch)
+    half = c.dtype in (torch.float16, torch.bfloat16)
+    if backend == "math":
+        return True
+    if not c.four_d or c.seq_q == 0 or c.seq_k == 0:
+        return False
+    if backend == "cudnn":
+        limit = CUDNN_MAX_HEAD_DIM_SM90 if arch == "sm_90" else CUDNN_MAX_HEAD_DIM
+        return (half and 80 <= sm <= 121 and c.mask_ok_for_cudnn and c.seq_k != 1
+                and not (c.seq_q == 1 and c.dropout)
+                and c.head_dim_qk % HEAD_DIM_ALIGNMENT == 0 and c.head_dim_v % HEAD_DIM_ALIGNMENT == 0
+                and max(c.head_dim_qk, c.head_dim_v) <= limit
+                and _heads_ok(c, supports_gqa=True, same_kv_heads=False)
+                and not torch.are_deterministic_algorithms_enabled())
+    if backend == "flash":
+        return (half and 80 <= sm <= 121 and not c.has_mask and c.head_dim_qk == c.head_dim_v
+                and c.head_dim_qk <= FLASH_MAX_HEAD_DIM and not (c.causal and c.seq_q != c.seq_k)
+                and _heads_ok(c, supports_gqa=True, same_kv_heads=True))
+    if backend == "efficient":
+        align = HEAD_DIM_ALIGNMENT if half else EFFICIENT_FP32_ALIGNMENT
+        return ((half or c.dtype == torch.float32) and 50 <= sm <= 121 and c.head_dim_qk % align == 0
+                and c.head_dim_v % align == 0 and _heads_ok(c, supports_gqa=False, same_kv_heads=False))
+    raise ValueError(backend)
+
+
+def choose_backend(c: SdpaCall, arch: str) -> str:
+    for backend in priority_order(arch):
+        if _enabled(backend) and can_use(backend, c, arch):
+            return backend
+    return "math"
+
+
+def _describe(q, k, v, mask, dropout_p, is_causal, enable_gqa) -> SdpaCall:
+    four_d = q.dim() == 4 and k.dim() == 4 and v.dim() == 4
+    mask_ok = mask is None or (mask.dim() in (2, 4) and not mask.requires_grad)
+    return SdpaCall(
+        dtype=q.dtype, head_dim_qk=q.shape[-1], head_dim_v=v.shape[-1], seq_q=q.shape[-2], seq_k=k.shape[-2],
+        heads_q=q.shape[1] if four_d else 1, heads_k=k.shape[1] if four_d else 1,
+        heads_v=v.shape[1] if four_d else 1, has_mask=mask is not None, mask_ok_for_cudnn=mask_ok,
+        dropout=dropout_p > 0, causal=is_causal, gqa=enable_gqa, four_d=four_d,
+        needs_grad=torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)),
+    )
+
+
+def _autocast(*tensors):
+    """scaled_dot_product_attention has an AutocastCUDA kernel that casts float inputs to the autocast dtype;
+    the backend ops we call instead have none, so cast here as it would."""
+    if not torch.is_autocast_enabled("cuda"):
+        return tensors
+    dtype = torch.get_autocast_dtype("cuda")
+    return tuple(t.to(dtype) if t is not None and t.is_floating_point() and t.dtype != dtype else t
+                 for t in tensors)
+
+
+def _pad_last_dim(t: torch.Tensor, multiple: int) -> torch.Tensor:
+    rem = t.shape[-1] % multiple
+    return t if rem == 0 else aten.constant_pad_nd(t, [0, multiple - rem], 0.0)
+
+
+def _aligned(mask: torch.Tensor) -> bool:
+    return mask.stride(-1) == 1 and all(s % MASK_ALIGNMENT == 0 for s in mask.stride()[:-1])
+
+
+def route_sdpa(arch: str, query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
+               scale: float | None = None, enable_gqa: bool = False) -> torch.Tensor:
+    q, k, v, mask = _autocast(query, key, value, attn_mask)
+    with torch.autocast("cuda", enabled=False):
+        call = _describe(q, k, v, mask, dropout_p, is_causal, enable_gqa)
+        backend = choose_backend(call, arch)
+        if backend == "math":
+            return aten._scaled_dot_product_attention_math(
+                q, k, v, mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)[0]
+        if mask is not None and mask.dtype == torch.bool:  # bool mask -> additive mask, as attention.cpp does
+            mask = aten.where.ScalarSelf(mask, 0.0, aten.scalar_tensor(-math.inf, dtype=q.dtype, device=mask.device))
+        compute_lse = call.needs_grad
+        if backend == "cudnn":
+            return aten._scaled_dot_product_cudnn_attention(
+                q, k, v, mask, compute_lse, dropout_p, is_causal, False, scale=scale)[0]
+        if backend == "flash":
+            head_dim = q.shape[-1]
+            og_scale = scale if scale is not None else 1.0 / math.sqrt(head_dim)
+            qp, kp, vp = (_pad_last_dim(t, HEAD_DIM_ALIGNMENT) for t in (q, k, v))
+            out = aten._scaled_dot_product_flash_attention(qp, kp, vp, dropout_p, is_causal, False, scale=og_scale)[0]
+            return out if out.shape[-1] == head_dim else out[..., :head_dim]
+        if mask is not None:
+            if not _aligned(mask):
+                sk = mask.shape[-1]
+                mask = _pad_last_dim(mask, MASK_ALIGNMENT)[..., :sk]
+            mask = mask.expand(q.shape[0], q.shape[1], q.shape[2], k.shape[2])
+        return aten._scaled_dot_product_efficient_attention(
+            q, k, v, mask, compute_lse, dropout_p, is_causal, scale=scale)[0]

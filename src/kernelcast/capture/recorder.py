@@ -1,0 +1,228 @@
+"""Record every aten op a step dispatches, below autograd and above FakeTensorMode.
+
+The recorder is a TorchDispatchMode pushed on top of FakeTensorMode, so it sees each op once, after
+autograd and composite decompositions (as CUDA would run them) and before the fake kernel computes output
+metadata. It also stands in for the GPU where the host would read data back (`.item()`, `nonzero`, boolean
+masks, copies to the CPU): those become sync points, and the step goes on with placeholder values.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+from torch.utils.weak import WeakIdKeyDictionary
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from kernelcast.records import OpRecord, TensorMeta
+
+from .source import current_source
+
+aten = torch.ops.aten
+
+# Tags that change how an op is costed; the rest of torch's tags are dropped.
+KEPT_TAGS = {torch.Tag.pointwise: "pointwise", torch.Tag.reduction: "reduction", torch.Tag.inplace: "inplace"}
+
+UNRECORDED_NAMESPACES = {"prim", "profiler"}  # device queries and profiler markers: no device work
+HOST_SYNC_PREFIX = "host."  # op names of sync points that are not aten ops: host.synchronize, host.tolist
+
+# Ops that create no tensor data and never run on the device, whatever their inputs.
+NO_DEVICE_WORK = {aten.sym_size.int, aten.sym_stride.int, aten.sym_numel.default, aten.sym_storage_offset.default}
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def tensor_meta(t: torch.Tensor) -> TensorMeta:
+    return TensorMeta(tuple(int(s) for s in t.shape), _dtype_name(t.dtype), tuple(int(s) for s in t.stride()),
+                      t.device.type)
+
+
+def _plain(value: Any) -> Any:
+    """An op argument as a JSON-friendly value: tensors become TensorMeta, torch enums their names."""
+    if isinstance(value, torch.Tensor):
+        return tensor_meta(value)
+    if isinstance(value, (list, tuple)):
+        return tuple(_plain(v) for v in value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, torch.dtype):
+        return _dtype_name(value)
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return value.node.maybe_as_int() if isinstance(value, torch.SymInt) else str(value)
+    return str(value)
+
+
+class _Schema:
+    """Argument names and defaults of one op overload, computed once."""
+
+    def __init__(self, func: torch._ops.OpOverload) -> None:
+        self.args = [
+            (a.name, a.kwarg_only, a.default_value if a.has_default_value() else None)
+            for a in func._schema.arguments
+        ]
+        tags = [name for tag, name in KEPT_TAGS.items() if tag in func.tags]
+        if func.is_view or torch.Tag.inplace_view in func.tags:
+            tags.append("view")
+        self.tags = tuple(tags)
+
+    def bind(self, args: tuple, kwargs: dict) -> dict[str, Any]:
+        bound: dict[str, Any] = {}
+        for i, (name, kwarg_only, default) in enumerate(self.args):
+            if not kwarg_only and i < len(args):
+                value = args[i]
+            else:
+                value = kwargs.get(name, default)
+            bound[name] = _plain(value)
+        return bound
+
+
+def _on_gpu(args: tuple, kwargs: dict) -> bool:
+    leaves = torch.utils._pytree.tree_leaves((args, kwargs))
+    return any(isinstance(x, torch.Tensor) and x.device.type == "cuda" for x in leaves)
+
+
+def _outputs(out: Any) -> tuple[TensorMeta | None, ...]:
+    items = out if isinstance(out, (tuple, list)) else (out,)
+    metas: list[TensorMeta | None] = []
+    for item in items:
+        if isinstance(item, torch.Tensor):
+            metas.append(tensor_meta(item))
+        elif isinstance(item, (tuple, list)):
+            metas.extend(tensor_meta(t) for t in item if isinstance(t, torch.Tensor))
+        elif item is None and isinstance(out, (tuple, list)):
+            metas.append(None)
+    return tuple(metas)
+
+
+class Recorder(TorchDispatchMode):
+    """Records ops while `recording` is set; handles sync ops always (the warm-up step needs them too)."""
+
+    def __init__(self, phase_of: Callable[[], str], module_of: Callable[[], str],
+                 backward_origin: Callable[[], tuple[str, str] | None]) -> None:
+        super().__init__()
+        self.recording = False
+        self.ops: list[OpRecord] = []
+        self.notes: set[str] = set()
+        self._phase_of = phase_of
+        self._module_of = module_of
+        self._backward_origin = backward_origin
+        self._schemas: dict[Any, _Schema] = {}
+        # Which bool tensors came from all()/any(), so .item() on them gets a plausible placeholder.
+        self._bool_hint = WeakIdKeyDictionary()
+        self._sync_handlers: dict[Any, Callable] = {
+            aten._local_scalar_dense.default: self._scalar,
+            aten.nonzero.default: self._nonzero,
+            aten.masked_select.default: self._masked_select,
+            aten.index.Tensor: self._index_with_masks,
+            aten.index_put.default: self._index_with_masks,
+            aten.index_put_.default: self._index_with_masks,
+            aten._index_put_impl_.default: self._index_with_masks,
+            aten.is_nonzero.default: self._scalar,
+            aten.equal.default: self._equal,
+            aten._to_copy.default: self._maybe_device_to_host,
+            aten.copy_.default: self._maybe_device_to_host,
+        }
+
+    # -- dispatch --------------------------------------------------------------------------------------
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        handler = self._sync_handlers.get(func)
+        if handler is not None:
+            out, sync = handler(func, args, kwargs)
+        else:
+            out, sync = func(*args, **kwargs), None
+        if func in (aten.all.default, aten.all.dim, aten.any.default, aten.any.dim) and isinstance(out, torch.Tensor):
+            self._bool_hint[out] = func.overloadpacket is aten.all
+        if self.recording and func not in NO_DEVICE_WORK and func.namespace not in UNRECORDED_NAMESPACES:
+            self._record(func, args, kwargs, out, sync)
+        return out
+
+    def _record(self, func, args: tuple, kwargs: dict, out: Any, sync: str | None) -> None:
+        schema = self._schemas.get(func)
+        if schema is None:
+            schema = self._schemas[func] = _Schema(func)
+        phase = self._phase_of()
+        origin = self._backward_origin() if phase == "backward" else None
+        if origin is not None:
+            source, module = origin
+        else:
+            source, module = current_source(), self._module_of()
+        tags = schema.tags if _on_gpu(args, kwargs) else schema.tags + ("host",)
+        self.ops.append(OpRecord(
+            index=len(self.ops), op=str(func), args=schema.bind(args, kwargs), outputs=_outputs(out),
+            tags=tags, phase=phase, module=module, source=source, sync=sync,
+        ))
+
+    def record_host_sync(self, kind: str) -> None:
+        """A sync that does not pass through aten: torch.cuda.synchronize, tolist, numpy, printing."""
+        phase = self._phase_of()
+        self.ops.append(OpRecord(
+            index=len(self.ops), op=f"{HOST_SYNC_PREFIX}{kind}", args={}, outputs=(), tags=("host",),
+            phase=phase, module=self._module_of(), source=current_source(), sync=kind,
+        ))
+
+    # -- sync points -----------------------------------------------------------------------------------
+    def _note(self, text: str) -> None:
+        self.notes.add(text)
+
+    def _scalar(self, func, args, kwargs):
+        (t,) = args[:1]
+        constant = getattr(t, "constant", None)
+        if constant is not None:  # FakeTensorMode kept the real value of a small constant: use it
+            value = constant.item() if func is aten._local_scalar_dense.default else bool(constant)
+        elif t.dtype == torch.bool or func is aten.is_nonzero.default:
+            value = self._bool_hint.get(t, False)
+            self._note(f"bool read back from the GPU: assumed {value} (all() -> True, otherwise False)")
+        elif t.dtype.is_floating_point or t.dtype.is_complex:
+            value = 1.0
+            self._note("float read back from the GPU: assumed 1.0")
+        else:
+            value = 1
+            self._note("integer read back from the GPU: assumed 1")
+        return value, ("item" if t.device.type == "cuda" else None)
+
+    def _equal(self, func, args, kwargs):
+        self._note("torch.equal on GPU tensors: assumed True")
+        return True, ("item" if _on_gpu(args, kwargs) else None)
+
+    def _placeholder_count(self, t: torch.Tensor) -> int:
+        self._note("data-dependent sizes (nonzero, boolean masks) assume every element selected")
+        return int(t.numel())
+
+    def _nonzero(self, func, args, kwargs):
+        (t,) = args[:1]
+        out = torch.empty((self._placeholder_count(t), t.dim()), dtype=torch.long, device=t.device)
+        return out, ("nonzero" if t.device.type == "cuda" else None)
+
+    def _masked_select(self, func, args, kwargs):
+        t, mask = args[:2]
+        n = torch.broadcast_shapes(t.shape, mask.shape)
+        out = torch.empty((self._placeholder_count(torch.empty(n, device="meta")),), dtype=t.dtype, device=t.device)
+        return out, ("masked_select" if t.device.type == "cuda" else None)
+
+    def _index_with_masks(self, func, args, kwargs):
+        self_t, indices = args[0], args[1]
+        if not any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices):
+            return func(*args, **kwargs), None
+        expanded: list[torch.Tensor | None] = []
+        for index in indices:
+            if isinstance(index, torch.Tensor) and index.dtype in (torch.bool, torch.uint8):
+                count = self._placeholder_count(index)
+                expanded.extend(torch.empty((count,), dtype=torch.long, device=index.device) for _ in range(index.dim()))
+            else:
+                expanded.append(index)
+        out = func(self_t, expanded, *args[2:], **kwargs)
+        return out, ("boolean mask" if self_t.device.type == "cuda" else None)
+
+    def _maybe_device_to_host(self, func, args, kwargs):
+        out = func(*args, **kwargs)
+        if func is aten._to_copy.default:
+            src, dst_device = args[0], kwargs.get("device")
+        else:
+            dst_device, src = args[0].device, args[1]
+        to_host = (isinstance(src, torch.Tensor) and src.device.type == "cuda" and dst_device is not None
+                   and torch.device(dst_device).type == "cpu")
+        blocking = not kwargs.get("non_blocking", args[2] if func is aten.copy_.default and len(args) > 2 else False)
+        return out, ("cpu" if to_host and blocking else None)

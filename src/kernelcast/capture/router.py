@@ -1,0 +1,115 @@
+"""A TorchFunctionMode that sits above autograd during a capture.
+
+It does what the dispatch-level recorder cannot:
+- sends scaled_dot_product_attention to the fused CUDA kernel the target would pick (torch chooses it with a
+  CUDA-only C++ stub that a CPU build lacks, and would otherwise run the math path);
+- notes where each forward op came from on its autograd node, so backward ops can name their forward line;
+- turns host reads that bypass aten (`tolist`, `numpy`, printing) into sync points;
+- refuses backward cleanly when this process cannot run autograd on fake CUDA tensors.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from kernelcast.errors import CaptureError
+
+from . import attention
+from .source import current_source
+
+ORIGIN_KEY = "kernelcast_origin"  # autograd Node.metadata key: (source, module) of the forward op
+
+
+class Router(TorchFunctionMode):
+    def __init__(self, arch: str, module_of: Callable[[], str], on_sync: Callable[[str], None],
+                 backward_error: str | None) -> None:
+        super().__init__()
+        self.arch = arch
+        self._module_of = module_of
+        self._on_sync = on_sync
+        self._backward_error = backward_error
+        self.tag_origins = True
+        self._routes: dict[Any, Callable] = {
+            torch.nn.functional.scaled_dot_product_attention: self._sdpa,
+            torch._C._nn.scaled_dot_product_attention: self._sdpa,
+            torch.Tensor.backward: self._backward,
+            torch.autograd.backward: self._backward,
+            torch.Tensor.tolist: self._host_read("tolist"),
+            torch.Tensor.numpy: self._host_read("numpy"),
+            torch.Tensor.__repr__: self._host_read("print"),
+            torch.Tensor.__format__: self._host_read("print"),
+        }
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        route = self._routes.get(func)
+        out = route(func, args, kwargs) if route is not None else func(*args, **kwargs)
+        if (self.tag_origins and isinstance(out, torch.Tensor) and out.requires_grad and torch.is_grad_enabled()
+                and torch._C._current_graph_task_id() == -1):
+            self._tag(out)
+        return out
+
+    def _tag(self, out: torch.Tensor) -> None:
+        # Reading grad_fn raises for a no_grad view that was since modified in place; such a tensor has no
+        # node of its own worth naming, so it is skipped rather than failing the user's code.
+        try:
+            node = out.grad_fn
+        except RuntimeError:
+            return
+        if node is not None and ORIGIN_KEY not in node.metadata:
+            tag_new_nodes(node, (current_source(), self._module_of()))
+
+    def _sdpa(self, func, args, kwargs):
+        return attention.route_sdpa(self.arch, *args, **kwargs)
+
+    def _backward(self, func, args, kwargs):
+        if self._backward_error is not None:
+            raise CaptureError(self._backward_error)
+        return func(*args, **kwargs)
+
+    def _host_read(self, kind: str) -> Callable:
+        def read(func, args, kwargs):
+            tensor = args[0]
+            if isinstance(tensor, torch.Tensor) and tensor.device.type == "cuda":
+                self._on_sync(kind)
+            return _placeholder_read(kind, tensor, func, args, kwargs)
+
+        return read
+
+
+def _placeholder_read(kind: str, tensor: torch.Tensor, func, args, kwargs) -> Any:
+    """What the host gets back: zeros of the right shape (fake tensors hold no data)."""
+    import numpy as np
+
+    if kind == "tolist":
+        return np.zeros(tuple(tensor.shape)).tolist() if tensor.dim() else 0
+    if kind == "numpy":
+        return np.zeros(tuple(tensor.shape), dtype=np.float32)
+    return f"tensor(shape={tuple(tensor.shape)}, dtype={tensor.dtype}, device='{tensor.device}')"
+
+
+MAX_NODES_PER_CALL = 256  # one call (a linear under autocast, say) creates a handful of autograd nodes
+
+
+def tag_new_nodes(root, origin: tuple[str, str]) -> None:
+    """Tag `root` and the nodes behind it that this call created (those not tagged yet), so every backward
+    op of, e.g., a linear layer (view, mm, cast) names the forward line."""
+    stack, seen = [root], 0
+    while stack and seen < MAX_NODES_PER_CALL:
+        node = stack.pop()
+        meta = node.metadata
+        if ORIGIN_KEY in meta:
+            continue
+        meta[ORIGIN_KEY] = origin
+        seen += 1
+        stack.extend(nxt for nxt, _ in node.next_functions if nxt is not None and not hasattr(nxt, "variable"))
+
+
+def origin_of_current_backward_node() -> tuple[str, str] | None:
+    node = torch._C._current_autograd_node()
+    if node is None:
+        return None
+    return node.metadata.get(ORIGIN_KEY)

@@ -1,0 +1,171 @@
+"""A capture session: everything that must be in force while the user's code runs without a GPU.
+
+Layers, outermost first:
+- the torch.cuda facade (answers for the target GPU, records synchronize);
+- module tracking and optimizer-step hooks (for the module path and the phase of each op);
+- FakeTensorMode (tensors have shapes, dtypes and a "cuda" device, but no memory);
+- the Recorder (TorchDispatchMode, records aten ops) and the Router (TorchFunctionMode, routes attention).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+from unittest import mock
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+from torch.utils.module_tracker import ModuleTracker
+
+from kernelcast import _fake_cuda
+from kernelcast.records import Capture, CaptureSettings, OpRecord
+
+from .cuda_facade import TargetDevice, cuda_facade
+from .recorder import Recorder
+from .router import Router, origin_of_current_backward_node
+
+NO_BACKWARD_MESSAGE = (
+    "this torch is a CPU build and kernelcast could not make autograd work on fake CUDA tensors ({why}); "
+    "import kernelcast before torch (or use the `kernelcast` CLI) to capture backward"
+)
+
+
+class _CaptureFakeMode(FakeTensorMode):
+    """FakeTensorMode that never touches a real device, even where torch.cuda.is_available() says True."""
+
+    @property
+    def avoid_device_init(self) -> bool:  # type: ignore[override]
+        return True
+
+
+def _innermost(parents: set[str]) -> str:
+    return max(parents, key=lambda name: (name.count("."), len(name))) if parents else ""
+
+
+@contextlib.contextmanager
+def _foreach_accepts_fake_tensors() -> Iterator[None]:
+    """Let optimizers and clip_grad_norm_ take their CUDA default (foreach) path with fake tensors.
+
+    torch checks `type(p) in _foreach_supported_types`; FakeTensor is not in it, so AdamW would silently run
+    its per-parameter loop. torch.distributed.tensor extends the same lists for DTensor; we do it only for
+    the length of the capture.
+    """
+    import torch.optim.optimizer as optimizer_mod
+    import torch.utils._foreach_utils as foreach_mod
+
+    lists = [optimizer_mod._foreach_supported_types, foreach_mod._foreach_supported_types]
+    added = [lst for lst in lists if FakeTensor not in lst]
+    for lst in added:
+        lst.append(FakeTensor)
+    try:
+        yield
+    finally:
+        for lst in added:
+            lst.remove(FakeTensor)
+
+
+@contextlib.contextmanager
+def _swappable_fake_tensors(fake_mode: FakeTensorMode) -> Iterator[None]:
+    """Let `model.to("cuda")` / `.cuda()` / `.to(dtype)` work on modules built under FakeTensorMode.
+
+    Module._apply always swaps FakeTensor parameters (torch.utils.swap_tensors), and swap_tensors refuses a
+    tensor that has weak references. FakeTensorMode's converter memo holds one to every op output, so every
+    fake parameter has one. Dropping the two memo entries first is safe: the memo is a cache.
+    """
+    original = torch.utils.swap_tensors
+
+    def swap_tensors(t1, t2):
+        memo = fake_mode.fake_tensor_converter.tensor_memo
+        for key, value in list(memo.items()):
+            if value is t1 or value is t2:
+                del memo[key]
+        return original(t1, t2)
+
+    with mock.patch.object(torch.utils, "swap_tensors", swap_tensors):
+        yield
+
+
+class CaptureSession:
+    """Runs user code under fake CUDA; records ops while `recording` is on."""
+
+    def __init__(self, target: TargetDevice, arch: str) -> None:
+        self.target = target
+        self.arch = arch
+        self._stack = contextlib.ExitStack()
+        self._in_optimizer = 0
+        self.tracker: ModuleTracker | None = None
+        self.recorder: Recorder | None = None
+        self.router: Router | None = None
+        self.fake_mode: FakeTensorMode | None = None
+
+    # -- context ---------------------------------------------------------------------------------------
+    def __enter__(self) -> "CaptureSession":
+        state = _fake_cuda.state()
+        backward_error = None
+        if state.needed and not state.before_torch:
+            backward_error = NO_BACKWARD_MESSAGE.format(why=state.detail or "shim not loaded")
+        stack = self._stack
+        try:
+            stack.enter_context(cuda_facade(self.target, on_sync=self._host_sync))
+            self.tracker = stack.enter_context(ModuleTracker())
+            stack.callback(register_optimizer_step_pre_hook(self._optimizer_enter).remove)
+            stack.callback(register_optimizer_step_post_hook(self._optimizer_exit).remove)
+            stack.enter_context(_foreach_accepts_fake_tensors())
+            self.fake_mode = _CaptureFakeMode(allow_non_fake_inputs=True)
+            stack.enter_context(_swappable_fake_tensors(self.fake_mode))
+            stack.enter_context(self.fake_mode)
+            self.recorder = stack.enter_context(
+                Recorder(self._phase, self._module, origin_of_current_backward_node))
+            self.router = stack.enter_context(
+                Router(self.arch, self._module, self._host_sync, backward_error))
+        except BaseException:
+            stack.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stack.close()
+
+    @property
+    def recording(self) -> bool:
+        return bool(self.recorder and self.recorder.recording)
+
+    @recording.setter
+    def recording(self, on: bool) -> None:
+        assert self.recorder is not None
+        self.recorder.recording = on
+
+    # -- hooks -----------------------------------------------------------------------------------------
+    def _optimizer_enter(self, optimizer, args, kwargs) -> None:
+        self._in_optimizer += 1
+
+    def _optimizer_exit(self, optimizer, args, kwargs) -> None:
+        self._in_optimizer -= 1
+
+    def _phase(self) -> str:
+        if torch._C._current_graph_task_id() != -1:
+            return "backward"
+        return "optimizer" if self._in_optimizer else "forward"
+
+    def _module(self) -> str:
+        if self._in_optimizer:
+            return "optimizer"
+        return _innermost(self.tracker.parents - {"Global"}) if self.tracker else ""
+
+    def _host_sync(self, kind: str) -> None:
+        if self.recorder is not None and self.recorder.recording:
+            self.recorder.record_host_sync(kind)
+
+    # -- result ----------------------------------------------------------------------------------------
+    def result(self, workload: str = "") -> Capture:
+        assert self.recorder is not None
+        settings = CaptureSettings(
+            matmul_allow_tf32=torch.backends.cuda.matmul.allow_tf32,
+            cudnn_allow_tf32=torch.backends.cudnn.allow_tf32,
+            matmul_allow_bf16_reduced=torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+            arch=self.arch,
+            torch_version=torch.__version__,
+        )
+        ops: tuple[OpRecord, ...] = tuple(self.recorder.ops)
+        return Capture(ops=ops, settings=settings, workload=workload, notes=tuple(sorted(self.recorder.notes)))

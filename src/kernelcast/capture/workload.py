@@ -1,0 +1,88 @@
+"""Load a workload: `path/to/file.py:build`, or `example:NAME` for one shipped with kernelcast.
+
+build() takes no arguments and returns (step, args); step(*args) runs one step on device "cuda".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import sys
+import traceback
+from pathlib import Path
+from typing import Callable, Iterator
+
+from kernelcast.errors import WorkloadError
+
+EXAMPLE_PREFIX = "example:"
+EXAMPLES_PACKAGE = "kernelcast.examples"
+
+
+@contextlib.contextmanager
+def on_sys_path(folder: Path) -> Iterator[None]:
+    """The workload's folder is importable while it loads and runs, as when Python runs a script."""
+    entry = str(folder.resolve())
+    sys.path.insert(0, entry)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(entry)
+
+
+def where_it_failed(exc: BaseException) -> str:
+    """The innermost frame of the user's file in a traceback, as "file.py:12"."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    for frame in reversed(frames):
+        if "site-packages" not in frame.filename and "/kernelcast/" not in frame.filename:
+            return f" (at {Path(frame.filename).name}:{frame.lineno})"
+    return ""
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def split_spec(spec: str) -> tuple[str, str]:
+    if spec.startswith(EXAMPLE_PREFIX):
+        return spec, "build"
+    path, sep, func = spec.rpartition(":")
+    if not sep or not path or not func:
+        raise WorkloadError(f"workload {spec!r} is not FILE.py:FUNCTION (e.g. train.py:build) or example:NAME")
+    return path, func
+
+
+def list_examples() -> list[str]:
+    folder = Path(__file__).resolve().parent.parent / "examples"
+    return sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_"))
+
+
+def load_build(spec: str) -> tuple[Callable, Path | None]:
+    """(build function, folder to keep on sys.path while it runs)."""
+    path, func = split_spec(spec)
+    if path.startswith(EXAMPLE_PREFIX):
+        name = path[len(EXAMPLE_PREFIX):].replace("-", "_")
+        if name not in list_examples():
+            raise WorkloadError(f"unknown example {name!r}; examples: {', '.join(list_examples())}")
+        module = importlib.import_module(f"{EXAMPLES_PACKAGE}.{name}")
+        return getattr(module, func), None
+    file = Path(path)
+    if not file.is_file():
+        raise WorkloadError(f"workload file not found: {path}")
+    module_name = f"kernelcast_workload_{file.stem}"
+    with on_sys_path(file.parent):
+        try:
+            spec_obj = importlib.util.spec_from_file_location(module_name, file)
+            assert spec_obj is not None and spec_obj.loader is not None
+            module = importlib.util.module_from_spec(spec_obj)
+            sys.modules[module_name] = module
+            spec_obj.loader.exec_module(module)
+        except Exception as exc:  # a broken workload file: report it in one line
+            raise WorkloadError(f"could not load {path}: {one_line(exc)}{where_it_failed(exc)}") from exc
+    build = getattr(module, func, None)
+    if not callable(build):
+        found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))[:8]
+        raise WorkloadError(f"{path} has no function {func!r} (functions there: {', '.join(found) or 'none'})")
+    return build, file.parent

@@ -1,0 +1,99 @@
+"""One registry from aten op to cost. Formulas are small pure functions of an OpRecord.
+
+Lookup order for an op: an explicit formula for its overload ("aten.add.Tensor"), then for its packet
+("aten.add"); then the zero-cost set (views, allocation, host-side ops); then a formula chosen by torch's own
+op tags (pointwise, reduction). An op that matches none of these is uncosted, and every output lists it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from kernelcast.records import OpRecord
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Device work of one op: math, device-memory traffic, and GPU work items (kernels, memcpys)."""
+
+    flops: float = 0.0
+    bytes_read: float = 0.0
+    bytes_written: float = 0.0
+    kernels: int = 1
+    math: str = "vector"  # tensor-core eligible: "matmul", "conv", "attention"; everything else: "vector"
+    dtype: str = "float32"  # dtype the math runs in, which picks the roof
+
+    @property
+    def bytes(self) -> float:
+        return self.bytes_read + self.bytes_written
+
+    @property
+    def intensity(self) -> float:
+        """FLOP per byte of device memory traffic (0 for an op that moves no bytes)."""
+        return self.flops / self.bytes if self.bytes else 0.0
+
+    def __add__(self, other: "Cost") -> "Cost":
+        return Cost(self.flops + other.flops, self.bytes_read + other.bytes_read,
+                    self.bytes_written + other.bytes_written, self.kernels + other.kernels, self.math, self.dtype)
+
+
+NO_WORK = Cost(kernels=0)
+
+Formula = Callable[[OpRecord], Cost]
+_FORMULAS: dict[str, Formula] = {}
+_ZERO_COST: set[str] = set()
+
+
+def register(*ops: str) -> Callable[[Formula], Formula]:
+    """Register a formula for ops named "aten.mm" (every overload) or "aten.add.Tensor" (one overload)."""
+
+    def wrap(fn: Formula) -> Formula:
+        for op in ops:
+            if op in _FORMULAS or op in _ZERO_COST:
+                raise ValueError(f"{op} is registered twice")
+            _FORMULAS[op] = fn
+        return fn
+
+    return wrap
+
+
+def register_zero_cost(*ops: str) -> None:
+    """Ops that launch nothing and move no device memory: views, metadata, allocation."""
+    for op in ops:
+        if op in _FORMULAS or op in _ZERO_COST:
+            raise ValueError(f"{op} is registered twice")
+        _ZERO_COST.add(op)
+
+
+# Formulas chosen by torch's op tags, set by the modules that define them.
+_TAG_FORMULAS: dict[str, Formula] = {}
+
+
+def register_tag(tag: str, fn: Formula) -> None:
+    if tag in _TAG_FORMULAS:
+        raise ValueError(f"tag {tag} is registered twice")
+    _TAG_FORMULAS[tag] = fn
+
+
+def cost_of(op: OpRecord, overrides: dict[str, Formula] | None = None) -> Cost | None:
+    """The op's cost, or None when no formula covers it (the caller lists it as uncosted)."""
+    if overrides:
+        fn = overrides.get(op.op) or overrides.get(op.packet)
+        if fn is not None:
+            return fn(op)
+    if "host" in op.tags:  # runs on the CPU (a CPU tensor, or a host-side sync marker)
+        return NO_WORK
+    fn = _FORMULAS.get(op.op) or _FORMULAS.get(op.packet)
+    if fn is not None:
+        return fn(op)
+    if op.is_view or op.packet in _ZERO_COST or op.op in _ZERO_COST:
+        return NO_WORK
+    for tag in ("pointwise", "reduction"):
+        if tag in op.tags:
+            return _TAG_FORMULAS[tag](op)
+    return None
+
+
+def registered_ops() -> set[str]:
+    return set(_FORMULAS) | set(_ZERO_COST)

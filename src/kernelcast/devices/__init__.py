@@ -1,0 +1,102 @@
+"""GPU specs as data: gpus.toml, with a datasheet source per entry."""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from kernelcast.errors import UnknownGPUError
+
+DATA_FILE = "gpus.toml"
+
+# The peak each kind of math runs under, by dtype; tensor-core keys first where a matmul may use them.
+TENSOR_CORE_KEY = {
+    "float16": "fp16_tensor", "bfloat16": "bf16_tensor", "float8_e4m3fn": "fp8_tensor",
+    "float8_e5m2": "fp8_tensor", "float64": "fp64_tensor", "tf32": "tf32_tensor",
+}
+VECTOR_KEY = {"float64": "fp64", "float32": "fp32"}
+
+
+@dataclass(frozen=True)
+class GPU:
+    id: str
+    name: str
+    aliases: tuple[str, ...]
+    vendor: str
+    arch: str
+    compute_capability: str
+    sm_count: int
+    memory_bytes: float
+    mem_bw_bytes_per_s: float
+    l2_bytes: float
+    host_link: str
+    host_link_bw_bytes_per_s: float
+    peak_flops: dict[str, float]
+    source: str
+    notes: str = ""
+
+    @property
+    def capability(self) -> tuple[int, int]:
+        """(major, minor) for NVIDIA parts; AMD parts have no CUDA capability and report (0, 0)."""
+        if self.vendor != "nvidia":
+            return (0, 0)
+        major, minor = self.compute_capability.split(".")
+        return int(major), int(minor)
+
+    @property
+    def cuda_arch(self) -> str:
+        major, minor = self.capability
+        return f"sm_{major}{minor}" if major else self.compute_capability
+
+    @property
+    def supports_bf16(self) -> bool:
+        return "bf16_tensor" in self.peak_flops
+
+    def matmul_peak(self, dtype: str, allow_tf32: bool) -> tuple[float, str]:
+        """(FLOP/s, roof name) for a tensor-core-eligible op (matmul, conv, attention) in `dtype`."""
+        key = TENSOR_CORE_KEY.get("tf32" if dtype == "float32" and allow_tf32 else dtype)
+        if key in self.peak_flops:
+            return self.peak_flops[key], key
+        if dtype in ("float16", "bfloat16") and "fp16_tensor" in self.peak_flops:
+            return self.peak_flops["fp16_tensor"], "fp16_tensor"  # e.g. bf16 emulated via fp16 units
+        return self.vector_peak(dtype)
+
+    def vector_peak(self, dtype: str) -> tuple[float, str]:
+        """(FLOP/s, roof name) for elementwise and reduction math; CUDA kernels compute half types in fp32."""
+        key = VECTOR_KEY.get(dtype, "fp32")
+        return self.peak_flops.get(key, self.peak_flops["fp32"]), key
+
+    def ridge_flop_per_byte(self, key: str) -> float:
+        return self.peak_flops[key] / self.mem_bw_bytes_per_s
+
+
+@lru_cache(maxsize=1)
+def all_gpus() -> dict[str, GPU]:
+    raw = tomllib.loads(resources.files(__package__).joinpath(DATA_FILE).read_text())
+    gpus = {}
+    for gpu_id, entry in raw.items():
+        fields = dict(entry)
+        fields["aliases"] = tuple(fields.get("aliases", ()))
+        fields["peak_flops"] = {k: float(v) for k, v in fields["peak_flops"].items()}
+        gpus[gpu_id] = GPU(id=gpu_id, **fields)
+    return gpus
+
+
+def _normalise(name: str) -> str:
+    return " ".join(name.strip().lower().replace("_", "-").split())
+
+
+def get_gpu(name: str) -> GPU:
+    """Look a GPU up by id, alias or full name; an unknown name raises with the closest names."""
+    gpus = all_gpus()
+    wanted = _normalise(name)
+    for gpu in gpus.values():
+        if wanted in (gpu.id, _normalise(gpu.name), *gpu.aliases):
+            return gpu
+    names = sorted({*gpus, *(a for g in gpus.values() for a in g.aliases)})
+    close = difflib.get_close_matches(wanted, names, n=3, cutoff=0.4)
+    hint = f"; closest: {', '.join(close)}" if close else ""
+    raise UnknownGPUError(f"unknown GPU {name!r}{hint} (run `kernelcast devices` for the list)")

@@ -1,0 +1,17 @@
+"""Errors a user can act on. The CLI prints them as one line and exits non-zero; no traceback."""
+
+
+class KernelcastError(Exception):
+    """Bad input or an unsupported situation, with a message that says what to do."""
+
+
+class WorkloadError(KernelcastError):
+    """The workload file or its build() could not be loaded or run."""
+
+
+class CaptureError(KernelcastError):
+    """The step could not be captured on this machine."""
+
+
+class UnknownGPUError(KernelcastError):
+    """The --gpu name matches no entry in the device data."""

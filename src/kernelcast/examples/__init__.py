@@ -1,0 +1,1 @@
+"""Example workloads shipped with kernelcast (pure PyTorch): `kernelcast predict example:NAME`."""

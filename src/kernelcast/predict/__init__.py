@@ -1,0 +1,117 @@
+"""Stage 3: predict each kernel's time and the step's wall time on one GPU."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kernelcast.costs import Cost, cost_of
+from kernelcast.devices import GPU, get_gpu
+from kernelcast.records import Capture, OpRecord
+
+from .host import HostModel
+from .kernel_model import NO_KERNEL, KernelEstimate, KernelModel, RooflineModel
+from .timeline import Launch, simulate, steady_state_step_us
+
+__all__ = ["OpPrediction", "Prediction", "predict_capture", "HostModel", "RooflineModel"]
+
+
+@dataclass(frozen=True)
+class OpPrediction:
+    index: int
+    op: str
+    phase: str
+    module: str
+    source: str
+    flops: float
+    bytes: float
+    intensity: float
+    kernels: int
+    time_us: float  # device time of the op's kernels (0 for a view or an uncosted op)
+    bound: str  # compute / memory / latency / none / uncosted
+    roof: str
+    host_us: float
+    sync: str | None
+    costed: bool
+
+
+@dataclass(frozen=True)
+class Prediction:
+    gpu: GPU
+    kernel_model: str  # which model timed the kernels: "datasheet" or a calibrated profile
+    host: str  # which CPU the host times are for
+    ops: tuple[OpPrediction, ...]
+    step_time_us: float  # steady-state wall time per step, back-to-back steps
+    first_step_us: float  # one step from an idle GPU (what a step with a sync at its end takes)
+    gpu_time_us: float  # sum of predicted kernel times
+    host_time_us: float  # sum of host time per op
+    kernels: int  # GPU work items launched per step
+    uncosted: tuple[str, ...]  # op names with no formula; their time is unknown, not zero
+    sync_points: int
+    notes: tuple[str, ...] = ()
+
+    @property
+    def bound(self) -> str:
+        """"gpu" when the GPU is busy most of the step, else "host" (the GPU waits for launches or syncs)."""
+        return "gpu" if self.gpu_time_us >= self.step_time_us * GPU_BOUND_BUSY_FRACTION else "host"
+
+    @property
+    def gpu_idle_fraction(self) -> float:
+        return max(0.0, 1.0 - self.gpu_time_us / self.step_time_us) if self.step_time_us else 0.0
+
+    # Conveniences for notebooks; the report stage does the formatting.
+    def show(self, top: int = 15) -> None:
+        from kernelcast.report import print_prediction
+
+        print_prediction(self, top=top)
+
+    def summary(self) -> str:
+        from kernelcast.report import summary_line
+
+        return summary_line(self)
+
+    def to_json(self) -> dict:
+        from kernelcast.report import prediction_json
+
+        return prediction_json(self)
+
+    def __repr__(self) -> str:
+        return f"<Prediction {self.summary()}>"
+
+
+# A step counts as GPU-bound when its kernels keep the GPU busy for at least this share of the step.
+GPU_BOUND_BUSY_FRACTION = 0.8
+
+
+def _op_prediction(op: OpRecord, cost: Cost | None, est: KernelEstimate, host_us: float) -> OpPrediction:
+    costed = cost is not None
+    cost = cost or Cost(kernels=0)
+    return OpPrediction(
+        index=op.index, op=op.op, phase=op.phase, module=op.module, source=op.source, flops=cost.flops,
+        bytes=cost.bytes, intensity=cost.intensity, kernels=cost.kernels, time_us=est.time_us,
+        bound=est.bound if costed else "uncosted", roof=est.roof, host_us=host_us, sync=op.sync, costed=costed,
+    )
+
+
+def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel | None = None,
+                    host_model: HostModel | None = None) -> Prediction:
+    spec = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
+    model = kernel_model or RooflineModel(spec, capture.settings)
+    host = host_model or HostModel()
+    preds: list[OpPrediction] = []
+    launches: list[Launch] = []
+    for op in capture.ops:
+        cost = cost_of(op)
+        est = model.estimate(cost) if cost is not None else NO_KERNEL
+        host_us = host.op_us(op, cost)
+        preds.append(_op_prediction(op, cost, est, host_us))
+        launches.append(Launch(host_us, est.time_us, op.stream, sync=op.sync is not None,
+                               sync_return_us=host.sync_return_us if op.sync else 0.0))
+    timeline = simulate(launches)
+    uncosted = tuple(sorted({p.op for p in preds if not p.costed}))
+    return Prediction(
+        gpu=spec, kernel_model=model.source, host=host.host, ops=tuple(preds),
+        step_time_us=steady_state_step_us(launches), first_step_us=timeline.end_us,
+        gpu_time_us=sum(p.time_us for p in preds), host_time_us=sum(p.host_us for p in preds),
+        kernels=sum(p.kernels for p in preds), uncosted=uncosted,
+        sync_points=sum(1 for p in preds if p.sync), notes=capture.notes,
+    )

@@ -1,0 +1,76 @@
+"""Kernel time models: from an op's Cost to its time on one GPU.
+
+The model is a swappable object. This file holds the datasheet roofline; the calibrated model (measured
+efficiency curves per device) plugs in behind the same `estimate` call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from kernelcast.costs import Cost
+from kernelcast.devices import GPU
+from kernelcast.records import CaptureSettings
+
+# Smallest time any GPU work item takes, launch-to-completion, on recent NVIDIA data-centre parts. A datasheet
+# gives no such number; ~2 us is the usual order for an empty kernel plus its memory round trip. The calibrated
+# profile measures it per device.
+DATASHEET_MIN_KERNEL_US = 2.0
+
+BOUNDS = ("compute", "memory", "latency")
+
+
+@dataclass(frozen=True)
+class KernelEstimate:
+    time_us: float
+    bound: str  # compute / memory / latency / none (no device work)
+    roof: str  # the peak it ran under, e.g. "bf16_tensor", "fp32"
+    compute_us: float = 0.0
+    memory_us: float = 0.0
+
+
+NO_KERNEL = KernelEstimate(0.0, "none", "")
+
+
+class KernelModel(Protocol):
+    source: str  # "datasheet" or "calibrated: <profile>"
+
+    def estimate(self, cost: Cost) -> KernelEstimate: ...
+
+
+def _allow_tf32(cost: Cost, settings: CaptureSettings) -> bool:
+    if cost.math == "conv":
+        return settings.cudnn_allow_tf32
+    if cost.math == "matmul":
+        return settings.matmul_allow_tf32
+    return False
+
+
+@dataclass(frozen=True)
+class RooflineModel:
+    """time = max(FLOPs / peak[dtype, tensor cores or not], bytes / bandwidth, kernels * floor)."""
+
+    gpu: GPU
+    settings: CaptureSettings
+    min_kernel_us: float = DATASHEET_MIN_KERNEL_US
+    source: str = "datasheet"
+
+    def peak(self, cost: Cost) -> tuple[float, str]:
+        if cost.math in ("matmul", "conv", "attention"):
+            return self.gpu.matmul_peak(cost.dtype, _allow_tf32(cost, self.settings))
+        return self.gpu.vector_peak(cost.dtype)
+
+    def estimate(self, cost: Cost) -> KernelEstimate:
+        if cost.kernels == 0:
+            return NO_KERNEL
+        peak, roof = self.peak(cost)
+        compute_us = cost.flops / peak * 1e6
+        memory_us = cost.bytes / self.gpu.mem_bw_bytes_per_s * 1e6
+        floor_us = cost.kernels * self.min_kernel_us
+        time_us = max(compute_us, memory_us, floor_us)
+        if time_us == floor_us and floor_us > max(compute_us, memory_us):
+            bound = "latency"
+        else:
+            bound = "compute" if compute_us >= memory_us else "memory"
+        return KernelEstimate(time_us, bound, roof, compute_us, memory_us)

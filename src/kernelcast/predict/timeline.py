@@ -1,0 +1,92 @@
+"""Simulate the CPU launch queue feeding GPU streams.
+
+The CPU runs ops one after another. An op's kernels are launched when its host work ends; a kernel starts
+when it has been launched and the previous kernel on its stream has finished. A sync makes the CPU wait until
+every stream is idle. Everything is in microseconds from the start of the first op.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One op as the simulator sees it."""
+
+    host_us: float  # CPU time to issue it
+    gpu_us: float  # device time of its kernels, back to back (0: launches nothing)
+    stream: int = 0
+    sync: bool = False  # the CPU waits for the GPU after issuing it
+    sync_return_us: float = 0.0  # CPU time to resume after the wait
+
+
+@dataclass(frozen=True)
+class Span:
+    cpu_start_us: float
+    cpu_end_us: float
+    gpu_start_us: float | None
+    gpu_end_us: float | None
+
+
+@dataclass(frozen=True)
+class Timeline:
+    spans: tuple[Span, ...]
+    cpu_end_us: float
+    gpu_end_us: float
+    gpu_busy_us: float
+
+    @property
+    def end_us(self) -> float:
+        return max(self.cpu_end_us, self.gpu_end_us)
+
+
+@dataclass
+class _State:
+    cpu_us: float = 0.0
+    stream_free_us: dict[int, float] | None = None
+
+    def __post_init__(self) -> None:
+        if self.stream_free_us is None:
+            self.stream_free_us = {}
+
+
+def _run(launches: Sequence[Launch], state: _State) -> tuple[list[Span], float]:
+    spans: list[Span] = []
+    busy = 0.0
+    free = state.stream_free_us
+    for item in launches:
+        cpu_start = state.cpu_us
+        state.cpu_us += item.host_us
+        gpu_start = gpu_end = None
+        if item.gpu_us > 0:
+            gpu_start = max(state.cpu_us, free.get(item.stream, 0.0))
+            gpu_end = gpu_start + item.gpu_us
+            free[item.stream] = gpu_end
+            busy += item.gpu_us
+        if item.sync:
+            state.cpu_us = max(state.cpu_us, max(free.values(), default=0.0)) + item.sync_return_us
+        spans.append(Span(cpu_start, state.cpu_us, gpu_start, gpu_end))
+    return spans, busy
+
+
+def simulate(launches: Sequence[Launch]) -> Timeline:
+    """One pass from an idle CPU and GPU."""
+    state = _State()
+    spans, busy = _run(launches, state)
+    return Timeline(tuple(spans), state.cpu_us, max(state.stream_free_us.values(), default=0.0), busy)
+
+
+def steady_state_step_us(launches: Sequence[Launch], steps: int = 3) -> float:
+    """Time per step in a loop of back-to-back steps with no sync between them.
+
+    The first step starts from an idle GPU; later steps can queue behind the previous one. The difference
+    between the ends of the last two steps is the steady-state step time.
+    """
+    state = _State()
+    ends = []
+    for _ in range(steps):
+        _run(launches, state)
+        ends.append(max(state.cpu_us, max(state.stream_free_us.values(), default=0.0)))
+    return ends[-1] - ends[-2] if steps > 1 else ends[-1]

@@ -1,0 +1,189 @@
+"""Frozen records handed from one stage to the next: capture -> costs -> predict -> report.
+
+Nothing here imports torch, so a saved capture can be costed, predicted and reported on any machine.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+CAPTURE_FORMAT_VERSION = 1
+
+# Bytes per element of each dtype torch can put on a GPU (torch's names, without the "torch." prefix).
+DTYPE_BYTES = {
+    "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2,
+    "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1, "float8_e5m2fnuz": 1, "float8_e8m0fnu": 1,
+    "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8,
+    "bool": 1, "complex64": 8, "complex128": 16, "complex32": 4,
+}
+
+PHASES = ("forward", "backward", "optimizer")
+
+
+@dataclass(frozen=True)
+class TensorMeta:
+    """Shape, dtype, strides and device of one tensor an op read or wrote."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    stride: tuple[int, ...]
+    device: str = "cuda"
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return DTYPE_BYTES.get(self.dtype, 4)
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.itemsize
+
+    @property
+    def touched_bytes(self) -> int:
+        """Bytes of distinct elements: a broadcast (stride 0) dimension is read once, not once per use."""
+        distinct = math.prod(n for n, s in zip(self.shape, self.stride) if s != 0)
+        return distinct * self.itemsize if self.numel else 0
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.device.startswith("cuda")
+
+    def to_json(self) -> dict:
+        return {"T": list(self.shape), "dtype": self.dtype, "stride": list(self.stride), "device": self.device}
+
+    @staticmethod
+    def from_json(d: dict) -> "TensorMeta":
+        return TensorMeta(tuple(d["T"]), d["dtype"], tuple(d["stride"]), d.get("device", "cuda"))
+
+
+def _arg_to_json(value: Any) -> Any:
+    if isinstance(value, TensorMeta):
+        return value.to_json()
+    if isinstance(value, (list, tuple)):
+        return [_arg_to_json(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"float": repr(value)}
+    return value
+
+
+def _arg_from_json(value: Any) -> Any:
+    if isinstance(value, dict) and "T" in value:
+        return TensorMeta.from_json(value)
+    if isinstance(value, dict) and "float" in value:
+        return float(value["float"])
+    if isinstance(value, list):
+        return tuple(_arg_from_json(v) for v in value)
+    return value
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    """One aten op as CUDA would dispatch it, with what the cost model and the report need to know."""
+
+    index: int
+    op: str  # overload, e.g. "aten.mm.default"
+    args: dict[str, Any]  # schema argument name -> TensorMeta, tuple of them, or a plain value
+    outputs: tuple[TensorMeta | None, ...]
+    tags: tuple[str, ...] = ()  # torch op tags that matter to costing: pointwise, reduction, inplace, view
+    phase: str = "forward"  # forward / backward / optimizer
+    module: str = ""  # innermost nn.Module path running it (its backward, in the backward phase)
+    source: str = ""  # "file.py:123 in func", the innermost frame outside torch and kernelcast
+    sync: str | None = None  # why the host waits for the GPU here: item, nonzero, cpu, synchronize, ...
+    stream: int = 0
+
+    @property
+    def packet(self) -> str:
+        """The op without its overload: "aten.mm"."""
+        return self.op.rsplit(".", 1)[0] if self.op.count(".") >= 2 else self.op
+
+    @property
+    def name(self) -> str:
+        return self.packet.split(".", 1)[-1]
+
+    @property
+    def is_view(self) -> bool:
+        return "view" in self.tags
+
+    def tensors_in(self) -> list[TensorMeta]:
+        out: list[TensorMeta] = []
+        for value in self.args.values():
+            if isinstance(value, TensorMeta):
+                out.append(value)
+            elif isinstance(value, tuple):
+                out.extend(v for v in value if isinstance(v, TensorMeta))
+        return out
+
+    def tensors_out(self) -> list[TensorMeta]:
+        return [t for t in self.outputs if t is not None]
+
+    def to_json(self) -> dict:
+        d = {
+            "index": self.index, "op": self.op,
+            "args": {k: _arg_to_json(v) for k, v in self.args.items()},
+            "outputs": [None if t is None else t.to_json() for t in self.outputs],
+            "tags": list(self.tags), "phase": self.phase, "module": self.module, "source": self.source,
+            "sync": self.sync, "stream": self.stream,
+        }
+        return d
+
+    @staticmethod
+    def from_json(d: dict) -> "OpRecord":
+        return OpRecord(
+            index=d["index"], op=d["op"],
+            args={k: _arg_from_json(v) for k, v in d["args"].items()},
+            outputs=tuple(None if t is None else TensorMeta.from_json(t) for t in d["outputs"]),
+            tags=tuple(d.get("tags", ())), phase=d.get("phase", "forward"), module=d.get("module", ""),
+            source=d.get("source", ""), sync=d.get("sync"), stream=d.get("stream", 0),
+        )
+
+
+@dataclass(frozen=True)
+class CaptureSettings:
+    """Backend flags in force during the step: they change which roof a matmul or conv runs under."""
+
+    matmul_allow_tf32: bool = False
+    cudnn_allow_tf32: bool = True
+    matmul_allow_bf16_reduced: bool = True
+    arch: str = "sm_90"  # the CUDA arch the capture routed for (attention backends differ by arch)
+    torch_version: str = ""
+
+
+@dataclass(frozen=True)
+class Capture:
+    """Every op of one recorded step, in launch order."""
+
+    ops: tuple[OpRecord, ...]
+    settings: CaptureSettings = field(default_factory=CaptureSettings)
+    workload: str = ""
+    notes: tuple[str, ...] = ()  # what the capture had to assume (placeholder values for syncs, ...)
+
+    def to_json(self) -> dict:
+        return {
+            "format": CAPTURE_FORMAT_VERSION, "workload": self.workload,
+            "settings": asdict(self.settings), "notes": list(self.notes),
+            "ops": [op.to_json() for op in self.ops],
+        }
+
+    @staticmethod
+    def from_json(d: dict) -> "Capture":
+        if d.get("format") != CAPTURE_FORMAT_VERSION:
+            raise ValueError(f"capture format {d.get('format')!r} is not {CAPTURE_FORMAT_VERSION}")
+        return Capture(
+            ops=tuple(OpRecord.from_json(o) for o in d["ops"]),
+            settings=CaptureSettings(**d.get("settings", {})),
+            workload=d.get("workload", ""), notes=tuple(d.get("notes", ())),
+        )
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_json()))
+
+    @staticmethod
+    def load(path: str | Path) -> "Capture":
+        return Capture.from_json(json.loads(Path(path).read_text()))

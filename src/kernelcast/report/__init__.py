@@ -1,0 +1,133 @@
+"""Stage 4: tables for the terminal and JSON for tools."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.table import Table
+
+from kernelcast.predict import OpPrediction, Prediction
+
+DEFAULT_TOP = 15
+_LAYER_INDEX = re.compile(r"\.\d+(?=\.|$)")
+
+
+def module_pattern(module: str) -> str:
+    """"GPT2LMHeadModel.transformer.h.3.attn" -> "GPT2LMHeadModel.transformer.h.*.attn"."""
+    return _LAYER_INDEX.sub(".*", module)
+
+
+@dataclass(frozen=True)
+class OpGroup:
+    """Ops of one kind issued from one source line (e.g. the attention matmul of every layer)."""
+
+    op: str
+    phase: str
+    module: str
+    source: str
+    count: int
+    flops: float
+    bytes: float
+    kernels: int
+    time_us: float
+    bound: str
+
+    @property
+    def intensity(self) -> float:
+        return self.flops / self.bytes if self.bytes else 0.0
+
+
+def group_ops(ops: tuple[OpPrediction, ...]) -> list[OpGroup]:
+    buckets: dict[tuple, list[OpPrediction]] = defaultdict(list)
+    for p in ops:
+        buckets[(p.op, p.phase, module_pattern(p.module), p.source)].append(p)
+    groups = []
+    for (op, phase, module, source), members in buckets.items():
+        bound_time: Counter = Counter()
+        for m in members:
+            bound_time[m.bound] += m.time_us or 1e-9
+        groups.append(OpGroup(
+            op=op, phase=phase, module=module, source=source, count=len(members),
+            flops=sum(m.flops for m in members), bytes=sum(m.bytes for m in members),
+            kernels=sum(m.kernels for m in members), time_us=sum(m.time_us for m in members),
+            bound=bound_time.most_common(1)[0][0],
+        ))
+    return sorted(groups, key=lambda g: g.time_us, reverse=True)
+
+
+def _si(value: float, unit: str) -> str:
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.1f} {prefix}{unit}"
+    return f"{value:.0f} {unit}"
+
+
+def _us(value: float) -> str:
+    return f"{value / 1000:.2f} ms" if value >= 1000 else f"{value:.1f} µs"
+
+
+def summary_line(pred: Prediction) -> str:
+    return (
+        f"step {_us(pred.step_time_us)} on {pred.gpu.name}: GPU {_us(pred.gpu_time_us)}, "
+        f"host {_us(pred.host_time_us)}, {pred.kernels} kernels, {pred.sync_points} syncs -> "
+        f"{pred.bound}-bound (GPU idle {pred.gpu_idle_fraction:.0%}); kernel times: {pred.kernel_model}"
+    )
+
+
+def ops_table(pred: Prediction, top: int = DEFAULT_TOP) -> Table:
+    table = Table(title=f"Top ops by predicted time on {pred.gpu.name}", title_justify="left")
+    for name, justify in (("op", "left"), ("phase", "left"), ("module", "left"), ("source", "left"),
+                          ("×", "right"), ("FLOPs", "right"), ("bytes", "right"), ("FLOP/B", "right"),
+                          ("bound", "left"), ("time", "right"), ("% step", "right")):
+        table.add_column(name, justify=justify, overflow="fold")
+    for g in group_ops(pred.ops)[:top]:
+        share = g.time_us / pred.step_time_us if pred.step_time_us else 0.0
+        table.add_row(
+            short_op(g.op), g.phase, g.module or "-", g.source or "-", str(g.count), _si(g.flops, ""),
+            _si(g.bytes, "B"), f"{g.intensity:.1f}", g.bound, _us(g.time_us), f"{share:.1%}",
+        )
+    return table
+
+
+# Wide enough for the table when output goes to a file or pipe (rich would assume 80 columns).
+PIPE_WIDTH = 180
+
+
+def _console() -> Console:
+    console = Console()
+    return console if console.is_terminal else Console(width=PIPE_WIDTH)
+
+
+def short_op(op: str) -> str:
+    """"aten.mm.default" -> "mm"; "aten.add.Tensor" -> "add.Tensor"."""
+    return op.removeprefix("aten.").removesuffix(".default")
+
+
+def print_prediction(pred: Prediction, console: Console | None = None, top: int = DEFAULT_TOP) -> None:
+    console = console or _console()
+    console.print(ops_table(pred, top))
+    console.print(summary_line(pred))
+    uncosted = ", ".join(pred.uncosted) if pred.uncosted else "none"
+    console.print(f"uncosted ops (time unknown, not zero): {uncosted}")
+    for note in pred.notes:
+        console.print(f"note: {note}")
+
+
+def prediction_json(pred: Prediction) -> dict:
+    """The --json contract: keep these key names (other tools read them)."""
+    return {
+        "gpu": pred.gpu.id, "gpu_name": pred.gpu.name, "kernel_model": pred.kernel_model, "host": pred.host,
+        "step_time_us": pred.step_time_us, "first_step_us": pred.first_step_us,
+        "gpu_time_us": pred.gpu_time_us, "host_time_us": pred.host_time_us, "kernels": pred.kernels,
+        "bound": pred.bound, "gpu_idle_fraction": pred.gpu_idle_fraction, "sync_points": pred.sync_points,
+        "uncosted": list(pred.uncosted), "notes": list(pred.notes),
+        "ops": [
+            {"op": p.op, "phase": p.phase, "module": p.module, "source": p.source, "flops": p.flops,
+             "bytes": p.bytes, "intensity": p.intensity, "kernels": p.kernels, "time_us": p.time_us,
+             "bound": p.bound, "roof": p.roof, "host_us": p.host_us, "sync": p.sync}
+            for p in pred.ops
+        ],
+    }
