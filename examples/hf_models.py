@@ -69,7 +69,7 @@ def _text_train(make):
 
         def step(ids):
             with torch.autocast("cuda", dtype=torch.bfloat16):
-                loss = model(input_ids=ids, labels=ids).loss
+                loss = model(input_ids=ids, labels=ids, use_cache=False).loss
             loss.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)

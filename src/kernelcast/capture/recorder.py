@@ -21,7 +21,15 @@ from .source import current_source
 aten = torch.ops.aten
 
 # Tags that change how an op is costed; the rest of torch's tags are dropped.
-KEPT_TAGS = {torch.Tag.pointwise: "pointwise", torch.Tag.reduction: "reduction", torch.Tag.inplace: "inplace"}
+# (torch.Tag.inplace is new in 2.12; before it, the schema says whether an op writes its first argument.)
+KEPT_TAGS = {getattr(torch.Tag, name): name for name in ("pointwise", "reduction") if hasattr(torch.Tag, name)}
+
+
+def _is_inplace(func: torch._ops.OpOverload) -> bool:
+    args = func._schema.arguments
+    alias = args[0].alias_info if args else None
+    return bool(alias is not None and alias.is_write and not func._schema.arguments[0].kwarg_only
+                and func._schema.name.endswith("_"))
 
 UNRECORDED_NAMESPACES = {"prim", "profiler"}  # device queries and profiler markers: no device work
 HOST_SYNC_PREFIX = "host."  # op names of sync points that are not aten ops: host.synchronize, host.tolist
@@ -34,9 +42,15 @@ def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+def device_type(t: torch.Tensor) -> str:
+    """A tensor's device type without dispatching prim.device (slow under FakeTensorMode)."""
+    fake = getattr(t, "fake_device", None)
+    return (fake if fake is not None else t.device).type
+
+
 def tensor_meta(t: torch.Tensor) -> TensorMeta:
     return TensorMeta(tuple(int(s) for s in t.shape), _dtype_name(t.dtype), tuple(int(s) for s in t.stride()),
-                      t.device.type)
+                      device_type(t))
 
 
 def _plain(value: Any) -> Any:
@@ -63,6 +77,8 @@ class _Schema:
             for a in func._schema.arguments
         ]
         tags = [name for tag, name in KEPT_TAGS.items() if tag in func.tags]
+        if _is_inplace(func):
+            tags.append("inplace")
         if func.is_view or torch.Tag.inplace_view in func.tags:
             tags.append("view")
         self.tags = tuple(tags)
@@ -79,8 +95,14 @@ class _Schema:
 
 
 def _on_gpu(args: tuple, kwargs: dict) -> bool:
-    leaves = torch.utils._pytree.tree_leaves((args, kwargs))
-    return any(isinstance(x, torch.Tensor) and x.device.type == "cuda" for x in leaves)
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, torch.Tensor):
+            if device_type(value) == "cuda":
+                return True
+        elif isinstance(value, (list, tuple)):
+            if any(isinstance(v, torch.Tensor) and device_type(v) == "cuda" for v in value):
+                return True
+    return False
 
 
 def _outputs(out: Any) -> tuple[TensorMeta | None, ...]:
@@ -128,6 +150,8 @@ class Recorder(TorchDispatchMode):
     # -- dispatch --------------------------------------------------------------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func.namespace in UNRECORDED_NAMESPACES:  # device queries: pass through, fast
+            return func(*args, **kwargs)
         handler = self._sync_handlers.get(func)
         if handler is not None:
             out, sync = handler(func, args, kwargs)
@@ -135,7 +159,7 @@ class Recorder(TorchDispatchMode):
             out, sync = func(*args, **kwargs), None
         if func in (aten.all.default, aten.all.dim, aten.any.default, aten.any.dim) and isinstance(out, torch.Tensor):
             self._bool_hint[out] = func.overloadpacket is aten.all
-        if self.recording and func not in NO_DEVICE_WORK and func.namespace not in UNRECORDED_NAMESPACES:
+        if self.recording and func not in NO_DEVICE_WORK:
             self._record(func, args, kwargs, out, sync)
         return out
 
@@ -149,7 +173,8 @@ class Recorder(TorchDispatchMode):
             source, module = origin
         else:
             source, module = current_source(), self._module_of()
-        tags = schema.tags if _on_gpu(args, kwargs) else schema.tags + ("host",)
+        on_gpu = _on_gpu(args, kwargs) or _on_gpu((out,), {})  # factories have only a device kwarg
+        tags = schema.tags if on_gpu else schema.tags + ("host",)
         self.ops.append(OpRecord(
             index=len(self.ops), op=str(func), args=schema.bind(args, kwargs), outputs=_outputs(out),
             tags=tags, phase=phase, module=module, source=source, sync=sync,
@@ -181,7 +206,7 @@ class Recorder(TorchDispatchMode):
         else:
             value = 1
             self._note("integer read back from the GPU: assumed 1")
-        return value, ("item" if t.device.type == "cuda" else None)
+        return value, ("item" if device_type(t) == "cuda" else None)
 
     def _equal(self, func, args, kwargs):
         self._note("torch.equal on GPU tensors: assumed True")
@@ -194,13 +219,13 @@ class Recorder(TorchDispatchMode):
     def _nonzero(self, func, args, kwargs):
         (t,) = args[:1]
         out = torch.empty((self._placeholder_count(t), t.dim()), dtype=torch.long, device=t.device)
-        return out, ("nonzero" if t.device.type == "cuda" else None)
+        return out, ("nonzero" if device_type(t) == "cuda" else None)
 
     def _masked_select(self, func, args, kwargs):
         t, mask = args[:2]
         n = torch.broadcast_shapes(t.shape, mask.shape)
         out = torch.empty((self._placeholder_count(torch.empty(n, device="meta")),), dtype=t.dtype, device=t.device)
-        return out, ("masked_select" if t.device.type == "cuda" else None)
+        return out, ("masked_select" if device_type(t) == "cuda" else None)
 
     def _index_with_masks(self, func, args, kwargs):
         self_t, indices = args[0], args[1]
@@ -214,15 +239,15 @@ class Recorder(TorchDispatchMode):
             else:
                 expanded.append(index)
         out = func(self_t, expanded, *args[2:], **kwargs)
-        return out, ("boolean mask" if self_t.device.type == "cuda" else None)
+        return out, ("boolean mask" if device_type(self_t) == "cuda" else None)
 
     def _maybe_device_to_host(self, func, args, kwargs):
         out = func(*args, **kwargs)
         if func is aten._to_copy.default:
             src, dst_device = args[0], kwargs.get("device")
         else:
-            dst_device, src = args[0].device, args[1]
-        to_host = (isinstance(src, torch.Tensor) and src.device.type == "cuda" and dst_device is not None
+            dst_device, src = device_type(args[0]), args[1]
+        to_host = (isinstance(src, torch.Tensor) and device_type(src) == "cuda" and dst_device is not None
                    and torch.device(dst_device).type == "cpu")
         blocking = not kwargs.get("non_blocking", args[2] if func is aten.copy_.default and len(args) > 2 else False)
         return out, ("cpu" if to_host and blocking else None)

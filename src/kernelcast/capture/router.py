@@ -31,14 +31,12 @@ class Router(TorchFunctionMode):
         self._module_of = module_of
         self._on_sync = on_sync
         self._backward_error = backward_error
-        self.tag_origins = True
+        self.tag_origins = False  # the session turns it on while recording
         self._routes: dict[Any, Callable] = {
             torch.nn.functional.scaled_dot_product_attention: self._sdpa,
             torch._C._nn.scaled_dot_product_attention: self._sdpa,
             torch.Tensor.backward: self._backward,
             torch.autograd.backward: self._backward,
-            torch.Tensor.tolist: self._host_read("tolist"),
-            torch.Tensor.numpy: self._host_read("numpy"),
             torch.Tensor.__repr__: self._host_read("print"),
             torch.Tensor.__format__: self._host_read("print"),
         }
@@ -46,6 +44,8 @@ class Router(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         route = self._routes.get(func)
+        if route is None and not self.tag_origins:  # the common case, kept short: it runs for every call
+            return func(*args, **kwargs)
         out = route(func, args, kwargs) if route is not None else func(*args, **kwargs)
         if (self.tag_origins and isinstance(out, torch.Tensor) and out.requires_grad and torch.is_grad_enabled()
                 and torch._C._current_graph_task_id() == -1):
@@ -69,6 +69,15 @@ class Router(TorchFunctionMode):
         if self._backward_error is not None:
             raise CaptureError(self._backward_error)
         return func(*args, **kwargs)
+
+    def host_read_patches(self) -> dict[str, Callable]:
+        """tolist() and numpy() are C methods that bypass __torch_function__; the session patches them on
+        FakeTensor for the length of the capture with these."""
+        def method(kind: str) -> Callable:
+            read = self._host_read(kind)
+            return lambda tensor, *args, **kwargs: read(None, (tensor, *args), kwargs)
+
+        return {"tolist": method("tolist"), "numpy": method("numpy")}
 
     def _host_read(self, kind: str) -> Callable:
         def read(func, args, kwargs):

@@ -14,6 +14,7 @@ from typing import Iterator
 from unittest import mock
 
 import torch
+import torch._dynamo  # noqa: F401  (FakeTensorMode imports it on first use: ~1.5 s; pay it at import time)
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 from torch.utils.module_tracker import ModuleTracker
@@ -108,7 +109,8 @@ class CaptureSession:
         stack = self._stack
         try:
             stack.enter_context(cuda_facade(self.target, on_sync=self._host_sync))
-            self.tracker = stack.enter_context(ModuleTracker())
+            self.tracker = ModuleTracker()  # entered only while recording: its hooks cost time on every module
+            stack.callback(self._stop_tracking)
             stack.callback(register_optimizer_step_pre_hook(self._optimizer_enter).remove)
             stack.callback(register_optimizer_step_post_hook(self._optimizer_exit).remove)
             stack.enter_context(_foreach_accepts_fake_tensors())
@@ -119,6 +121,7 @@ class CaptureSession:
                 Recorder(self._phase, self._module, origin_of_current_backward_node))
             self.router = stack.enter_context(
                 Router(self.arch, self._module, self._host_sync, backward_error))
+            stack.enter_context(mock.patch.multiple(FakeTensor, **self.router.host_read_patches()))
         except BaseException:
             stack.close()
             raise
@@ -133,8 +136,19 @@ class CaptureSession:
 
     @recording.setter
     def recording(self, on: bool) -> None:
-        assert self.recorder is not None
+        """Recording adds module tracking and forward-line tags for backward ops; unrecorded steps skip them."""
+        assert self.recorder is not None and self.router is not None
+        if on and not self.recorder.recording:
+            self.tracker.__enter__()
+        elif not on and self.recorder.recording:
+            self._stop_tracking()
         self.recorder.recording = on
+        self.router.tag_origins = on
+
+    def _stop_tracking(self) -> None:
+        if self.tracker is not None and getattr(self.tracker, "_fw_pre_handle", None) is not None:
+            self.tracker.__exit__(None, None, None)
+            self.tracker._fw_pre_handle = None
 
     # -- hooks -----------------------------------------------------------------------------------------
     def _optimizer_enter(self, optimizer, args, kwargs) -> None:

@@ -10,13 +10,18 @@ from __future__ import annotations
 from kernelcast.records import OpRecord
 
 from .common import arg, bytes_read, bytes_written
-from .registry import Cost, register
+from .registry import Cost, CostContext, register
 
-# GPU work items per call, as the CUDA backends launch them (forward: one fused kernel; backward: a
-# preprocessing kernel for dO*O, the main kernel, and a dQ conversion/accumulation kernel).
-FLASH_BACKWARD_KERNELS = 3
+# GPU work items per call, measured on the H200 (torch 2.11, cuDNN 9.19; validation/op_sweep.json, sdpa_*).
+# cuDNN: forward = workspace memset + fused kernel; backward = memset, dO*O preprocessing, main, dQ conversion.
+# Flash backward: two zero-fills, then dO*O, main and dQ conversion. Efficient backward: a fill and the kernel.
+CUDNN_FORWARD_KERNELS = 2
+DROPOUT_RNG_KERNELS = 1  # with dropout, one more item to set up the RNG seed and offset (measured, cuDNN)
+CUDNN_BACKWARD_KERNELS = 4
+FLASH_FORWARD_KERNELS = 1
+FLASH_BACKWARD_KERNELS = 5
+EFFICIENT_FORWARD_KERNELS = 1
 EFFICIENT_BACKWARD_KERNELS = 2
-CUDNN_BACKWARD_KERNELS = 3
 
 
 def attended_pairs(sq: int, sk: int, causal: bool) -> int:
@@ -49,21 +54,29 @@ def _shapes(op: OpRecord):
     return arg(op, "query").shape, arg(op, "key").shape, arg(op, "value").shape
 
 
-@register("aten._scaled_dot_product_flash_attention", "aten._scaled_dot_product_efficient_attention",
-          "aten._scaled_dot_product_cudnn_attention")
-def attention_forward(op: OpRecord) -> Cost:
-    causal = bool(op.args.get("is_causal", False))
-    return _attention_cost(op, attention_forward_flops(*_shapes(op), causal), kernels=1)
+def _forward(kernels: int):
+    def formula(op: OpRecord, ctx: CostContext) -> Cost:
+        causal = bool(op.args.get("is_causal", False))
+        return _attention_cost(op, attention_forward_flops(*_shapes(op), causal), kernels)
+
+    return formula
 
 
 def _backward(kernels: int):
-    def formula(op: OpRecord) -> Cost:
+    def formula(op: OpRecord, ctx: CostContext) -> Cost:
         causal = bool(op.args.get("is_causal", False))
         return _attention_cost(op, attention_backward_flops(*_shapes(op), causal), kernels)
 
     return formula
 
 
+@register("aten._scaled_dot_product_cudnn_attention")
+def cudnn_attention_forward(op: OpRecord, ctx: CostContext) -> Cost:
+    dropout = float(op.args.get("dropout_p") or 0.0) > 0.0
+    return _forward(CUDNN_FORWARD_KERNELS + DROPOUT_RNG_KERNELS * dropout)(op, ctx)
+
+register("aten._scaled_dot_product_flash_attention")(_forward(FLASH_FORWARD_KERNELS))
+register("aten._scaled_dot_product_efficient_attention")(_forward(EFFICIENT_FORWARD_KERNELS))
+register("aten._scaled_dot_product_cudnn_attention_backward")(_backward(CUDNN_BACKWARD_KERNELS))
 register("aten._scaled_dot_product_flash_attention_backward")(_backward(FLASH_BACKWARD_KERNELS))
 register("aten._scaled_dot_product_efficient_attention_backward")(_backward(EFFICIENT_BACKWARD_KERNELS))
-register("aten._scaled_dot_product_cudnn_attention_backward")(_backward(CUDNN_BACKWARD_KERNELS))

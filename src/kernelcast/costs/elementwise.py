@@ -2,14 +2,18 @@
 
 FLOPs per element are nominal (one per basic arithmetic step): these ops are bound by bytes, so the count
 changes only the reported intensity, never the roof. Named constants keep them visible.
+
+GPU work-item counts marked "measured" were read off torch.profiler on the workplace H200 (torch 2.11,
+validation/capture_validation.json); the rest follow the CUDA kernels in PyTorch's sources.
 """
 
 from __future__ import annotations
 
-from kernelcast.records import OpRecord
+from kernelcast.records import OpRecord, TensorMeta
 
 from .common import arg, bytes_written, memory_op, out_dtype, write_only
-from .registry import Cost, register, register_tag, register_zero_cost
+from .reduce_config import is_global_reduce, reduced_dims, reduces_fastest_dim
+from .registry import Cost, CostContext, register, register_tag, register_zero_cost
 
 POINTWISE_FLOPS_PER_ELEMENT = 1.0  # add, mul, relu...: one operation per output element
 REDUCTION_FLOPS_PER_ELEMENT = 1.0  # one add/compare per input element
@@ -19,58 +23,115 @@ NORM_FLOPS_PER_ELEMENT = 8.0  # mean, centre, square, sum, rstd, scale, weight, 
 NORM_BACKWARD_FLOPS_PER_ELEMENT = 12.0
 LOSS_FLOPS_PER_ELEMENT = 1.0
 
-# GPU work items: LayerNorm/GroupNorm backward run one kernel for the input gradient and one for the
-# weight/bias gradients; nll_loss backward zero-fills the gradient, then scatters into it.
+# LayerNorm/GroupNorm backward: one kernel for the input gradient, one for the weight/bias gradients.
 NORM_BACKWARD_KERNELS = 2
+# nll_loss backward zero-fills the gradient, then scatters into it.
 NLL_LOSS_BACKWARD_KERNELS = 2
 NLL_LOSS_FORWARD_KERNELS = 1
+# Native batch norm (measured, validation/op_sweep.json): training = zeroed semaphores (channels_last only),
+# statistics, running-stat update, normalise; eval = three kernels either layout. Backward: channels_last
+# semaphores + reduce + elementwise; contiguous NCHW one fused kernel.
+BATCH_NORM_TRAIN_KERNELS = {True: 4, False: 3}  # keyed by channels_last
+BATCH_NORM_EVAL_KERNELS = 3
+BATCH_NORM_BACKWARD_KERNELS = {True: 3, False: 1}
+# embedding_dense_backward: up to this many indices a direct per-feature kernel (after zeroing the
+# gradient); beyond it a sort-based path: radix sort, unique-by-key, scans, segment sums (measured: 31 items).
+EMBEDDING_DIRECT_MAX_INDICES = 3072
+EMBEDDING_DIRECT_KERNELS = 2
+EMBEDDING_SORTED_KERNELS = 31
+REDUCE_SEMAPHORE_MEMSETS = 1  # a global reduce zeroes its semaphores first
 
 
-def pointwise(op: OpRecord) -> Cost:
+def pointwise(op: OpRecord, ctx: CostContext) -> Cost:
     return memory_op(op, POINTWISE_FLOPS_PER_ELEMENT)
 
 
-def reduction(op: OpRecord) -> Cost:
-    return memory_op(op, REDUCTION_FLOPS_PER_ELEMENT)
+def _first_input(op: OpRecord) -> TensorMeta | None:
+    return next((t for t in op.tensors_in() if t.on_gpu), None)
 
+
+def reduction(op: OpRecord, ctx: CostContext) -> Cost:
+    """One reduce kernel; a memset more when the reduction splits outputs across thread blocks."""
+    x, outs = _first_input(op), op.tensors_out()
+    kernels = 1
+    if x is not None and outs and x.numel:
+        dims = reduced_dims(len(x.shape), op.args.get("dim"))
+        num_outputs = max(outs[0].numel, 1)
+        if is_global_reduce(num_outputs, x.numel // num_outputs, reduces_fastest_dim(x.shape, x.stride, dims),
+                            ctx.sm_count, ctx.max_threads_per_sm):
+            kernels += REDUCE_SEMAPHORE_MEMSETS
+    return memory_op(op, REDUCTION_FLOPS_PER_ELEMENT, kernels)
+
+
+register_tag("pointwise", pointwise)
+register_tag("reduction", reduction)
 
 # No kernel, no device traffic: views torch does not mark as such in the schema, allocation, metadata.
 register_zero_cost(
     "aten._unsafe_view", "aten._reshape_alias", "aten.lift_fresh", "aten.empty", "aten.empty_like",
     "aten.empty_strided", "aten.new_empty", "aten.new_empty_strided", "aten.resize_", "aten.set_",
-    "aten._to_copy_noop", "aten.record_stream", "aten._assert_async", "aten._assert_scalar",
-    "aten._functional_assert_async", "aten.sym_constrain_range_for_size", "aten._nested_tensor_from_mask",
+    "aten.record_stream", "aten._assert_async", "aten._assert_scalar", "aten._functional_assert_async",
+    "aten.sym_constrain_range_for_size",
 )
-
-register_tag("pointwise", pointwise)
-register_tag("reduction", reduction)
 
 # Pointwise in effect but not tagged so by torch.
 register("aten.native_dropout", "aten.tril", "aten.triu", "aten.where", "aten.masked_fill",
-         "aten.clamp_min", "aten.clamp_max")(pointwise)
+         "aten.clamp_min", "aten.clamp_max", "aten.bernoulli")(pointwise)
 
-register("aten._softmax", "aten._log_softmax", "aten._safe_softmax")(
-    lambda op: memory_op(op, SOFTMAX_FLOPS_PER_ELEMENT))
+
+def _with_flops(flops_per_element: float, kernels: int = 1):
+    def formula(op: OpRecord, ctx: CostContext) -> Cost:
+        return memory_op(op, flops_per_element, kernels)
+
+    return formula
+
+
+register("aten._softmax", "aten._log_softmax", "aten._safe_softmax")(_with_flops(SOFTMAX_FLOPS_PER_ELEMENT))
 register("aten._softmax_backward_data", "aten._log_softmax_backward_data")(
-    lambda op: memory_op(op, SOFTMAX_BACKWARD_FLOPS_PER_ELEMENT))
-
-register("aten.native_layer_norm", "aten.native_group_norm", "aten._fused_rms_norm",
-         "aten.native_batch_norm", "aten._native_batch_norm_legit", "aten._native_batch_norm_legit_functional",
-         "aten._native_batch_norm_legit_no_training", "aten.cudnn_batch_norm", "aten._batch_norm_with_update",
-         "aten._batch_norm_no_update")(lambda op: memory_op(op, NORM_FLOPS_PER_ELEMENT))
+    _with_flops(SOFTMAX_BACKWARD_FLOPS_PER_ELEMENT))
+register("aten.native_layer_norm", "aten.native_group_norm", "aten._fused_rms_norm", "aten.cudnn_batch_norm",
+         "aten._native_batch_norm_legit_no_training")(_with_flops(NORM_FLOPS_PER_ELEMENT))
 register("aten.native_layer_norm_backward", "aten.native_group_norm_backward", "aten._fused_rms_norm_backward")(
-    lambda op: memory_op(op, NORM_BACKWARD_FLOPS_PER_ELEMENT, kernels=NORM_BACKWARD_KERNELS))
-register("aten.native_batch_norm_backward", "aten.cudnn_batch_norm_backward", "aten.batch_norm_backward")(
-    lambda op: memory_op(op, NORM_BACKWARD_FLOPS_PER_ELEMENT))
-
+    _with_flops(NORM_BACKWARD_FLOPS_PER_ELEMENT, NORM_BACKWARD_KERNELS))
+register("aten.cudnn_batch_norm_backward")(_with_flops(NORM_BACKWARD_FLOPS_PER_ELEMENT))
 register("aten.nll_loss_forward", "aten.nll_loss2d_forward")(
-    lambda op: memory_op(op, LOSS_FLOPS_PER_ELEMENT, kernels=NLL_LOSS_FORWARD_KERNELS))
+    _with_flops(LOSS_FLOPS_PER_ELEMENT, NLL_LOSS_FORWARD_KERNELS))
 register("aten.nll_loss_backward", "aten.nll_loss2d_backward")(
-    lambda op: memory_op(op, LOSS_FLOPS_PER_ELEMENT, kernels=NLL_LOSS_BACKWARD_KERNELS))
+    _with_flops(LOSS_FLOPS_PER_ELEMENT, NLL_LOSS_BACKWARD_KERNELS))
 register("aten.mse_loss", "aten.mse_loss_backward", "aten.binary_cross_entropy",
          "aten.binary_cross_entropy_backward", "aten.binary_cross_entropy_with_logits",
-         "aten.smooth_l1_loss", "aten.smooth_l1_loss_backward")(
-    lambda op: memory_op(op, LOSS_FLOPS_PER_ELEMENT))
+         "aten.smooth_l1_loss", "aten.smooth_l1_loss_backward")(_with_flops(LOSS_FLOPS_PER_ELEMENT))
+
+
+def _channels_last(t: TensorMeta) -> bool:
+    return len(t.shape) == 4 and t.shape[1] > 1 and t.stride[1] == 1
+
+
+@register("aten.native_batch_norm", "aten._native_batch_norm_legit", "aten._native_batch_norm_legit_functional",
+          "aten._batch_norm_with_update")
+def native_batch_norm(op: OpRecord, ctx: CostContext) -> Cost:
+    x = arg(op, "input")
+    training = bool(op.args.get("training", True))
+    kernels = BATCH_NORM_TRAIN_KERNELS[_channels_last(x)] if training else BATCH_NORM_EVAL_KERNELS
+    return memory_op(op, NORM_FLOPS_PER_ELEMENT, kernels)
+
+
+@register("aten.native_batch_norm_backward", "aten.batch_norm_backward")
+def native_batch_norm_backward(op: OpRecord, ctx: CostContext) -> Cost:
+    x = arg(op, "input")
+    return memory_op(op, NORM_BACKWARD_FLOPS_PER_ELEMENT, BATCH_NORM_BACKWARD_KERNELS[_channels_last(x)])
+
+
+@register("aten.embedding_dense_backward")
+def embedding_dense_backward(op: OpRecord, ctx: CostContext) -> Cost:
+    indices = arg(op, "indices")
+    direct = indices.numel <= EMBEDDING_DIRECT_MAX_INDICES and not op.args.get("scale_grad_by_freq")
+    return memory_op(op, 0.0, EMBEDDING_DIRECT_KERNELS if direct else EMBEDDING_SORTED_KERNELS)
+
+
+def _memory(op: OpRecord, ctx: CostContext) -> Cost:
+    return memory_op(op)
+
 
 # Data movement: no math.
 register("aten._to_copy", "aten.clone", "aten.cat", "aten.index_select", "aten.gather", "aten.scatter",
@@ -84,32 +145,30 @@ register("aten._to_copy", "aten.clone", "aten.cat", "aten.index_select", "aten.g
          "aten._adaptive_avg_pool2d", "aten._adaptive_avg_pool2d_backward", "aten.masked_select", "aten.nonzero",
          "aten.im2col", "aten.col2im", "aten.native_dropout_backward", "aten.unfold_backward",
          "aten.select_backward", "aten.slice_backward", "aten.index_put", "aten.index_put_",
-         "aten._index_put_impl_", "aten.split_with_sizes_copy", "aten.expand_copy",
-         "aten.embedding_dense_backward")(memory_op)
+         "aten._index_put_impl_", "aten.split_with_sizes_copy", "aten.expand_copy")(_memory)
 
 
 @register("aten.copy_")
-def copy_(op: OpRecord) -> Cost:
+def copy_(op: OpRecord, ctx: CostContext) -> Cost:
     """Reads the source only; writes the destination."""
     src = arg(op, "src")
     nbytes = src.touched_bytes if src.on_gpu else 0
     return Cost(bytes_read=nbytes, bytes_written=bytes_written(op), dtype=out_dtype(op))
 
 
+def _write_only(op: OpRecord, ctx: CostContext) -> Cost:
+    return write_only(op)
+
+
 register("aten.fill_", "aten.zero_", "aten.zeros", "aten.ones", "aten.full", "aten.zeros_like", "aten.ones_like",
          "aten.full_like", "aten.scalar_tensor", "aten.arange", "aten.normal_", "aten.uniform_", "aten.bernoulli_",
          "aten.randn", "aten.rand", "aten.randint", "aten.randperm", "aten.randn_like", "aten.rand_like",
          "aten.exponential_", "aten.random_", "aten.lift_fresh_copy", "aten.new_zeros", "aten.new_ones",
-         "aten.new_full", "aten.linspace", "aten.eye")(write_only)
+         "aten.new_full", "aten.linspace", "aten.eye")(_write_only)
 
 
 @register("aten._local_scalar_dense")
-def local_scalar_dense(op: OpRecord) -> Cost:
+def local_scalar_dense(op: OpRecord, ctx: CostContext) -> Cost:
     """A device-to-host copy of one element: one memcpy, a sync."""
     t = arg(op, "self")
     return Cost(bytes_read=t.itemsize if t.on_gpu else 0, kernels=1 if t.on_gpu else 0)
-
-
-@register("aten.bernoulli")
-def bernoulli(op: OpRecord) -> Cost:
-    return memory_op(op, POINTWISE_FLOPS_PER_ELEMENT)

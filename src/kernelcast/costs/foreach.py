@@ -3,8 +3,8 @@
 On CUDA these run through multi_tensor_apply, which packs chunks of many tensors into one launch and starts
 a new launch when a launch's block or tensor table is full. The tables below are torch's
 (aten/src/ATen/native/cuda/MultiTensorApply.cuh, DepthToMaxConfig<true>: the 32 KB kernel-argument tables
-used with CUDA >= 12.1 on sm_70 and newer). "Depth" is the number of tensor lists a launch touches,
-output list included.
+with CUDA 13 builds, and DepthToMaxConfig<false>, the 4 KB ones, before; CostContext says which). "Depth" is
+the number of tensor lists a launch touches, output list included.
 """
 
 from __future__ import annotations
@@ -14,20 +14,21 @@ import math
 from kernelcast.records import OpRecord, TensorMeta
 
 from .common import gpu_tensors
-from .registry import Cost, register
+from .registry import Cost, CostContext, register
 
 CHUNK_ELEMENTS = 65536
-MAX_BLOCKS_PER_LAUNCH = 2240
-MAX_TENSORS_BY_DEPTH = (770, 448, 336, 252, 210)
-MAX_TENSORS_SCALARLIST_BY_DEPTH = (672, 448, 336, 252, 210)
+# (max blocks per launch, max tensors by depth, max tensors by depth for scalar-list ops)
+LARGE_ARG_TABLES = (2240, (770, 448, 336, 252, 210), (672, 448, 336, 252, 210))  # 32 KB kernel arguments
+SMALL_ARG_TABLES = (320, (110, 64, 48, 36, 30), (96, 64, 48, 36, 30))  # 4 KB kernel arguments
 FOREACH_FLOPS_PER_ELEMENT = 1.0
 FUSED_ADAM_FLOPS_PER_ELEMENT = 16.0  # moments, bias corrections, sqrt, divide, decay, update
 NORM_CLEANUP_KERNELS = 1  # _foreach_norm finishes each tensor's partial sums in one more kernel
 
 
-def multi_tensor_launches(numels: list[int], depth: int, scalar_list: bool = False) -> int:
+def multi_tensor_launches(numels: list[int], depth: int, scalar_list: bool = False, large_args: bool = True) -> int:
     """Kernel launches multi_tensor_apply makes for tensors of these sizes (empty tensors are skipped)."""
-    table = MAX_TENSORS_SCALARLIST_BY_DEPTH if scalar_list else MAX_TENSORS_BY_DEPTH
+    max_blocks, tensors_table, scalarlist_table = LARGE_ARG_TABLES if large_args else SMALL_ARG_TABLES
+    table = scalarlist_table if scalar_list else tensors_table
     max_tensors = table[min(depth, len(table)) - 1]
     launches = blocks = tensors = 0
     for numel in numels:
@@ -38,7 +39,7 @@ def multi_tensor_launches(numels: list[int], depth: int, scalar_list: bool = Fal
         for chunk in range(chunks):
             blocks += 1
             last_chunk = chunk == chunks - 1
-            if (tensors == max_tensors and last_chunk) or blocks == MAX_BLOCKS_PER_LAUNCH:
+            if (tensors == max_tensors and last_chunk) or blocks == max_blocks:
                 launches += 1
                 blocks = 0
                 tensors = 0 if last_chunk else 1  # an unfinished tensor carries into the next launch
@@ -50,7 +51,8 @@ def _lists(op: OpRecord) -> list[tuple[TensorMeta, ...]]:
             if isinstance(v, tuple) and v and all(isinstance(t, TensorMeta) for t in v)]
 
 
-def _foreach(op: OpRecord, flops_per_element: float = FOREACH_FLOPS_PER_ELEMENT, extra_kernels: int = 0) -> Cost:
+def _foreach(op: OpRecord, ctx: CostContext, flops_per_element: float = FOREACH_FLOPS_PER_ELEMENT,
+             extra_kernels: int = 0) -> Cost:
     lists = _lists(op)
     if not lists:
         return Cost(kernels=0)
@@ -62,7 +64,7 @@ def _foreach(op: OpRecord, flops_per_element: float = FOREACH_FLOPS_PER_ELEMENT,
                       for v in op.args.values())
     read = sum(t.touched_bytes for lst in lists for t in gpu_tensors(list(lst)))
     written = sum(t.nbytes for t in (gpu_tensors(list(first)) if inplace else outputs))
-    launches = multi_tensor_launches([t.numel for t in first], depth, scalar_list)
+    launches = multi_tensor_launches([t.numel for t in first], depth, scalar_list, ctx.multi_tensor_large_args)
     return Cost(
         flops=flops_per_element * sum(t.numel for t in first), bytes_read=read, bytes_written=written,
         kernels=launches + (extra_kernels if launches else 0), dtype=first[0].dtype,
@@ -80,12 +82,12 @@ register(*(f"aten._foreach_{name}_" for name in FOREACH_OPS))(_foreach)
 
 
 @register("aten._foreach_norm")
-def foreach_norm(op: OpRecord) -> Cost:
-    return _foreach(op, extra_kernels=NORM_CLEANUP_KERNELS)
+def foreach_norm(op: OpRecord, ctx: CostContext) -> Cost:
+    return _foreach(op, ctx, extra_kernels=NORM_CLEANUP_KERNELS)
 
 
 @register("aten._fused_adamw_", "aten._fused_adam_", "aten._fused_adamw", "aten._fused_adam")
-def fused_adam(op: OpRecord) -> Cost:
+def fused_adam(op: OpRecord, ctx: CostContext) -> Cost:
     """One fused kernel over params, grads, exp_avg, exp_avg_sq (and max_exp_avg_sq with amsgrad)."""
     lists = [lst for name, lst in op.args.items() if name != "state_steps" and isinstance(lst, tuple)
              and lst and isinstance(lst[0], TensorMeta)]
@@ -95,5 +97,6 @@ def fused_adam(op: OpRecord) -> Cost:
     return Cost(
         flops=FUSED_ADAM_FLOPS_PER_ELEMENT * sum(t.numel for t in params),
         bytes_read=moved, bytes_written=moved - sum(t.nbytes for t in lists[1]),  # grads are only read
-        kernels=multi_tensor_launches([t.numel for t in params], depth), dtype=params[0].dtype,
+        kernels=multi_tensor_launches([t.numel for t in params], depth, large_args=ctx.multi_tensor_large_args),
+        dtype=params[0].dtype,
     )

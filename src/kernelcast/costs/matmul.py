@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import math
 
-from kernelcast.records import OpRecord
+from kernelcast.records import OpRecord, TensorMeta
 
 from .common import arg, bytes_read, bytes_written
-from .registry import Cost, register
+from .registry import Cost, CostContext, register
 
 
 def mm_flops(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> float:
@@ -35,32 +35,46 @@ def _matmul_cost(op: OpRecord, flops: float, dtype: str, kernels: int = 1, math_
                 math=math_kind, dtype=dtype)
 
 
+def _column_major(t: TensorMeta) -> bool:
+    return len(t.shape) == 2 and t.stride[0] == 1 and t.shape[1] > 1 and t.stride[1] >= t.shape[0]
+
+
+def gemm_kernels(ctx: CostContext, a: TensorMeta, b: TensorMeta, bias: bool) -> int:
+    """Work items of one cuBLAS GEMM: measured per shape where a profile has them, else one kernel."""
+    if ctx.launches is None:
+        return 1
+    m, k = a.shape
+    n = b.shape[1]
+    items = ctx.launches.gemm_items(a.dtype, _column_major(a), _column_major(b), bias, m, n, k)
+    return items if items is not None else 1
+
+
 @register("aten.mm")
-def mm(op: OpRecord) -> Cost:
+def mm(op: OpRecord, ctx: CostContext) -> Cost:
     a, b = arg(op, "self"), arg(op, "mat2")
-    return _matmul_cost(op, mm_flops(a.shape, b.shape), a.dtype)
+    return _matmul_cost(op, mm_flops(a.shape, b.shape), a.dtype, gemm_kernels(ctx, a, b, bias=False))
 
 
 @register("aten.addmm")
-def addmm(op: OpRecord) -> Cost:
+def addmm(op: OpRecord, ctx: CostContext) -> Cost:
     a, b = arg(op, "mat1"), arg(op, "mat2")
-    return _matmul_cost(op, mm_flops(a.shape, b.shape), a.dtype)
+    return _matmul_cost(op, mm_flops(a.shape, b.shape), a.dtype, gemm_kernels(ctx, a, b, bias=True))
 
 
 @register("aten.bmm")
-def bmm(op: OpRecord) -> Cost:
+def bmm(op: OpRecord, ctx: CostContext) -> Cost:
     a, b = arg(op, "self"), arg(op, "mat2")
     return _matmul_cost(op, bmm_flops(a.shape, b.shape), a.dtype)
 
 
 @register("aten.baddbmm")
-def baddbmm(op: OpRecord) -> Cost:
+def baddbmm(op: OpRecord, ctx: CostContext) -> Cost:
     a, b = arg(op, "batch1"), arg(op, "batch2")
     return _matmul_cost(op, bmm_flops(a.shape, b.shape), a.dtype)
 
 
 @register("aten._scaled_mm")
-def scaled_mm(op: OpRecord) -> Cost:
+def scaled_mm(op: OpRecord, ctx: CostContext) -> Cost:
     """fp8 matmul with scales (cuBLASLt)."""
     a, b = arg(op, "self"), arg(op, "mat2")
     return _matmul_cost(op, mm_flops(a.shape, b.shape), a.dtype)
@@ -95,23 +109,40 @@ def conv_backward_flops(grad_out_shape, x_shape, w_shape, grad_in_shape, grad_w_
     return flops
 
 
+def _channels_last(t: TensorMeta) -> bool:
+    return len(t.shape) == 4 and t.shape[1] > 1 and t.stride[1] == 1
+
+
+def conv_kernels(ctx: CostContext, x: TensorMeta, w: TensorMeta, op: OpRecord, backward: bool) -> int | None:
+    """Work items of one cuDNN convolution pass from the profile's nearest measured conv (2-D convs only)."""
+    if ctx.launches is None or len(x.shape) != 4 or bool(op.args.get("transposed", False)):
+        return None
+    stride = op.args.get("stride") or (1,)
+    return ctx.launches.conv_items(backward, x.dtype, _channels_last(x), x.shape[1], w.shape[0], w.shape[-1],
+                                   int(stride[0]), x.shape[-1])
+
+
 @register("aten.convolution", "aten.cudnn_convolution", "aten._convolution")
-def convolution(op: OpRecord) -> Cost:
+def convolution(op: OpRecord, ctx: CostContext) -> Cost:
     x, w = arg(op, "input") if "input" in op.args else arg(op, "self"), arg(op, "weight")
     out = op.tensors_out()[0]
     transposed = bool(op.args.get("transposed", False))
-    # A bias is added by a second kernel after the cuDNN convolution.
-    kernels = 2 if op.args.get("bias") is not None else 1
+    # A bias is added by a separate kernel after the cuDNN convolution.
+    kernels = (conv_kernels(ctx, x, w, op, backward=False) or 1) + (op.args.get("bias") is not None)
     return _matmul_cost(op, conv_flops(x.shape, w.shape, out.shape, transposed), x.dtype, kernels, "conv")
 
 
 @register("aten.convolution_backward")
-def convolution_backward(op: OpRecord) -> Cost:
+def convolution_backward(op: OpRecord, ctx: CostContext) -> Cost:
     grad_out, x, w = arg(op, "grad_output"), arg(op, "input"), arg(op, "weight")
     mask = tuple(op.args.get("output_mask", (True, True, True)))
     grad_in, grad_w = op.outputs[0], op.outputs[1]
     flops = conv_backward_flops(
         grad_out.shape, x.shape, w.shape, grad_in.shape if grad_in else x.shape,
         grad_w.shape if grad_w else w.shape, bool(op.args.get("transposed", False)), mask)
-    kernels = sum(1 for want in mask if want)  # one cuDNN kernel per gradient (bias: a reduction)
-    return _matmul_cost(op, flops, x.dtype, max(kernels, 1), "conv")
+    measured = conv_kernels(ctx, x, w, op, backward=True)
+    if measured is not None:  # the sweep measured input and weight gradients; a bias gradient is a reduction
+        kernels = measured + bool(mask[2])
+    else:
+        kernels = max(sum(1 for want in mask if want), 1)  # one kernel per gradient
+    return _matmul_cost(op, flops, x.dtype, kernels, "conv")

@@ -12,6 +12,8 @@ from typing import Callable
 
 from kernelcast.records import OpRecord
 
+from .launch_table import LaunchTable
+
 
 @dataclass(frozen=True)
 class Cost:
@@ -40,7 +42,23 @@ class Cost:
 
 NO_WORK = Cost(kernels=0)
 
-Formula = Callable[[OpRecord], Cost]
+
+@dataclass(frozen=True)
+class CostContext:
+    """What kernel launch counts depend on besides the op: the target GPU and the torch that runs it."""
+
+    sm_count: int = 132
+    max_threads_per_sm: int = 2048
+    # multi_tensor_apply's 32 KB kernel-argument tables (CUDA 13 builds from torch 2.12 on; 2.11+cu130 was
+    # measured with the 4 KB ones, see validation/probe.json).
+    multi_tensor_large_args: bool = True
+    # Measured work items per GEMM/conv shape (a device profile); None: one kernel each (+ bias kernel).
+    launches: LaunchTable | None = None
+
+
+DEFAULT_CONTEXT = CostContext()
+
+Formula = Callable[[OpRecord, CostContext], Cost]
 _FORMULAS: dict[str, Formula] = {}
 _ZERO_COST: set[str] = set()
 
@@ -76,23 +94,31 @@ def register_tag(tag: str, fn: Formula) -> None:
     _TAG_FORMULAS[tag] = fn
 
 
-def cost_of(op: OpRecord, overrides: dict[str, Formula] | None = None) -> Cost | None:
+def cost_of(op: OpRecord, ctx: CostContext = DEFAULT_CONTEXT,
+            overrides: dict[str, Formula] | None = None) -> Cost | None:
     """The op's cost, or None when no formula covers it (the caller lists it as uncosted)."""
     if overrides:
         fn = overrides.get(op.op) or overrides.get(op.packet)
         if fn is not None:
-            return fn(op)
+            return fn(op, ctx)
     if "host" in op.tags:  # runs on the CPU (a CPU tensor, or a host-side sync marker)
+        return NO_WORK
+    if _empty(op):  # CUDA ops return early on zero-element tensors: nothing is launched
         return NO_WORK
     fn = _FORMULAS.get(op.op) or _FORMULAS.get(op.packet)
     if fn is not None:
-        return fn(op)
+        return fn(op, ctx)
     if op.is_view or op.packet in _ZERO_COST or op.op in _ZERO_COST:
         return NO_WORK
     for tag in ("pointwise", "reduction"):
         if tag in op.tags:
-            return _TAG_FORMULAS[tag](op)
+            return _TAG_FORMULAS[tag](op, ctx)
     return None
+
+
+def _empty(op: OpRecord) -> bool:
+    tensors = op.tensors_in() + op.tensors_out()
+    return bool(tensors) and all(t.numel == 0 for t in tensors if t.on_gpu) and any(t.on_gpu for t in tensors)
 
 
 def registered_ops() -> set[str]:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernelcast.costs import Cost, cost_of
+from kernelcast.costs import Cost, CostContext, cost_of
+from kernelcast.costs.launch_table import LaunchTable
 from kernelcast.devices import GPU, get_gpu
+from kernelcast.profiles import launch_profile
 from kernelcast.records import Capture, OpRecord
 
 from .host import HostModel
@@ -92,15 +94,36 @@ def _op_prediction(op: OpRecord, cost: Cost | None, est: KernelEstimate, host_us
     )
 
 
+# multi_tensor_apply took its 32 KB kernel-argument tables in the CUDA 13 builds of torch 2.12 (2.11+cu130 was
+# measured with the 4 KB tables; the 2.13 headers carry the 32 KB ones).
+MULTI_TENSOR_LARGE_ARGS_FROM = (2, 12)
+
+
+def _version(text: str) -> tuple[int, int]:
+    parts = (text.split("+")[0].split(".") + ["0", "0"])[:2]
+    return tuple(int("".join(c for c in p if c.isdigit()) or 0) for p in parts)  # type: ignore[return-value]
+
+
+def cost_context(gpu: GPU, capture: Capture) -> CostContext:
+    torch_version = capture.settings.torch_version or "2.13"
+    profile = launch_profile(gpu.id)
+    return CostContext(
+        sm_count=gpu.sm_count,
+        multi_tensor_large_args=gpu.vendor == "nvidia" and _version(torch_version) >= MULTI_TENSOR_LARGE_ARGS_FROM,
+        launches=LaunchTable.from_profile(profile.data["launches"]) if profile and "launches" in profile.data else None,
+    )
+
+
 def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel | None = None,
                     host_model: HostModel | None = None) -> Prediction:
     spec = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
     model = kernel_model or RooflineModel(spec, capture.settings)
     host = host_model or HostModel()
+    ctx = cost_context(spec, capture)
     preds: list[OpPrediction] = []
     launches: list[Launch] = []
     for op in capture.ops:
-        cost = cost_of(op)
+        cost = cost_of(op, ctx)
         est = model.estimate(cost) if cost is not None else NO_KERNEL
         host_us = host.op_us(op, cost)
         preds.append(_op_prediction(op, cost, est, host_us))

@@ -1,0 +1,87 @@
+"""Capture + predict time and peak RSS on this machine (no GPU), each workload in a fresh process.
+
+    python3 benchmarks/capture_speed.py [--repeats 3] [--json out.json]
+
+Targets (issue 2): GPT-2 small training step < 2 s; Llama-7B forward + backward + AdamW < 8 s and < 1 GB.
+The time is capture (build + a warm-up step + the recorded step) plus prediction, measured inside the child
+after torch, kernelcast and the model's library (transformers) are imported: importing them is a fixed cost of
+any tool that loads the user's model, and is reported on its own. The peak RSS is the child's whole life
+(imports included), from getrusage.
+"""
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CASES = [
+    # (name, workload, environment, time target s, RSS target MB)
+    ("gpt2-small train (B=8, S=1024)", "examples/hf_models.py:gpt2_train", {"KC_BATCH": "8", "KC_SEQ": "1024"}, 2.0, None),
+    ("llama-7B train, AdamW (B=1, S=2048)", "examples/hf_models.py:llama_train", {"KC_BATCH": "1", "KC_SEQ": "2048"}, 8.0, 1024),
+    ("gpt example train (nanoGPT-like)", "example:gpt", {}, None, None),
+    ("cnn example train (ResNet-18-like)", "example:cnn", {}, None, None),
+]
+
+CHILD = """
+import json, resource, sys, time
+t_import = time.perf_counter()
+import kernelcast
+import torch
+from kernelcast.api import capture_file
+from kernelcast.predict import predict_capture
+if "hf_models" in sys.argv[1]:
+    import transformers
+    transformers.GPT2LMHeadModel, transformers.LlamaForCausalLM  # resolve transformers' lazy imports
+import_s = time.perf_counter() - t_import
+t0 = time.perf_counter()
+cap = capture_file(sys.argv[1], "h100")
+pred = predict_capture(cap, "h100")
+elapsed = time.perf_counter() - t0
+rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"seconds": elapsed, "import_s": import_s, "rss_mb": rss_mb, "ops": len(cap.ops),
+                  "kernels": pred.kernels}))
+"""
+
+
+def run_case(workload, env):
+    full_env = {**os.environ, **env, "PYTHONPATH": os.path.join(ROOT, "src")}
+    out = subprocess.run([sys.executable, "-c", CHILD, workload], capture_output=True, text=True, env=full_env,
+                         cwd=ROOT, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    rows = []
+    print(f"{'workload':38s} {'ops':>6s} {'capture+predict s':>18s} {'(min-max)':>12s} {'imports s':>10s} "
+          f"{'peak RSS MB':>12s}  target")
+    for name, workload, env, t_target, rss_target in CASES:
+        runs = [run_case(workload, env) for _ in range(args.repeats)]
+        secs = [r["seconds"] for r in runs]
+        rss = max(r["rss_mb"] for r in runs)
+        target = " ".join(x for x in (f"< {t_target} s" if t_target else "", f"< {rss_target} MB" if rss_target else "") if x)
+        ok = (t_target is None or statistics.median(secs) < t_target) and (rss_target is None or rss < rss_target)
+        imports = statistics.median(r["import_s"] for r in runs)
+        print(f"{name:38s} {runs[0]['ops']:6d} {statistics.median(secs):18.2f} {min(secs):5.2f}-{max(secs):5.2f} "
+              f"{imports:10.2f} {rss:12.0f}  {target} {'ok' if ok else 'MISSED' if target else ''}")
+        rows.append({"name": name, "workload": workload, "env": env, "seconds": secs, "rss_mb": rss,
+                     "import_s": [r["import_s"] for r in runs],
+                     "ops": runs[0]["ops"], "kernels": runs[0]["kernels"], "target_s": t_target,
+                     "target_rss_mb": rss_target, "met": ok})
+    meta = {"cpu_count": os.cpu_count(), "date": time.strftime("%Y-%m-%d"), "python": sys.version.split()[0],
+            "command": "python3 benchmarks/capture_speed.py"}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"meta": meta, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

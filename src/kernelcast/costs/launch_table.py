@@ -1,0 +1,57 @@
+"""Measured GPU work items per GEMM and convolution shape, looked up by the nearest measured shape.
+
+cuBLAS and cuDNN pick kernels per shape: a split-K GEMM adds a reduce kernel, a cooperative one a workspace
+memset; a cuDNN convolution may add layout transforms and memsets. The table comes from a device profile
+(scripts/sweep_ops.py + scripts/build_launch_table.py). The nearest row is the one closest in log2 of the
+sizes, among rows of the same dtype and layout.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+# A different kernel size or stride is a different kind of convolution: weigh it above any size difference.
+CONV_SHAPE_MISMATCH_PENALTY = 100.0
+
+
+def _log2(x: int) -> float:
+    return math.log2(max(x, 1))
+
+
+@dataclass(frozen=True)
+class LaunchTable:
+    gemm: tuple[tuple, ...]  # (dtype, a_transposed, b_transposed, bias, M, N, K, work_items)
+    conv: tuple[tuple, ...]  # (pass, dtype, channels_last, c_in, c_out, kernel, stride, size, work_items)
+    source: str = ""
+
+    @staticmethod
+    def from_profile(section: dict) -> "LaunchTable":
+        return LaunchTable(tuple(tuple(r) for r in section.get("gemm", ())),
+                           tuple(tuple(r) for r in section.get("conv", ())), section.get("source", ""))
+
+    def gemm_items(self, dtype: str, a_t: bool, b_t: bool, bias: bool, m: int, n: int, k: int) -> int | None:
+        def same(row, with_bias: bool) -> bool:
+            return row[0] == dtype and row[1] == a_t and row[2] == b_t and (row[3] == bias or not with_bias)
+
+        for with_bias in (True, False):
+            rows = [r for r in self.gemm if same(r, with_bias)]
+            if rows:
+                best = min(rows, key=lambda r: (_log2(r[4]) - _log2(m)) ** 2 + (_log2(r[5]) - _log2(n)) ** 2
+                           + (_log2(r[6]) - _log2(k)) ** 2)
+                return int(best[7])
+        return None
+
+    def conv_items(self, backward: bool, dtype: str, channels_last: bool, c_in: int, c_out: int, kernel: int,
+                   stride: int, size: int) -> int | None:
+        kind = "conv_bwd" if backward else "conv_fwd"
+        rows = [r for r in self.conv if r[0] == kind and r[1] == dtype and r[2] == channels_last]
+        if not rows:
+            return None
+
+        def distance(r) -> float:
+            shape = (r[5] != kernel) + (r[6] != stride)
+            return (shape * CONV_SHAPE_MISMATCH_PENALTY + (_log2(r[3]) - _log2(c_in)) ** 2
+                    + (_log2(r[4]) - _log2(c_out)) ** 2 + (_log2(r[7]) - _log2(size)) ** 2)
+
+        return int(min(rows, key=distance)[8])

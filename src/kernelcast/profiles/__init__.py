@@ -1,0 +1,47 @@
+"""Device profiles measured on real GPUs (JSON, versioned): what the predictor uses in place of guesses.
+
+A profile names the GPU, torch, CUDA and cuDNN it was measured with, and the command that measured it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+PROFILE_FORMAT = 1
+# GPUs whose kernels (and so launch counts) follow a profiled one: same architecture and libraries.
+LAUNCH_PROXY = {"h100-sxm": "h200", "h100-pcie": "h200"}
+
+
+@dataclass(frozen=True)
+class Profile:
+    gpu: str
+    device_name: str
+    torch: str
+    cuda: str
+    cudnn: int
+    date: str
+    data: dict
+
+    @property
+    def label(self) -> str:
+        return f"{self.gpu} profile ({self.device_name}, torch {self.torch}, {self.date})"
+
+
+@lru_cache(maxsize=None)
+def load_profile(gpu_id: str) -> Profile | None:
+    path = resources.files(__package__).joinpath(f"{gpu_id}.json")
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    if data.get("format") != PROFILE_FORMAT:
+        raise ValueError(f"profile {gpu_id}.json has format {data.get('format')}, expected {PROFILE_FORMAT}")
+    return Profile(gpu=data["gpu"], device_name=data["device_name"], torch=data["torch"], cuda=data["cuda"],
+                   cudnn=data["cudnn"], date=data["date"], data=data)
+
+
+def launch_profile(gpu_id: str) -> Profile | None:
+    """The profile whose measured launch counts apply to this GPU, if any."""
+    return load_profile(gpu_id) or load_profile(LAUNCH_PROXY.get(gpu_id, ""))

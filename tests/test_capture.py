@@ -1,0 +1,129 @@
+"""Capture on fake CUDA without a GPU: what CUDA would dispatch, sync points, backward, optimizers."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from kernelcast.capture import capture, capture_workload
+from kernelcast.capture.attention import SdpaCall, choose_backend
+from kernelcast.costs import cost_of
+
+
+def _ops(cap):
+    return [op.op for op in cap.ops]
+
+
+def _mlp_build():
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Dropout(0.1),
+                                torch.nn.Linear(64, 8)).to("cuda")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x, y = torch.randn(16, 32, device="cuda"), torch.randint(0, 8, (16,), device="cuda")
+
+    def step(x, y):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss.item()
+
+    return step, (x, y)
+
+
+def test_training_step_records_forward_backward_optimizer():
+    cap = capture_workload(_mlp_build, "h100")
+    ops = _ops(cap)
+    assert "aten.addmm.default" in ops and "aten.native_dropout.default" in ops
+    assert {op.phase for op in cap.ops} == {"forward", "backward", "optimizer"}
+    assert any(op.startswith("aten._foreach_") for op in ops), "AdamW must take its CUDA default (foreach) path"
+    # autocast casts the fp32 weights to bf16 as it would on CUDA
+    casts = [op for op in cap.ops if op.op == "aten._to_copy.default" and op.outputs[0].dtype == "bfloat16"]
+    assert casts
+    mm = next(op for op in cap.ops if op.op == "aten.addmm.default")
+    assert mm.args["mat1"].dtype == "bfloat16" and mm.module.endswith("Sequential.0")
+
+
+def test_item_is_a_sync_point_with_source_line():
+    cap = capture_workload(_mlp_build, "h100")
+    syncs = [op for op in cap.ops if op.sync]
+    assert [op.sync for op in syncs] == ["item"]
+    assert "test_capture.py" in syncs[0].source
+
+
+def test_backward_ops_name_their_forward_line():
+    cap = capture_workload(_mlp_build, "h100")
+    backward_mm = [op for op in cap.ops if op.phase == "backward" and op.op == "aten.mm.default"]
+    assert backward_mm and all("test_capture.py" in op.source for op in backward_mm)
+
+
+def test_data_dependent_ops_get_placeholders():
+    with capture("h100") as cap:
+        x = torch.randn(100, device="cuda")
+        kept = x[x > 0]  # boolean mask: a nonzero on CUDA, so a sync
+        idx = torch.nonzero(x)
+        values = x.tolist()
+        torch.cuda.synchronize()
+    kinds = [op.sync for op in cap.capture.ops if op.sync]
+    assert kinds == ["boolean mask", "nonzero", "tolist", "synchronize"]
+    assert kept.shape == (100,) and idx.shape == (100, 1) and len(values) == 100
+    assert any("assume every element" in note for note in cap.capture.notes)
+
+
+def test_host_only_ops_are_not_gpu_work():
+    with capture("h100") as cap:
+        a = torch.ones(4) + 1  # CPU tensors
+        b = torch.arange(8, device="cuda")  # a factory on the GPU
+    costs = [cost_of(op) for op in cap.capture.ops]
+    assert [c.kernels for c in costs] == [0, 0, 1] or [c.kernels for c in costs][-1] == 1
+
+
+def test_sdpa_goes_to_the_fused_backend_per_arch():
+    def run(gpu, dtype=torch.bfloat16, mask=False):
+        with capture(gpu) as cap:
+            q = torch.randn(2, 4, 64, 64, device="cuda", dtype=dtype, requires_grad=True)
+            m = torch.ones(64, 64, dtype=torch.bool, device="cuda") if mask else None
+            F.scaled_dot_product_attention(q, q, q, attn_mask=m, is_causal=not mask).sum().backward()
+        return [op.op for op in cap.capture.ops if "attention" in op.op]
+
+    assert run("h100") == ["aten._scaled_dot_product_cudnn_attention.default",
+                           "aten._scaled_dot_product_cudnn_attention_backward.default"]
+    assert run("a100")[0] == "aten._scaled_dot_product_flash_attention.default"
+    assert run("a100", mask=True)[0] == "aten._scaled_dot_product_efficient_attention.default"
+    assert run("h100", dtype=torch.float32)[0] == "aten._scaled_dot_product_efficient_attention.default"
+
+
+@pytest.mark.parametrize("head_dim,dtype,expected", [(64, torch.bfloat16, "cudnn"), (320, torch.bfloat16, "efficient"),
+                                                     (66, torch.float32, "math"), (64, torch.float64, "math")])
+def test_sdpa_rules_match_h200_probe(head_dim, dtype, expected):
+    # The expected backends are what torch._fused_sdp_choice returned on the H200 (validation/probe.json).
+    call = SdpaCall(dtype, head_dim, head_dim, 256, 256, 8, 8, 8, False, True, False, False, False, True, False)
+    assert choose_backend(call, "sm_90") == expected
+
+
+def test_batch_norm_picks_cudnn_for_fp32_and_native_for_bf16():
+    with capture("h100") as cap:
+        bn32, bn16 = torch.nn.BatchNorm2d(8).cuda(), torch.nn.BatchNorm2d(8).cuda().to(torch.bfloat16)
+        x = torch.randn(4, 8, 6, 6, device="cuda")
+        bn32(x)
+        bn16(x.bfloat16())
+    ops = _ops(cap.capture)
+    assert "aten.cudnn_batch_norm.default" in ops and "aten.native_batch_norm.default" in ops
+
+
+def test_model_to_cuda_and_dtype_and_device_context():
+    with capture("h100") as cap:
+        with torch.device("cuda"):
+            a = torch.nn.Linear(4, 4)
+        b = torch.nn.Linear(4, 4).cuda().to(torch.bfloat16)
+        assert a.weight.device.type == "cuda" and b.weight.dtype == torch.bfloat16
+    assert cap.capture.ops
+
+
+def test_capture_roundtrips_through_json(tmp_path):
+    cap = capture_workload(_mlp_build, "h100")
+    path = tmp_path / "cap.json"
+    cap.save(path)
+    from kernelcast.records import Capture
+
+    again = Capture.load(path)
+    assert again.ops == cap.ops and again.settings == cap.settings

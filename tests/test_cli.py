@@ -1,0 +1,74 @@
+"""The CLI: one clear error line and a non-zero exit for bad input; the --json contract."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+CONTRACT_KEYS = {"step_time_us", "gpu_time_us", "host_time_us", "kernels", "bound", "uncosted", "ops"}
+OP_KEYS = {"op", "module", "source", "flops", "bytes", "intensity", "kernels", "time_us", "bound"}
+
+
+def run(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "kernelcast", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_unknown_gpu_is_one_line_with_suggestions():
+    result = run("predict", "example:gpt", "--gpu", "h1000")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "unknown GPU 'h1000'" in result.stderr and "h100" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("content,expect", [
+    ("def build(:\n", "SyntaxError"),
+    ("import no_such_module_xyz\n", "ModuleNotFoundError"),
+    ("x = 1\n", "no function 'build'"),
+    ("def build():\n    return 42\n", "must return (step, args)"),
+    ("def build():\n    raise ValueError('boom')\n", "ValueError: boom"),
+])
+def test_broken_workload_files(tmp_path, content, expect):
+    path = tmp_path / "work.py"
+    path.write_text(content)
+    result = run("predict", f"{path}:build", "--gpu", "h100")
+    assert result.returncode == 2, result.stderr
+    assert expect in result.stderr and "Traceback" not in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_missing_file_and_bad_spec():
+    assert "not found" in run("predict", "nope.py:build").stderr
+    assert "FILE.py:FUNCTION" in run("predict", "nope").stderr
+
+
+def test_workload_folder_is_importable(tmp_path):
+    (tmp_path / "helper_mod.py").write_text("import torch\nWIDTH = 8\n")
+    (tmp_path / "work.py").write_text(
+        "import torch\nimport helper_mod\n"
+        "def build():\n"
+        "    m = torch.nn.Linear(helper_mod.WIDTH, 4).cuda()\n"
+        "    x = torch.randn(2, helper_mod.WIDTH, device='cuda')\n"
+        "    return (lambda x: m(x).sum().backward()), (x,)\n")
+    out = tmp_path / "out.json"
+    result = run("predict", f"{tmp_path / 'work.py'}:build", "--gpu", "a100", "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    data = json.loads(out.read_text())
+    assert CONTRACT_KEYS <= set(data) and data["bound"] in ("gpu", "host")
+    assert data["ops"] and OP_KEYS <= set(data["ops"][0])
+    assert any(op["op"] == "aten.addmm.default" for op in data["ops"])
+
+
+def test_devices_lists_the_catalogue():
+    result = run("devices")
+    assert result.returncode == 0 and "H200" in result.stdout and "MI300X" in result.stdout
+
+
+def test_saved_capture_predicts_again(tmp_path):
+    cap = tmp_path / "cap.json"
+    assert run("capture", "example:cnn", "-o", str(cap)).returncode == 0
+    result = run("predict", str(cap), "--gpu", "l4")
+    assert result.returncode == 0 and "L4" in result.stdout
+    (tmp_path / "bad.json").write_text("{not json")
+    bad = run("predict", str(tmp_path / "bad.json"))
+    assert bad.returncode == 2 and "could not read capture" in bad.stderr

@@ -1,0 +1,125 @@
+"""Exact FLOP and byte formulas, with the arithmetic beside each number, and invariants."""
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from helpers import contiguous, op, transposed
+from kernelcast.costs import DEFAULT_CONTEXT, cost_of
+from kernelcast.costs.attention import attended_pairs, attention_backward_flops, attention_forward_flops
+from kernelcast.costs.foreach import multi_tensor_launches
+from kernelcast.costs.matmul import conv_backward_flops, conv_flops
+
+
+def test_mm_flops_and_bytes():
+    a, b, out = contiguous((4, 6)), contiguous((6, 5)), contiguous((4, 5))
+    cost = cost_of(op("aten.mm.default", {"self": a, "mat2": b}, [out]))
+    assert cost.flops == 240  # 2 * 4 * 5 * 6 = 240
+    assert cost.bytes_read == 4 * (24 + 30)  # fp32: (4*6 + 6*5) elements
+    assert cost.bytes_written == 4 * 20  # 4*5 outputs
+    assert cost.math == "matmul"
+
+
+def test_addmm_counts_the_product_only():
+    bias, a, b, out = contiguous((5,)), contiguous((4, 6)), transposed((6, 5)), contiguous((4, 5))
+    cost = cost_of(op("aten.addmm.default", {"self": bias, "mat1": a, "mat2": b}, [out]))
+    assert cost.flops == 240  # 2 * 4 * 5 * 6, the bias add is not counted (as torch.utils.flop_counter)
+    assert cost.bytes_read == 4 * (5 + 24 + 30)
+
+
+def test_bmm_flops():
+    a, b, out = contiguous((3, 4, 6), "bfloat16"), contiguous((3, 6, 5), "bfloat16"), contiguous((3, 4, 5), "bfloat16")
+    cost = cost_of(op("aten.bmm.default", {"self": a, "mat2": b}, [out]))
+    assert cost.flops == 720  # 2 * 3 * 4 * 5 * 6
+    assert cost.bytes_read == 2 * (72 + 90) and cost.dtype == "bfloat16"
+
+
+def test_conv_flops_and_backward_is_twice_forward():
+    x, w, out = (8, 3, 32, 32), (16, 3, 3, 3), (8, 16, 30, 30)
+    assert conv_flops(x, w, out, False) == 2 * 8 * 16 * 3 * 9 * 900  # 2*N*Cout*Cin*k*k*Hout*Wout = 6220800
+    assert conv_backward_flops(out, x, w, x, w, False, (True, True, False)) == 2 * conv_flops(x, w, out, False)
+
+
+def test_grouped_conv_counts_channels_per_group():
+    x, w, out = (1, 8, 10, 10), (8, 2, 3, 3), (1, 8, 8, 8)  # groups = 4: weight holds Cin/groups = 2
+    assert conv_flops(x, w, out, False) == 2 * 1 * 8 * 2 * 9 * 64  # 18432
+
+
+def test_attention_forward_backward_and_causal_pairs():
+    q = k = v = (2, 4, 8, 16)
+    assert attention_forward_flops(q, k, v, False) == 2 * 2 * 4 * 64 * 32  # 2*B*H*Sq*Sk*(Dqk+Dv) = 65536
+    assert attention_backward_flops(q, k, v, False) == 2 * attention_forward_flops(q, k, v, False)
+    assert attended_pairs(8, 8, True) == 36  # 1 + 2 + ... + 8
+    assert attended_pairs(4, 8, True) == 10  # top-left aligned: 1 + 2 + 3 + 4
+    assert attended_pairs(8, 4, True) == 26  # 1+2+3+4 then 4 more rows of 4
+    assert attention_forward_flops(q, k, v, True) == 2 * 2 * 4 * 36 * 32
+
+
+def test_elementwise_fp32_intensity_is_one_eighth():
+    n = 1000
+    x, out = contiguous((n,)), contiguous((n,))
+    cost = cost_of(op("aten.relu.default", {"self": x}, [out], tags=("pointwise",)))
+    assert (cost.flops, cost.bytes_read, cost.bytes_written) == (n, 4 * n, 4 * n)  # N FLOPs, reads 4N, writes 4N
+    assert cost.intensity == pytest.approx(1 / 8)
+
+
+def test_broadcast_input_is_read_once():
+    x, bias, out = contiguous((64, 128)), contiguous((128,)), contiguous((64, 128))
+    expanded = type(bias)((64, 128), "float32", (0, 1))
+    cost = cost_of(op("aten.add.Tensor", {"self": x, "other": expanded}, [out], tags=("pointwise",)))
+    assert cost.bytes_read == 4 * (64 * 128 + 128)  # the broadcast row is read once
+
+
+def test_reduction_bytes_and_global_reduce_memset():
+    x, out = contiguous((4096, 768), "bfloat16"), contiguous((1, 768), "bfloat16")
+    cost = cost_of(op("aten.sum.dim_IntList", {"self": x, "dim": (0,), "keepdim": True}, [out], tags=("reduction",)))
+    assert cost.flops == 4096 * 768 and cost.bytes_read == 2 * 4096 * 768 and cost.bytes_written == 2 * 768
+    assert cost.kernels == 2  # 4096 values per output split across blocks: semaphore memset + reduce
+    small = cost_of(op("aten.sum.dim_IntList", {"self": contiguous((128, 768)), "dim": (0,)}, [contiguous((768,))],
+                       tags=("reduction",)))
+    assert small.kernels == 1
+
+
+def test_views_are_free_and_unknown_ops_uncosted():
+    x = contiguous((4, 4))
+    view = cost_of(op("aten.view.default", {"self": x}, [x], tags=("view",)))
+    assert view.kernels == 0 and view.bytes == 0
+    assert cost_of(op("aten.some_new_op.default", {"self": x}, [x])) is None
+
+
+def test_zero_element_ops_launch_nothing():
+    empty = contiguous((0, 8))
+    assert cost_of(op("aten._to_copy.default", {"self": empty}, [empty])).kernels == 0
+
+
+def test_multi_tensor_apply_launches():
+    # 4 KB tables: 110 tensors per launch at depth 1, 320 blocks of 65536 elements
+    assert multi_tensor_launches([4096] * 200, depth=1, large_args=False) == 2
+    assert multi_tensor_launches([10_000_000] * 50, depth=1, large_args=False) == 24  # 153 chunks each
+    assert multi_tensor_launches([4096] * 200, depth=1, large_args=True) == 1
+    assert multi_tensor_launches([0, 0], depth=1) == 0
+
+
+@pytest.mark.parametrize("shapes", [((32, 64), (64, 16)), ((128, 256), (256, 512))])
+def test_mm_matches_torch_flop_counter(shapes):
+    a_shape, b_shape = shapes
+    with FlopCounterMode(display=False) as counter:
+        torch.mm(torch.empty(a_shape, device="meta"), torch.empty(b_shape, device="meta"))
+    out = contiguous((a_shape[0], b_shape[1]))
+    cost = cost_of(op("aten.mm.default", {"self": contiguous(a_shape), "mat2": contiguous(b_shape)}, [out]))
+    assert cost.flops == counter.get_total_flops()
+
+
+def test_conv_and_attention_match_torch_flop_counter():
+    x, w = torch.empty(2, 3, 16, 16, device="meta"), torch.empty(8, 3, 3, 3, device="meta")
+    with FlopCounterMode(display=False) as counter:
+        out = torch.nn.functional.conv2d(x, w, stride=1, padding=1)
+    assert conv_flops(tuple(x.shape), tuple(w.shape), tuple(out.shape), False) == counter.get_total_flops()
+    q = torch.empty(2, 4, 64, 32, device="meta")
+    with FlopCounterMode(display=False) as counter:
+        torch.ops.aten._scaled_dot_product_efficient_attention(q, q, q, None, False)
+    assert attention_forward_flops(q.shape, q.shape, q.shape, False) == counter.get_total_flops()
+
+
+def test_default_context_has_no_launch_table():
+    assert DEFAULT_CONTEXT.launches is None

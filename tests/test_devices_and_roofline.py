@@ -1,0 +1,78 @@
+"""Device data sanity, GPU lookup, and the roofline with the seed's numbers."""
+
+import pytest
+
+from kernelcast.costs import Cost
+from kernelcast.devices import GPU, all_gpus, get_gpu
+from kernelcast.errors import UnknownGPUError
+from kernelcast.predict.kernel_model import RooflineModel
+from kernelcast.records import CaptureSettings
+
+REQUIRED = {"h100-sxm", "h100-pcie", "h200", "b200", "a100-40gb", "a100-80gb", "l40s", "l4", "a10g", "t4", "v100",
+            "rtx4090", "rtx3090", "mi300x"}
+
+
+def test_catalogue_has_the_required_gpus():
+    assert REQUIRED <= set(all_gpus())
+
+
+@pytest.mark.parametrize("gpu_id", sorted(REQUIRED))
+def test_every_entry_is_sane(gpu_id):
+    gpu = all_gpus()[gpu_id]
+    assert gpu.source and gpu.name
+    assert 1e11 < gpu.mem_bw_bytes_per_s < 2e13  # 0.1 to 20 TB/s
+    assert 1e9 < gpu.memory_bytes < 1e12 and 1e6 <= gpu.l2_bytes < 1e9 and 10 < gpu.sm_count < 400
+    assert 1e12 < gpu.peak_flops["fp32"] < 1e15
+    for key, peak in gpu.peak_flops.items():
+        ridge = peak / gpu.mem_bw_bytes_per_s
+        assert 0.1 < ridge < 1000, (key, ridge)
+    top = max(gpu.peak_flops.get(k, 0) for k in ("bf16_tensor", "fp16_tensor", "fp32"))
+    assert 5 < top / gpu.mem_bw_bytes_per_s < 1000  # ridge of the fastest dense roof
+
+
+def test_known_datasheet_values():
+    assert all_gpus()["l4"].mem_bw_bytes_per_s == 300e9  # not an H100's bandwidth
+    assert all_gpus()["h200"].mem_bw_bytes_per_s == 4.8e12
+    assert all_gpus()["h100-sxm"].peak_flops["bf16_tensor"] == pytest.approx(989.4e12)  # dense, not sparse
+
+
+def test_lookup_by_alias_and_unknown_gpu_suggests():
+    assert get_gpu("H100").id == "h100-sxm" and get_gpu("NVIDIA H200").id == "h200"
+    with pytest.raises(UnknownGPUError, match="closest: .*h100"):
+        get_gpu("h1000")
+
+
+def _toy_gpu(peak_flops: float, bandwidth: float) -> GPU:
+    return GPU(id="toy", name="toy", aliases=(), vendor="nvidia", arch="toy", compute_capability="9.0",
+               sm_count=100, memory_bytes=80e9, mem_bw_bytes_per_s=bandwidth, l2_bytes=50e6, host_link="pcie5",
+               host_link_bw_bytes_per_s=64e9, peak_flops={"fp32": peak_flops, "bf16_tensor": peak_flops},
+               source="test")
+
+
+def test_seed_ridge_point():
+    gpu = _toy_gpu(100e12, 2e12)
+    assert gpu.ridge_flop_per_byte("fp32") == 50  # 100 TFLOP/s / 2 TB/s = 50 FLOP/B
+
+
+def test_roofline_time_and_bound():
+    model = RooflineModel(_toy_gpu(100e12, 2e12), CaptureSettings(), min_kernel_us=0.0)
+    n = 100_000_000
+    elementwise = model.estimate(Cost(flops=n, bytes_read=4 * n, bytes_written=4 * n))
+    assert elementwise.bound == "memory"
+    assert elementwise.time_us == pytest.approx(8 * n / 2e12 * 1e6)  # 800 MB / 2 TB/s = 400 us
+    matmul = model.estimate(Cost(flops=2 * 8192**3, bytes_read=2 * 2 * 8192**2, bytes_written=2 * 8192**2,
+                                 math="matmul", dtype="bfloat16"))
+    assert matmul.bound == "compute" and matmul.time_us == pytest.approx(2 * 8192**3 / 100e12 * 1e6)
+
+
+def test_latency_floor():
+    model = RooflineModel(_toy_gpu(100e12, 2e12), CaptureSettings(), min_kernel_us=2.0)
+    tiny = model.estimate(Cost(flops=10, bytes_read=40, bytes_written=40, kernels=2))
+    assert tiny.bound == "latency" and tiny.time_us == 4.0  # two work items at a 2 us floor each
+
+
+def test_fp32_matmul_uses_tf32_only_when_allowed():
+    gpu = all_gpus()["h100-sxm"]
+    assert gpu.matmul_peak("float32", allow_tf32=False)[1] == "fp32"
+    assert gpu.matmul_peak("float32", allow_tf32=True)[1] == "tf32_tensor"
+    assert gpu.matmul_peak("bfloat16", allow_tf32=False)[1] == "bf16_tensor"

@@ -1,0 +1,26 @@
+"""The CPU-queue / GPU-stream simulator."""
+
+import pytest
+
+from kernelcast.predict.timeline import Launch, simulate, steady_state_step_us
+
+
+def test_seed_figure_ten_kernels():
+    # 10 kernels of 50 us, 5 us to launch each: the GPU finishes at 5 + 10 * 50 = 505 us, while the CPU is
+    # done after 10 * 5 = 50 us (what a host timer without a sync would read).
+    timeline = simulate([Launch(host_us=5.0, gpu_us=50.0)] * 10)
+    assert timeline.gpu_end_us == pytest.approx(505.0)
+    assert timeline.cpu_end_us == pytest.approx(50.0)
+
+
+def test_sync_drains_the_queue():
+    launches = [Launch(5.0, 50.0)] * 3 + [Launch(5.0, 1.0, sync=True, sync_return_us=10.0), Launch(5.0, 50.0)]
+    timeline = simulate(launches)
+    # the GPU is done with 3 * 50 + 1 at 5 + 150 + 1 = 156 us; the CPU resumes at 166 and launches at 171
+    assert timeline.spans[3].cpu_end_us == pytest.approx(166.0)
+    assert timeline.spans[4].gpu_start_us == pytest.approx(171.0)
+
+
+def test_steady_state_is_the_slower_side():
+    assert steady_state_step_us([Launch(5.0, 50.0)] * 10) == pytest.approx(500.0)  # GPU-bound
+    assert steady_state_step_us([Launch(20.0, 2.0)] * 10) == pytest.approx(200.0)  # host-bound
