@@ -74,14 +74,43 @@ def _aten_chain(event) -> list[str]:
     return list(reversed(chain))  # outermost first
 
 
+def _depth(event) -> int:
+    depth = 0
+    while event.cpu_parent is not None:
+        event, depth = event.cpu_parent, depth + 1
+    return depth
+
+
+def _own_kernels(prof):
+    """(event, kernels it launched itself). The profiler sometimes lists the same kernels on an op and on its
+    parent op (seen for cuDNN convolutions); a parent keeps only kernels its sub-ops did not already claim."""
+    events = [e for e in prof.events() if e.device_type == DeviceType.CPU and e.kernels]
+    claimed: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
+    own = []
+    for event in sorted(events, key=_depth, reverse=True):
+        keys = collections.Counter((k.name, round(k.duration, 3)) for k in event.kernels)
+        mine = keys - claimed[id(event)]
+        kernels, budget = [], collections.Counter(mine)
+        for k in event.kernels:
+            key = (k.name, round(k.duration, 3))
+            if budget[key] > 0:
+                budget[key] -= 1
+                kernels.append(k)
+        if kernels:
+            own.append((event, kernels))
+        parent = event.cpu_parent
+        while parent is not None:
+            claimed[id(parent)] += keys
+            parent = parent.cpu_parent
+    return own
+
+
 def attribute(prof, captured: set[str]) -> dict:
     """Each GPU work item -> the outermost aten op on its launch stack that the capture also records."""
     by_op: collections.Counter = collections.Counter()
     kernel_list = []
     total_device = sum(1 for e in prof.events() if e.device_type == DeviceType.CUDA)
-    for event in prof.events():
-        if event.device_type != DeviceType.CPU or not event.kernels:
-            continue
+    for event, kernels in _own_kernels(prof):
         chain = _aten_chain(event)
         first = next((i for i, name in enumerate(chain) if name in captured), None)
         if first is None:
@@ -92,7 +121,7 @@ def attribute(prof, captured: set[str]) -> dict:
             op = AUTOCAST_CAST
         else:
             op = chain[first]
-        for kernel in event.kernels:
+        for kernel in kernels:
             by_op[op] += 1
             kernel_list.append([op, kernel.name[:120], round(kernel.duration, 3)])
     return {"kernels": total_device, "attributed": sum(by_op.values()), "by_op": dict(by_op),

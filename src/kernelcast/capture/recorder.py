@@ -31,8 +31,12 @@ def _is_inplace(func: torch._ops.OpOverload) -> bool:
     return bool(alias is not None and alias.is_write and not func._schema.arguments[0].kwarg_only
                 and func._schema.name.endswith("_"))
 
+
 UNRECORDED_NAMESPACES = {"prim", "profiler"}  # device queries and profiler markers: no device work
 HOST_SYNC_PREFIX = "host."  # op names of sync points that are not aten ops: host.synchronize, host.tolist
+# What a bool read back from the GPU most likely is, by the op that made it: checks of the form "all tokens
+# valid" / "sum == numel" hold, checks of the form "any NaN" / "a != b" do not. Anything else: False.
+BOOL_HINTS = {aten.all: True, aten.eq: True, aten.any: False, aten.ne: False}
 
 # Ops that create no tensor data and never run on the device, whatever their inputs.
 NO_DEVICE_WORK = {aten.sym_size.int, aten.sym_stride.int, aten.sym_numel.default, aten.sym_storage_offset.default}
@@ -157,8 +161,9 @@ class Recorder(TorchDispatchMode):
             out, sync = handler(func, args, kwargs)
         else:
             out, sync = func(*args, **kwargs), None
-        if func in (aten.all.default, aten.all.dim, aten.any.default, aten.any.dim) and isinstance(out, torch.Tensor):
-            self._bool_hint[out] = func.overloadpacket is aten.all
+        hint = BOOL_HINTS.get(func.overloadpacket)
+        if hint is not None and isinstance(out, torch.Tensor):
+            self._bool_hint[out] = hint
         if self.recording and func not in NO_DEVICE_WORK:
             self._record(func, args, kwargs, out, sync)
         return out
@@ -199,7 +204,7 @@ class Recorder(TorchDispatchMode):
             value = constant.item() if func is aten._local_scalar_dense.default else bool(constant)
         elif t.dtype == torch.bool or func is aten.is_nonzero.default:
             value = self._bool_hint.get(t, False)
-            self._note(f"bool read back from the GPU: assumed {value} (all() -> True, otherwise False)")
+            self._note(f"bool read back from the GPU: assumed {value} (all/eq -> True, any/ne/other -> False)")
         elif t.dtype.is_floating_point or t.dtype.is_complex:
             value = 1.0
             self._note("float read back from the GPU: assumed 1.0")

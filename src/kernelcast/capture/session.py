@@ -22,6 +22,7 @@ from torch.utils.module_tracker import ModuleTracker
 from kernelcast import _fake_cuda
 from kernelcast.records import Capture, CaptureSettings, OpRecord
 
+from .compat import real_run_paths
 from .cuda_facade import TargetDevice, cuda_facade
 from .recorder import Recorder
 from .router import Router, origin_of_current_backward_node
@@ -114,6 +115,7 @@ class CaptureSession:
             stack.callback(register_optimizer_step_pre_hook(self._optimizer_enter).remove)
             stack.callback(register_optimizer_step_post_hook(self._optimizer_exit).remove)
             stack.enter_context(_foreach_accepts_fake_tensors())
+            stack.enter_context(real_run_paths())
             self.fake_mode = _CaptureFakeMode(allow_non_fake_inputs=True)
             stack.enter_context(_swappable_fake_tensors(self.fake_mode))
             stack.enter_context(self.fake_mode)

@@ -1,8 +1,8 @@
 """Host (CPU) time per op: Python + dispatcher + kernel launch, in eager PyTorch.
 
-First version: fixed costs per kind of op. The constants are the medians measured on the workplace's H200
-host by scripts/validate_capture.py (host_microbench in validation/h200_capture.json); the host model issue
-replaces them with a calibrated per-host profile and Python overhead measured during capture.
+First version: fixed costs per kind of op, measured on the workplace's H200 host with
+scripts/host_microbench.py (validation/host_microbench*.json: two runs, 2026-11-29). The host-model work
+replaces them with a calibrated per-host profile and the Python overhead measured during capture.
 """
 
 from __future__ import annotations
@@ -12,14 +12,13 @@ from dataclasses import dataclass
 from kernelcast.costs import Cost
 from kernelcast.records import OpRecord
 
-# Measured on the H200 host (see module doc): CPU time of one eager op that launches one kernel, of one more
-# kernel launched by the same op, of a view/metadata op, and of an op on CPU tensors only.
-EAGER_KERNEL_OP_US = 9.0
+# CPU time per op on the H200 host (mean of the two runs' medians; the runs differ by up to 45%):
+EAGER_KERNEL_OP_US = 8.6  # an eager op launching one kernel ("add": 7.8 and 9.4 us)
+VIEW_OP_US = 1.5  # a view or metadata op ("view": 1.37 and 1.58 us)
+HOST_ONLY_OP_US = 6.1  # an op on CPU tensors ("cpu add": 5.2 and 7.1 us)
+SYNC_RETURN_US = 10.7  # an .item() on an idle GPU: memcpy, sync, Python resume (10.1 and 11.3 us)
+# Not measured yet: one more cudaLaunchKernel from the same op (a few us is the usual order).
 EXTRA_KERNEL_LAUNCH_US = 3.0
-VIEW_OP_US = 2.5
-HOST_ONLY_OP_US = 4.0
-# Returning from a sync once the GPU is idle (event query, memcpy completion, Python resume).
-SYNC_RETURN_US = 15.0
 
 
 @dataclass(frozen=True)
