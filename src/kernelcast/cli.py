@@ -79,6 +79,81 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from kernelcast.devices import get_gpu
+
+    gpu = get_gpu(args.gpu)
+    if args.from_raw:  # rebuild a profile from saved microbenchmark results: no GPU needed
+        from kernelcast.calibrate import build_profile
+
+        try:
+            raw = json.loads(Path(args.from_raw).read_text())
+        except (OSError, ValueError) as exc:
+            raise KernelcastError(f"could not read {args.from_raw}: {exc}") from exc
+        profile = build_profile(raw, gpu.id)
+        Path(args.out).write_text(json.dumps(profile, separators=(",", ":")) + "\n")
+    else:
+        from kernelcast.calibrate import calibrate
+
+        profile = calibrate(args.out, gpu.id, quick=args.quick, raw_out=args.raw)
+    timings = profile["timings"]
+    print(f"profile for {gpu.name} ({profile['device_name']}, torch {profile['torch']}): "
+          f"{len(timings['gemm'])} GEMM, {len(timings['conv'])} conv, {len(timings['attention'])} attention shapes, "
+          f"{sum(len(v) for v in timings['memory'].values())} memory-bound points -> {args.out}")
+    return 0
+
+
+def _cmd_measure(args: argparse.Namespace) -> int:
+    import contextlib
+
+    from kernelcast.calibrate import require_gpu
+    from kernelcast.capture.workload import load_build, on_sys_path
+    from kernelcast.measure import measure_step
+
+    require_gpu()
+    build, folder = load_build(args.workload)
+    with on_sys_path(folder) if folder else contextlib.nullcontext():
+        step, step_args = build()
+        m = measure_step(step, tuple(step_args))
+    low, high = m.step_ms_spread
+    print(f"{args.workload} on {m.device}: step {m.step_ms_median:.3f} ms (median of {len(m.step_ms)} x "
+          f"back-to-back runs; {low:.3f}-{high:.3f}), GPU kernels {m.gpu_time_us / 1000:.3f} ms, "
+          f"{m.work_items} GPU work items")
+    for op, (n, t) in sorted(m.by_op().items(), key=lambda kv: -kv[1][1])[:args.top]:
+        print(f"  {op:40s} {n:5d} kernels {t / 1000:9.3f} ms")
+    if args.json:
+        Path(args.json).write_text(json.dumps(m.to_json(), indent=1))
+    return 0
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from kernelcast.devices import get_gpu
+    from kernelcast.report import _console
+    from kernelcast.validate import validate_file
+
+    get_gpu(args.gpu)
+    v = validate_file(args.workload, args.gpu)
+    table = Table(title=f"{args.workload}: predicted ({v.prediction.kernel_model}) vs measured on {v.measurement.device}")
+    for col in ("op class", "predicted", "measured", "error", "kernels pred", "kernels meas"):
+        table.add_column(col, justify="left" if col == "op class" else "right")
+    for r in v.rows:
+        err = f"{r.error:+.1%}" if r.error is not None else "-"
+        table.add_row(r.kind, f"{r.predicted_us / 1000:.3f} ms", f"{r.measured_us / 1000:.3f} ms", err,
+                      str(r.predicted_kernels), str(r.measured_kernels))
+    console = _console()
+    console.print(table)
+    m, p = v.measurement, v.prediction
+    console.print(f"GPU time: predicted {p.gpu_time_us / 1000:.3f} ms, measured {m.gpu_time_us / 1000:.3f} ms "
+                  f"({v.gpu_time_error:+.1%}); step: predicted {p.step_time_us / 1000:.3f} ms, measured "
+                  f"{m.step_ms_median:.3f} ms ({m.step_ms_spread[0]:.3f}-{m.step_ms_spread[1]:.3f}; "
+                  f"{v.step_time_error:+.1%}); kernels {p.kernels} vs {m.work_items} ({v.kernels_error:+.1%})")
+    if args.json:
+        Path(args.json).write_text(json.dumps(v.to_json(), indent=1))
+    return 0
+
+
 def _cmd_examples(args: argparse.Namespace) -> int:
     from kernelcast.capture.workload import list_examples
 
@@ -105,6 +180,26 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-o", "--output", required=True, help="where to write the capture")
     c.add_argument("--gpu", default=DEFAULT_GPU, help="target GPU (decides e.g. the attention backend)")
     c.set_defaults(func=_cmd_capture)
+
+    k = sub.add_parser("calibrate", help="measure this machine's GPU with microbenchmarks -> device profile (GPU)")
+    k.add_argument("--gpu", required=True, help="which catalogue GPU this is (e.g. h200)")
+    k.add_argument("--out", required=True, help="where to write the profile JSON")
+    k.add_argument("--quick", action="store_true", help="fewer shapes (a smoke test)")
+    k.add_argument("--raw", metavar="OUT", help="also save the raw microbenchmark results")
+    k.add_argument("--from-raw", metavar="RAW", help="rebuild the profile from saved raw results (no GPU needed)")
+    k.set_defaults(func=_cmd_calibrate)
+
+    m = sub.add_parser("measure", help="time a step on this machine's GPU: step time, kernels per op (GPU)")
+    m.add_argument("workload", help="FILE.py:build or example:NAME")
+    m.add_argument("--json", metavar="OUT", help="also write the measurement as JSON")
+    m.add_argument("--top", type=int, default=15, help="ops to list")
+    m.set_defaults(func=_cmd_measure)
+
+    v = sub.add_parser("validate", help="predict and measure a step, side by side per op class (GPU)")
+    v.add_argument("workload", help="FILE.py:build or example:NAME")
+    v.add_argument("--gpu", default=DEFAULT_GPU, help="the catalogue GPU this machine has")
+    v.add_argument("--json", metavar="OUT", help="also write the comparison as JSON")
+    v.set_defaults(func=_cmd_validate)
 
     d = sub.add_parser("devices", help="list the GPUs kernelcast has data for")
     d.set_defaults(func=_cmd_devices)

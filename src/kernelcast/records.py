@@ -32,6 +32,7 @@ class TensorMeta:
     dtype: str
     stride: tuple[int, ...]
     device: str = "cuda"
+    storage: int = 0  # identity of the memory it lives in (views share it); 0 when unknown
 
     @property
     def numel(self) -> int:
@@ -56,11 +57,14 @@ class TensorMeta:
         return self.device.startswith("cuda")
 
     def to_json(self) -> dict:
-        return {"T": list(self.shape), "dtype": self.dtype, "stride": list(self.stride), "device": self.device}
+        d = {"T": list(self.shape), "dtype": self.dtype, "stride": list(self.stride), "device": self.device}
+        if self.storage:
+            d["storage"] = self.storage
+        return d
 
     @staticmethod
     def from_json(d: dict) -> "TensorMeta":
-        return TensorMeta(tuple(d["T"]), d["dtype"], tuple(d["stride"]), d.get("device", "cuda"))
+        return TensorMeta(tuple(d["T"]), d["dtype"], tuple(d["stride"]), d.get("device", "cuda"), d.get("storage", 0))
 
 
 def _arg_to_json(value: Any) -> Any:

@@ -52,9 +52,16 @@ def device_type(t: torch.Tensor) -> str:
     return (fake if fake is not None else t.device).type
 
 
+def _storage_id(t: torch.Tensor) -> int:
+    try:
+        return int(t.untyped_storage()._cdata)
+    except (RuntimeError, NotImplementedError):  # tensors without storage (e.g. some subclasses)
+        return 0
+
+
 def tensor_meta(t: torch.Tensor) -> TensorMeta:
     return TensorMeta(tuple(int(s) for s in t.shape), _dtype_name(t.dtype), tuple(int(s) for s in t.stride()),
-                      device_type(t))
+                      device_type(t), _storage_id(t))
 
 
 def _plain(value: Any) -> Any:

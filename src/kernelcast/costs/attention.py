@@ -44,10 +44,21 @@ def attention_backward_flops(q_shape, k_shape, v_shape, causal: bool) -> float:
     return 2.0 * b * h * attended_pairs(sq, sk, causal) * (2 * d_qk + 2 * d_v)
 
 
+BACKENDS = {"cudnn": "CUDNN_ATTENTION", "flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION"}
+
+
+def _backend(op: OpRecord) -> str:
+    return next((name for short, name in BACKENDS.items() if f"_{short}_attention" in op.op), "")
+
+
 def _attention_cost(op: OpRecord, flops: float, kernels: int) -> Cost:
-    q = arg(op, "query")
+    """Key for calibrated lookup: (backend, pass, B*H, Sq, Sk, head dim, causal)."""
+    q, k = arg(op, "query"), arg(op, "key")
+    b, h, sq, d = q.shape
+    key = (_backend(op), "bwd" if op.op.endswith("_backward.default") else "fwd", b * h, sq, k.shape[2], d,
+           bool(op.args.get("is_causal", False)))
     return Cost(flops=flops, bytes_read=bytes_read(op), bytes_written=bytes_written(op), kernels=kernels,
-                math="attention", dtype=q.dtype)
+                math="attention", dtype=q.dtype, kind="attention", key=key)
 
 
 def _shapes(op: OpRecord):

@@ -33,17 +33,64 @@ def largest_numel(op: OpRecord) -> int:
     return max((t.numel for t in op.tensors_out() + op.tensors_in()), default=0)
 
 
-def memory_op(op: OpRecord, flops_per_element: float = 0.0, kernels: int = 1) -> Cost:
+TRANSPOSABLE_KINDS = ("copy", "pointwise")  # kinds with a slower kernel when they transpose or cast
+
+
+def main_tensor(op: OpRecord) -> TensorMeta | None:
+    """The tensor that sets a memory-bound kernel's shape: the largest GPU input, else the largest output."""
+    ins = gpu_tensors(op.tensors_in())
+    pool = ins or gpu_tensors(op.tensors_out())
+    return max(pool, key=lambda t: t.numel) if pool else None
+
+
+def _stride_order(t: TensorMeta) -> tuple[int, ...]:
+    """Dims of size > 1 from the most to the least contiguous: the memory layout, whatever the shape order."""
+    return tuple(i for _, i in sorted((s, i) for i, (n, s) in enumerate(zip(t.shape, t.stride)) if n > 1))
+
+
+def transposes(op: OpRecord) -> bool:
+    """Whether the op writes its output in a different memory order than it reads its input (a transpose,
+    e.g. .contiguous() of a permuted view); same-layout ops (channels_last in and out) stream through memory."""
+    t, outs = main_tensor(op), gpu_tensors(op.tensors_out())
+    if t is None or not outs or len(outs[0].shape) != len(t.shape):
+        return False
+    return _stride_order(t) != _stride_order(outs[0])
+
+
+def casts(op: OpRecord) -> bool:
+    """Whether a copy or pointwise op converts dtypes on the way (CUDA then runs a casting, often unvectorised,
+    kernel; fp32 -> bf16 copies have a fast path of their own, which the item size of the input tells apart)."""
+    dtypes = {t.dtype for t in gpu_tensors(op.tensors_in()) if t.numel > 1}
+    outs = {t.dtype for t in gpu_tensors(op.tensors_out())}
+    return len(dtypes | outs) > 1
+
+
+def memory_key(op: OpRecord, kind: str) -> tuple[str, tuple]:
+    """(kind, (innermost dim, item size)) by which a calibrated model looks a memory-bound op up. Transposing
+    and casting copies and pointwise ops are different, slower kernels: "<kind>_transpose", "<kind>_cast"."""
+    t = main_tensor(op)
+    if t is None or not t.shape:
+        return kind, (1, 4)
+    if kind in TRANSPOSABLE_KINDS and transposes(op):
+        kind = f"{kind}_transpose"
+    elif kind in TRANSPOSABLE_KINDS and casts(op):
+        kind = f"{kind}_cast"
+    return kind, (t.shape[-1], t.itemsize)
+
+
+def memory_op(op: OpRecord, flops_per_element: float = 0.0, kernels: int = 1, kind: str = "copy") -> Cost:
     """Read every input once, write every output once; math proportional to the largest tensor."""
+    kind, key = memory_key(op, kind)
     return Cost(
         flops=flops_per_element * largest_numel(op), bytes_read=bytes_read(op),
-        bytes_written=bytes_written(op), kernels=kernels, dtype=out_dtype(op),
+        bytes_written=bytes_written(op), kernels=kernels, dtype=out_dtype(op), kind=kind, key=key,
     )
 
 
 def write_only(op: OpRecord, kernels: int = 1) -> Cost:
     """Fills, factories and in-place RNG: they write their output and read nothing."""
-    return Cost(bytes_written=bytes_written(op), kernels=kernels, dtype=out_dtype(op))
+    kind, key = memory_key(op, "fill")
+    return Cost(bytes_written=bytes_written(op), kernels=kernels, dtype=out_dtype(op), kind=kind, key=key)
 
 
 def arg(op: OpRecord, name: str) -> TensorMeta:

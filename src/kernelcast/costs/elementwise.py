@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import arg, bytes_written, memory_op, out_dtype, write_only
+from .common import arg, bytes_written, memory_key, memory_op, out_dtype, write_only
 from .reduce_config import is_global_reduce, reduced_dims, reduces_fastest_dim
 from .registry import Cost, CostContext, register, register_tag, register_zero_cost
 
@@ -43,7 +43,7 @@ REDUCE_SEMAPHORE_MEMSETS = 1  # a global reduce zeroes its semaphores first
 
 
 def pointwise(op: OpRecord, ctx: CostContext) -> Cost:
-    return memory_op(op, POINTWISE_FLOPS_PER_ELEMENT)
+    return memory_op(op, POINTWISE_FLOPS_PER_ELEMENT, kind="pointwise")
 
 
 def _first_input(op: OpRecord) -> TensorMeta | None:
@@ -53,14 +53,16 @@ def _first_input(op: OpRecord) -> TensorMeta | None:
 def reduction(op: OpRecord, ctx: CostContext) -> Cost:
     """One reduce kernel; a memset more when the reduction splits outputs across thread blocks."""
     x, outs = _first_input(op), op.tensors_out()
-    kernels = 1
+    kernels, kind = 1, "reduction"
     if x is not None and outs and x.numel:
         dims = reduced_dims(len(x.shape), op.args.get("dim"))
         num_outputs = max(outs[0].numel, 1)
-        if is_global_reduce(num_outputs, x.numel // num_outputs, reduces_fastest_dim(x.shape, x.stride, dims),
-                            ctx.sm_count, ctx.max_threads_per_sm):
+        fastest = reduces_fastest_dim(x.shape, x.stride, dims)
+        if is_global_reduce(num_outputs, x.numel // num_outputs, fastest, ctx.sm_count, ctx.max_threads_per_sm):
             kernels += REDUCE_SEMAPHORE_MEMSETS
-    return memory_op(op, REDUCTION_FLOPS_PER_ELEMENT, kernels)
+        if not fastest:  # reducing across rows (a bias gradient): a different access pattern and speed
+            kind = "reduction_outer"
+    return memory_op(op, REDUCTION_FLOPS_PER_ELEMENT, kernels, kind=kind)
 
 
 register_tag("pointwise", pointwise)
@@ -79,32 +81,40 @@ register("aten.native_dropout", "aten.tril", "aten.triu", "aten.where", "aten.ma
          "aten.clamp_min", "aten.clamp_max", "aten.bernoulli")(pointwise)
 
 
-def _with_flops(flops_per_element: float, kernels: int = 1):
+def _with_flops(flops_per_element: float, kind: str, kernels: int = 1):
     def formula(op: OpRecord, ctx: CostContext) -> Cost:
-        return memory_op(op, flops_per_element, kernels)
+        return memory_op(op, flops_per_element, kernels, kind)
 
     return formula
 
 
-register("aten._softmax", "aten._log_softmax", "aten._safe_softmax")(_with_flops(SOFTMAX_FLOPS_PER_ELEMENT))
+register("aten._softmax", "aten._log_softmax", "aten._safe_softmax")(
+    _with_flops(SOFTMAX_FLOPS_PER_ELEMENT, "softmax"))
 register("aten._softmax_backward_data", "aten._log_softmax_backward_data")(
-    _with_flops(SOFTMAX_BACKWARD_FLOPS_PER_ELEMENT))
-register("aten.native_layer_norm", "aten.native_group_norm", "aten._fused_rms_norm", "aten.cudnn_batch_norm",
-         "aten._native_batch_norm_legit_no_training")(_with_flops(NORM_FLOPS_PER_ELEMENT))
+    _with_flops(SOFTMAX_BACKWARD_FLOPS_PER_ELEMENT, "softmax_backward"))
+register("aten.native_layer_norm", "aten.native_group_norm", "aten._fused_rms_norm")(
+    _with_flops(NORM_FLOPS_PER_ELEMENT, "norm"))
+register("aten.cudnn_batch_norm", "aten._native_batch_norm_legit_no_training")(
+    _with_flops(NORM_FLOPS_PER_ELEMENT, "batch_norm"))
 register("aten.native_layer_norm_backward", "aten.native_group_norm_backward", "aten._fused_rms_norm_backward")(
-    _with_flops(NORM_BACKWARD_FLOPS_PER_ELEMENT, NORM_BACKWARD_KERNELS))
-register("aten.cudnn_batch_norm_backward")(_with_flops(NORM_BACKWARD_FLOPS_PER_ELEMENT))
+    _with_flops(NORM_BACKWARD_FLOPS_PER_ELEMENT, "norm_backward", NORM_BACKWARD_KERNELS))
+register("aten.cudnn_batch_norm_backward")(_with_flops(NORM_BACKWARD_FLOPS_PER_ELEMENT, "batch_norm_backward"))
 register("aten.nll_loss_forward", "aten.nll_loss2d_forward")(
-    _with_flops(LOSS_FLOPS_PER_ELEMENT, NLL_LOSS_FORWARD_KERNELS))
+    _with_flops(LOSS_FLOPS_PER_ELEMENT, "loss", NLL_LOSS_FORWARD_KERNELS))
 register("aten.nll_loss_backward", "aten.nll_loss2d_backward")(
-    _with_flops(LOSS_FLOPS_PER_ELEMENT, NLL_LOSS_BACKWARD_KERNELS))
+    _with_flops(LOSS_FLOPS_PER_ELEMENT, "loss", NLL_LOSS_BACKWARD_KERNELS))
 register("aten.mse_loss", "aten.mse_loss_backward", "aten.binary_cross_entropy",
          "aten.binary_cross_entropy_backward", "aten.binary_cross_entropy_with_logits",
-         "aten.smooth_l1_loss", "aten.smooth_l1_loss_backward")(_with_flops(LOSS_FLOPS_PER_ELEMENT))
+         "aten.smooth_l1_loss", "aten.smooth_l1_loss_backward")(_with_flops(LOSS_FLOPS_PER_ELEMENT, "loss"))
 
 
 def _channels_last(t: TensorMeta) -> bool:
     return len(t.shape) == 4 and t.shape[1] > 1 and t.stride[1] == 1
+
+
+def _batch_norm_kind(kind: str, x: TensorMeta) -> str:
+    """channels_last and NCHW batch norm are different kernels (measured 3-7x apart backward)."""
+    return f"{kind}_channels_last" if _channels_last(x) else kind
 
 
 @register("aten.native_batch_norm", "aten._native_batch_norm_legit", "aten._native_batch_norm_legit_functional",
@@ -113,20 +123,22 @@ def native_batch_norm(op: OpRecord, ctx: CostContext) -> Cost:
     x = arg(op, "input")
     training = bool(op.args.get("training", True))
     kernels = BATCH_NORM_TRAIN_KERNELS[_channels_last(x)] if training else BATCH_NORM_EVAL_KERNELS
-    return memory_op(op, NORM_FLOPS_PER_ELEMENT, kernels)
+    return memory_op(op, NORM_FLOPS_PER_ELEMENT, kernels, _batch_norm_kind("batch_norm", x))
 
 
 @register("aten.native_batch_norm_backward", "aten.batch_norm_backward")
 def native_batch_norm_backward(op: OpRecord, ctx: CostContext) -> Cost:
     x = arg(op, "input")
-    return memory_op(op, NORM_BACKWARD_FLOPS_PER_ELEMENT, BATCH_NORM_BACKWARD_KERNELS[_channels_last(x)])
+    return memory_op(op, NORM_BACKWARD_FLOPS_PER_ELEMENT, BATCH_NORM_BACKWARD_KERNELS[_channels_last(x)],
+                     _batch_norm_kind("batch_norm_backward", x))
 
 
 @register("aten.embedding_dense_backward")
 def embedding_dense_backward(op: OpRecord, ctx: CostContext) -> Cost:
     indices = arg(op, "indices")
     direct = indices.numel <= EMBEDDING_DIRECT_MAX_INDICES and not op.args.get("scale_grad_by_freq")
-    return memory_op(op, 0.0, EMBEDDING_DIRECT_KERNELS if direct else EMBEDDING_SORTED_KERNELS)
+    return memory_op(op, 0.0, EMBEDDING_DIRECT_KERNELS if direct else EMBEDDING_SORTED_KERNELS,
+                     "embedding_backward")
 
 
 def _memory(op: OpRecord, ctx: CostContext) -> Cost:
@@ -153,7 +165,8 @@ def copy_(op: OpRecord, ctx: CostContext) -> Cost:
     """Reads the source only; writes the destination."""
     src = arg(op, "src")
     nbytes = src.touched_bytes if src.on_gpu else 0
-    return Cost(bytes_read=nbytes, bytes_written=bytes_written(op), dtype=out_dtype(op))
+    kind, key = memory_key(op, "copy")
+    return Cost(bytes_read=nbytes, bytes_written=bytes_written(op), dtype=out_dtype(op), kind=kind, key=key)
 
 
 def _write_only(op: OpRecord, ctx: CostContext) -> Cost:
@@ -171,4 +184,4 @@ register("aten.fill_", "aten.zero_", "aten.zeros", "aten.ones", "aten.full", "at
 def local_scalar_dense(op: OpRecord, ctx: CostContext) -> Cost:
     """A device-to-host copy of one element: one memcpy, a sync."""
     t = arg(op, "self")
-    return Cost(bytes_read=t.itemsize if t.on_gpu else 0, kernels=1 if t.on_gpu else 0)
+    return Cost(bytes_read=t.itemsize if t.on_gpu else 0, kernels=1 if t.on_gpu else 0, kind="memcpy")

@@ -67,7 +67,7 @@ def _foreach(op: OpRecord, ctx: CostContext, flops_per_element: float = FOREACH_
     launches = multi_tensor_launches([t.numel for t in first], depth, scalar_list, ctx.multi_tensor_large_args)
     return Cost(
         flops=flops_per_element * sum(t.numel for t in first), bytes_read=read, bytes_written=written,
-        kernels=launches + (extra_kernels if launches else 0), dtype=first[0].dtype,
+        kernels=launches + (extra_kernels if launches else 0), dtype=first[0].dtype, kind="foreach",
     )
 
 
@@ -98,5 +98,5 @@ def fused_adam(op: OpRecord, ctx: CostContext) -> Cost:
         flops=FUSED_ADAM_FLOPS_PER_ELEMENT * sum(t.numel for t in params),
         bytes_read=moved, bytes_written=moved - sum(t.nbytes for t in lists[1]),  # grads are only read
         kernels=multi_tensor_launches([t.numel for t in params], depth, large_args=ctx.multi_tensor_large_args),
-        dtype=params[0].dtype,
+        dtype=params[0].dtype, kind="foreach",
     )

@@ -30,54 +30,64 @@ def bmm_flops(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> float:
     return 2.0 * b * m * n * k
 
 
-def _matmul_cost(op: OpRecord, flops: float, dtype: str, kernels: int = 1, math_kind: str = "matmul") -> Cost:
+def _matmul_cost(op: OpRecord, flops: float, dtype: str, kernels: int = 1, math_kind: str = "matmul",
+                 kind: str = "gemm", key: tuple = ()) -> Cost:
     return Cost(flops=flops, bytes_read=bytes_read(op), bytes_written=bytes_written(op), kernels=kernels,
-                math=math_kind, dtype=dtype)
+                math=math_kind, dtype=dtype, kind=kind, key=key)
 
 
 def _column_major(t: TensorMeta) -> bool:
     return len(t.shape) == 2 and t.stride[0] == 1 and t.shape[1] > 1 and t.stride[1] >= t.shape[0]
 
 
-def gemm_kernels(ctx: CostContext, a: TensorMeta, b: TensorMeta, bias: bool) -> int:
+def gemm_key(a: TensorMeta, b: TensorMeta, bias: bool, batch: int = 1) -> tuple:
+    """(dtype, a transposed, b transposed, bias, M, N, K): how launch and time tables look a GEMM up. A batched
+    product counts as one GEMM with the batch folded into M."""
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    last2 = lambda t: TensorMeta(t.shape[-2:], t.dtype, t.stride[-2:], t.device)  # noqa: E731
+    return (a.dtype, _column_major(last2(a)), _column_major(last2(b)), bias, batch * m, n, k)
+
+
+def gemm_kernels(ctx: CostContext, key: tuple) -> int:
     """Work items of one cuBLAS GEMM: measured per shape where a profile has them, else one kernel."""
     if ctx.launches is None:
         return 1
-    m, k = a.shape
-    n = b.shape[1]
-    items = ctx.launches.gemm_items(a.dtype, _column_major(a), _column_major(b), bias, m, n, k)
+    items = ctx.launches.gemm_items(*key)
     return items if items is not None else 1
 
 
 @register("aten.mm")
 def mm(op: OpRecord, ctx: CostContext) -> Cost:
     a, b = arg(op, "self"), arg(op, "mat2")
-    return _matmul_cost(op, mm_flops(a.shape, b.shape), a.dtype, gemm_kernels(ctx, a, b, bias=False))
+    key = gemm_key(a, b, bias=False)
+    return _matmul_cost(op, mm_flops(a.shape, b.shape), a.dtype, gemm_kernels(ctx, key), key=key)
 
 
 @register("aten.addmm")
 def addmm(op: OpRecord, ctx: CostContext) -> Cost:
     a, b = arg(op, "mat1"), arg(op, "mat2")
-    return _matmul_cost(op, mm_flops(a.shape, b.shape), a.dtype, gemm_kernels(ctx, a, b, bias=True))
+    key = gemm_key(a, b, bias=True)
+    return _matmul_cost(op, mm_flops(a.shape, b.shape), a.dtype, gemm_kernels(ctx, key), key=key)
 
 
 @register("aten.bmm")
 def bmm(op: OpRecord, ctx: CostContext) -> Cost:
     a, b = arg(op, "self"), arg(op, "mat2")
-    return _matmul_cost(op, bmm_flops(a.shape, b.shape), a.dtype)
+    return _matmul_cost(op, bmm_flops(a.shape, b.shape), a.dtype, key=gemm_key(a, b, False, a.shape[0]))
 
 
 @register("aten.baddbmm")
 def baddbmm(op: OpRecord, ctx: CostContext) -> Cost:
     a, b = arg(op, "batch1"), arg(op, "batch2")
-    return _matmul_cost(op, bmm_flops(a.shape, b.shape), a.dtype)
+    return _matmul_cost(op, bmm_flops(a.shape, b.shape), a.dtype, key=gemm_key(a, b, True, a.shape[0]))
 
 
 @register("aten._scaled_mm")
 def scaled_mm(op: OpRecord, ctx: CostContext) -> Cost:
     """fp8 matmul with scales (cuBLASLt)."""
     a, b = arg(op, "self"), arg(op, "mat2")
-    return _matmul_cost(op, mm_flops(a.shape, b.shape), a.dtype)
+    return _matmul_cost(op, mm_flops(a.shape, b.shape), a.dtype, key=gemm_key(a, b, op.args.get("bias") is not None))
 
 
 def conv_flops(x_shape, w_shape, out_shape, transposed: bool) -> float:
@@ -113,13 +123,20 @@ def _channels_last(t: TensorMeta) -> bool:
     return len(t.shape) == 4 and t.shape[1] > 1 and t.stride[1] == 1
 
 
-def conv_kernels(ctx: CostContext, x: TensorMeta, w: TensorMeta, op: OpRecord, backward: bool) -> int | None:
-    """Work items of one cuDNN convolution pass from the profile's nearest measured conv (2-D convs only)."""
-    if ctx.launches is None or len(x.shape) != 4 or bool(op.args.get("transposed", False)):
-        return None
+def conv_key(x: TensorMeta, w: TensorMeta, op: OpRecord, backward: bool) -> tuple:
+    """(pass, dtype, channels_last, C_in, C_out, kernel, stride, spatial size) of a 2-D convolution; () else."""
+    if len(x.shape) != 4 or bool(op.args.get("transposed", False)):
+        return ()
     stride = op.args.get("stride") or (1,)
-    return ctx.launches.conv_items(backward, x.dtype, _channels_last(x), x.shape[1], w.shape[0], w.shape[-1],
-                                   int(stride[0]), x.shape[-1])
+    return ("conv_bwd" if backward else "conv_fwd", x.dtype, _channels_last(x), x.shape[1], w.shape[0],
+            w.shape[-1], int(stride[0]), x.shape[-1])
+
+
+def conv_kernels(ctx: CostContext, key: tuple) -> int | None:
+    """Work items of one cuDNN convolution pass from the profile's nearest measured conv (2-D convs only)."""
+    if ctx.launches is None or not key:
+        return None
+    return ctx.launches.conv_items(key[0] == "conv_bwd", *key[1:])
 
 
 @register("aten.convolution", "aten.cudnn_convolution", "aten._convolution")
@@ -128,8 +145,9 @@ def convolution(op: OpRecord, ctx: CostContext) -> Cost:
     out = op.tensors_out()[0]
     transposed = bool(op.args.get("transposed", False))
     # A bias is added by a separate kernel after the cuDNN convolution.
-    kernels = (conv_kernels(ctx, x, w, op, backward=False) or 1) + (op.args.get("bias") is not None)
-    return _matmul_cost(op, conv_flops(x.shape, w.shape, out.shape, transposed), x.dtype, kernels, "conv")
+    key = conv_key(x, w, op, backward=False)
+    kernels = (conv_kernels(ctx, key) or 1) + (op.args.get("bias") is not None)
+    return _matmul_cost(op, conv_flops(x.shape, w.shape, out.shape, transposed), x.dtype, kernels, "conv", "conv", key)
 
 
 @register("aten.convolution_backward")
@@ -140,9 +158,10 @@ def convolution_backward(op: OpRecord, ctx: CostContext) -> Cost:
     flops = conv_backward_flops(
         grad_out.shape, x.shape, w.shape, grad_in.shape if grad_in else x.shape,
         grad_w.shape if grad_w else w.shape, bool(op.args.get("transposed", False)), mask)
-    measured = conv_kernels(ctx, x, w, op, backward=True)
+    key = conv_key(x, w, op, backward=True)
+    measured = conv_kernels(ctx, key)
     if measured is not None:  # the sweep measured input and weight gradients; a bias gradient is a reduction
         kernels = measured + bool(mask[2])
     else:
         kernels = max(sum(1 for want in mask if want), 1)  # one kernel per gradient
-    return _matmul_cost(op, flops, x.dtype, kernels, "conv")
+    return _matmul_cost(op, flops, x.dtype, kernels, "conv", "conv", key)

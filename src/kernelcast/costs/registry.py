@@ -25,6 +25,10 @@ class Cost:
     kernels: int = 1
     math: str = "vector"  # tensor-core eligible: "matmul", "conv", "attention"; everything else: "vector"
     dtype: str = "float32"  # dtype the math runs in, which picks the roof
+    # What a calibrated kernel model looks the op up by: its class ("gemm", "conv", "attention", or a
+    # memory-bound class such as "pointwise", "norm", "copy") and, for the first three, the shape it measured.
+    kind: str = ""
+    key: tuple = ()
 
     @property
     def bytes(self) -> float:
@@ -37,7 +41,8 @@ class Cost:
 
     def __add__(self, other: "Cost") -> "Cost":
         return Cost(self.flops + other.flops, self.bytes_read + other.bytes_read,
-                    self.bytes_written + other.bytes_written, self.kernels + other.kernels, self.math, self.dtype)
+                    self.bytes_written + other.bytes_written, self.kernels + other.kernels, self.math, self.dtype,
+                    self.kind, self.key)
 
 
 NO_WORK = Cost(kernels=0)

@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from kernelcast.costs import Cost, CostContext, cost_of
 from kernelcast.costs.launch_table import LaunchTable
 from kernelcast.devices import GPU, get_gpu
-from kernelcast.profiles import launch_profile
+from kernelcast.profiles import PROFILED_GPUS, launch_profile, load_profile
 from kernelcast.records import Capture, OpRecord
 
 from .host import HostModel
 from .kernel_model import NO_KERNEL, KernelEstimate, KernelModel, RooflineModel
+from .l2 import L2Tracker
 from .timeline import Launch, simulate, steady_state_step_us
 
 __all__ = ["OpPrediction", "Prediction", "predict_capture", "HostModel", "RooflineModel"]
@@ -114,17 +115,32 @@ def cost_context(gpu: GPU, capture: Capture) -> CostContext:
     )
 
 
+def kernel_model_for(gpu: GPU, capture: Capture, model: str = "calibrated") -> KernelModel:
+    """The calibrated model from this GPU's profile, or from a profiled GPU carried over by datasheet ratios;
+    the datasheet roofline when asked for, or when no profile exists."""
+    if model == "calibrated":
+        from .calibrated import CalibratedModel
+
+        for gpu_id in (gpu.id, *PROFILED_GPUS):
+            profile = load_profile(gpu_id)
+            if profile is not None and "timings" in profile.data:
+                return CalibratedModel(gpu, capture.settings, profile.data, get_gpu(profile.gpu))
+    return RooflineModel(gpu, capture.settings)
+
+
 def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel | None = None,
                     host_model: HostModel | None = None) -> Prediction:
     spec = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
-    model = kernel_model or RooflineModel(spec, capture.settings)
+    model = kernel_model or kernel_model_for(spec, capture)
     host = host_model or HostModel()
     ctx = cost_context(spec, capture)
     preds: list[OpPrediction] = []
     launches: list[Launch] = []
+    l2 = L2Tracker(spec.l2_bytes)
     for op in capture.ops:
         cost = cost_of(op, ctx)
-        est = model.estimate(cost) if cost is not None else NO_KERNEL
+        est = model.estimate(cost, l2.warm_fraction(op)) if cost is not None else NO_KERNEL
+        l2.touch(op)
         host_us = host.op_us(op, cost)
         preds.append(_op_prediction(op, cost, est, host_us))
         launches.append(Launch(host_us, est.time_us, op.stream, sync=op.sync is not None,

@@ -36,7 +36,9 @@ NO_KERNEL = KernelEstimate(0.0, "none", "")
 class KernelModel(Protocol):
     source: str  # "datasheet" or "calibrated: <profile>"
 
-    def estimate(self, cost: Cost) -> KernelEstimate: ...
+    def estimate(self, cost: Cost, l2_warm: float = 0.0) -> KernelEstimate:
+        """Time of the op's kernels; l2_warm is the share of its input bytes already in L2."""
+        ...
 
 
 def _allow_tf32(cost: Cost, settings: CaptureSettings) -> bool:
@@ -61,7 +63,8 @@ class RooflineModel:
             return self.gpu.matmul_peak(cost.dtype, _allow_tf32(cost, self.settings))
         return self.gpu.vector_peak(cost.dtype)
 
-    def estimate(self, cost: Cost) -> KernelEstimate:
+    def estimate(self, cost: Cost, l2_warm: float = 0.0) -> KernelEstimate:
+        """A datasheet has no L2 bandwidth: l2_warm is ignored here."""
         if cost.kernels == 0:
             return NO_KERNEL
         peak, roof = self.peak(cost)

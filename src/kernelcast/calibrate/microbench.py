@@ -1,0 +1,284 @@
+"""Microbenchmarks for a device profile: single aten ops over shapes, on a real GPU.
+
+Each case calls one op (attention: forward, or forward and backward). The op records are taken from the call
+itself (so the calibration costs an op exactly as the predictor will), then, after two warm-up calls,
+REPEATS calls are profiled with torch.profiler: the GPU work items of each call by name and their summed
+device time. Inputs are random normal data, never zeros. The whole sweep takes well under a minute on an H200.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+import time
+from typing import Callable
+
+import torch
+from torch.autograd import DeviceType
+from torch.profiler import ProfilerActivity, profile
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from kernelcast.capture.recorder import _Schema, _outputs
+from kernelcast.records import OpRecord
+
+aten = torch.ops.aten
+REPEATS = 3
+DEV = "cuda"
+# Between calls the L2 cache is flushed by inverting a buffer larger than any L2 (as triton.testing.do_bench
+# does), so small inputs are not served from a warm cache; the flush kernel's name keeps it out of the counts.
+FLUSH_BYTES = 256 << 20
+FLUSH_KERNEL = "bitwise_not"
+_flush_buffer: torch.Tensor | None = None
+
+
+def _flush_l2() -> None:
+    global _flush_buffer
+    if _flush_buffer is None:
+        _flush_buffer = torch.zeros(FLUSH_BYTES, dtype=torch.uint8, device=DEV)
+    _flush_buffer.bitwise_not_()
+
+
+class _OpSnapshot(TorchDispatchMode):
+    """Records the aten ops one call dispatches, as the capture would (minus module and source)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[OpRecord] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if func.namespace == "aten" and not func.is_view:
+            schema = _Schema(func)
+            self.ops.append(OpRecord(index=len(self.ops), op=str(func), args=schema.bind(args, kwargs),
+                                     outputs=_outputs(out), tags=schema.tags))
+        return out
+
+
+def _profile_calls(fn: Callable, repeats: int = REPEATS, flush: bool = True) -> list[dict]:
+    fn()
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(repeats):
+            if flush:
+                _flush_l2()
+            fn()
+            torch.cuda.synchronize()
+    items = sorted((e for e in prof.events() if e.device_type == DeviceType.CUDA and FLUSH_KERNEL not in e.name),
+                   key=lambda e: e.time_range.start)
+    per_call = max(1, len(items) // repeats)
+    return [{"items": [e.name[:90] for e in items[r * per_call:(r + 1) * per_call]],
+             "device_us": sum(e.time_range.end - e.time_range.start for e in items[r * per_call:(r + 1) * per_call])}
+            for r in range(repeats)]
+
+
+def record(results: list, kind: str, params: dict, fn: Callable, flush: bool = True) -> None:
+    try:
+        snapshot = _OpSnapshot()
+        with snapshot:
+            fn()
+        calls = _profile_calls(fn, flush=flush)
+        results.append({"kind": kind, **params, "ops": [op.to_json() for op in snapshot.ops],
+                        "items": calls[-1]["items"], "n_items": len(calls[-1]["items"]),
+                        "device_us": statistics.median(c["device_us"] for c in calls),
+                        "device_us_all": [round(c["device_us"], 3) for c in calls]})
+    except Exception as exc:  # keep sweeping; the failure is data too
+        results.append({"kind": kind, **params, "error": f"{type(exc).__name__}: {exc}"[:300]})
+
+
+def randn(*shape, dtype=torch.bfloat16):
+    return torch.randn(*shape, device=DEV, dtype=dtype)
+
+
+def gemms(results: list, quick: bool) -> None:
+    ms = [256, 2048, 8192] if quick else [128, 256, 512, 1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384]
+    nk = [(768, 768), (2304, 768), (3072, 768), (768, 3072), (4096, 4096), (11008, 4096), (4096, 11008),
+          (32000, 4096), (50257, 768), (50304, 768)]
+    for dtype in (torch.bfloat16, torch.float32):
+        for m, (n, k) in itertools.product(ms, nk):
+            if dtype == torch.float32 and m > 4096:
+                continue
+            a, b = randn(m, k, dtype=dtype), randn(k, n, dtype=dtype)
+            bias = randn(n, dtype=dtype)
+            w = randn(n, k, dtype=dtype)  # nn.Linear weight layout: x @ w.t()
+            g = randn(m, n, dtype=dtype)
+            base = {"m": m, "n": n, "k": k, "dtype": str(dtype)[6:]}
+            record(results, "mm_nn", base, lambda: aten.mm(a, b))
+            record(results, "addmm_linear", base, lambda: aten.addmm(bias, a, w.t()))
+            record(results, "mm_linear", base, lambda: aten.mm(a, w.t()))
+            record(results, "mm_grad_input", base, lambda: aten.mm(g, w))  # (m,n) @ (n,k)
+            record(results, "mm_grad_weight", base, lambda: aten.mm(g.t(), a))  # (n,m) @ (m,k)
+            del a, b, bias, w, g
+    for batch, m, n, k in [(96, 512, 512, 64), (96, 512, 64, 512), (32, 1024, 1024, 128), (384, 128, 128, 64)]:
+        a, b = randn(batch, m, k), randn(batch, k, n)
+        record(results, "bmm", {"batch": batch, "m": m, "n": n, "k": k, "dtype": "bfloat16"}, lambda: aten.bmm(a, b))
+    # Other precisions at a few sizes: fp16, tf32 (fp32 inputs with TF32 allowed), fp8 (scaled matmul).
+    for m, n, k in [(256, 256, 256), (2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192)]:
+        a16, b16 = randn(m, k, dtype=torch.float16), randn(k, n, dtype=torch.float16)
+        record(results, "mm_fp16", {"m": m, "n": n, "k": k, "dtype": "float16"}, lambda: aten.mm(a16, b16))
+        a32, b32 = randn(m, k, dtype=torch.float32), randn(k, n, dtype=torch.float32)
+        previous = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = True
+        try:
+            record(results, "mm_tf32", {"m": m, "n": n, "k": k, "dtype": "tf32"}, lambda: aten.mm(a32, b32))
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = previous
+        if hasattr(torch, "float8_e4m3fn"):
+            a8 = a16.to(torch.float8_e4m3fn)
+            b8 = b16.t().contiguous().to(torch.float8_e4m3fn).t()  # column-major B, as cuBLASLt fp8 wants
+            one = torch.ones((), device=DEV)
+            record(results, "mm_fp8", {"m": m, "n": n, "k": k, "dtype": "float8_e4m3fn"},
+                   lambda: torch._scaled_mm(a8, b8, one, one, out_dtype=torch.bfloat16))
+        del a16, b16, a32, b32
+
+
+def convs(results: list, quick: bool) -> None:
+    # (batch, c_in, c_out, kernel, stride, size)
+    configs = [(64, 3, 64, 7, 2, 224), (64, 64, 64, 3, 1, 56), (64, 64, 128, 3, 2, 56), (64, 128, 128, 3, 1, 28),
+               (64, 128, 256, 3, 2, 28), (64, 256, 256, 3, 1, 14), (64, 256, 512, 3, 2, 14), (64, 512, 512, 3, 1, 7),
+               (64, 64, 128, 1, 2, 56), (64, 3, 768, 16, 16, 224)]
+    if quick:
+        configs = configs[:3]
+    for (n, ci, co, ks, st, hw), (dtype, cl) in itertools.product(
+            configs, [(torch.bfloat16, True), (torch.bfloat16, False), (torch.float32, False)]):
+        fmt = torch.channels_last if cl else torch.contiguous_format
+        x = randn(n, ci, hw, hw, dtype=dtype).to(memory_format=fmt)
+        w = randn(co, ci, ks, ks, dtype=dtype).to(memory_format=fmt)
+        pad = ks // 2 if ks < 16 else 0
+        out = aten.convolution(x, w, None, [st, st], [pad, pad], [1, 1], False, [0, 0], 1)
+        gout = torch.randn_like(out)
+        base = {"n": n, "c_in": ci, "c_out": co, "kernel": ks, "stride": st, "size": hw,
+                "dtype": str(dtype)[6:], "channels_last": cl}
+        record(results, "conv_fwd", base,
+               lambda: aten.convolution(x, w, None, [st, st], [pad, pad], [1, 1], False, [0, 0], 1))
+        record(results, "conv_bwd", base,
+               lambda: aten.convolution_backward(gout, x, w, None, [st, st], [pad, pad], [1, 1], False, [0, 0], 1,
+                                                 [ci != 3, True, False]))
+
+
+def reductions(results: list, quick: bool) -> None:
+    shapes = [(4096, 768), (4096, 3072), (8192, 50304), (128, 768), (1, 8192), (64, 100000), (16384, 4096),
+              (256, 256), (32, 4096)]
+    for (r, c), dtype in itertools.product(shapes, (torch.bfloat16, torch.float32)):
+        x = randn(r, c, dtype=dtype)
+        base = {"rows": r, "cols": c, "dtype": str(dtype)[6:]}
+        record(results, "sum_dim0", base, lambda: aten.sum.dim_IntList(x, [0], True))
+        record(results, "sum_dim1", base, lambda: aten.sum.dim_IntList(x, [1], True))
+        record(results, "sum_all", base, lambda: aten.sum.default(x))
+
+
+def attention(results: list, quick: bool) -> None:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    for (b, h, s, d), backend, causal in itertools.product(
+            [(8, 12, 512, 64), (4, 32, 512, 128), (2, 8, 2048, 64), (32, 12, 128, 64), (16, 16, 1024, 64)],
+            [SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION], (True, False)):
+        q, k, v = (torch.randn(b, h, s, d, device=DEV, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+        base = {"b": b, "h": h, "s": s, "d": d, "backend": backend.name, "causal": causal}
+        with sdpa_kernel([backend]):
+            out = sdpa(q, k, v, is_causal=causal)
+            grad = torch.randn_like(out)
+            record(results, "sdpa_fwd", base, lambda: sdpa(q, k, v, is_causal=causal))
+            record(results, "sdpa_fwd_bwd", base,
+                   lambda: torch.autograd.grad(sdpa(q, k, v, is_causal=causal), (q, k, v), grad))
+
+
+def norms_and_more(results: list, quick: bool) -> None:
+    for rows, width, dtype in itertools.product([4096, 16384], [768, 4096], (torch.bfloat16, torch.float32)):
+        x, w, bsz = randn(rows, width, dtype=dtype), randn(width, dtype=dtype), randn(width, dtype=dtype)
+        out, mean, rstd = aten.native_layer_norm(x, [width], w, bsz, 1e-5)
+        g = torch.randn_like(out)
+        base = {"rows": rows, "width": width, "dtype": str(dtype)[6:]}
+        record(results, "layer_norm_fwd", base, lambda: aten.native_layer_norm(x, [width], w, bsz, 1e-5))
+        record(results, "layer_norm_bwd", base, lambda: aten.native_layer_norm_backward(
+            g, x, [width], mean, rstd, w, bsz, [True, True, True]))
+        record(results, "softmax_fwd", base, lambda: aten._softmax(x, -1, False))
+        sm = aten._softmax(x, -1, False)
+        record(results, "softmax_bwd", base, lambda: aten._softmax_backward_data(g, sm, -1, x.dtype))
+        logp = aten._log_softmax(x.float(), -1, False)
+        target = torch.randint(0, width, (rows,), device=DEV)
+        record(results, "nll_loss_fwd", base, lambda: aten.nll_loss_forward(logp, target, None, 1, -100))
+    for rows, vocab in [(2048, 32000), (8192, 50304)]:  # LM heads: softmax and loss over a vocabulary
+        logits = randn(rows, vocab, dtype=torch.float32)
+        target = torch.randint(0, vocab, (rows,), device=DEV)
+        base = {"rows": rows, "width": vocab, "dtype": "float32"}
+        record(results, "log_softmax_fwd", base, lambda: aten._log_softmax(logits, -1, False))
+        logp = aten._log_softmax(logits, -1, False)
+        g = torch.randn_like(logp)
+        record(results, "log_softmax_bwd", base, lambda: aten._log_softmax_backward_data(g, logp, -1, torch.float32))
+        record(results, "nll_loss_fwd", base, lambda: aten.nll_loss_forward(logp, target, None, 1, -100))
+        total = torch.tensor(float(rows), device=DEV)
+        gl = torch.ones((), device=DEV)
+        record(results, "nll_loss_bwd", base, lambda: aten.nll_loss_backward(gl, logp, target, None, 1, -100, total))
+        del logits, logp, g
+    for (n, c, hw), cl, train in itertools.product([(64, 64, 56), (64, 256, 14)], (True, False), (True, False)):
+        fmt = torch.channels_last if cl else torch.contiguous_format
+        x = randn(n, c, hw, hw, dtype=torch.float32).to(memory_format=fmt).bfloat16()
+        w, bsz = randn(c, dtype=torch.float32), randn(c, dtype=torch.float32)
+        rm, rv = torch.zeros(c, device=DEV), torch.ones(c, device=DEV)
+        base = {"n": n, "c": c, "size": hw, "channels_last": cl, "training": train}
+        record(results, "native_batch_norm", base, lambda: aten.native_batch_norm(x, w, bsz, rm, rv, train, 0.1, 1e-5))
+        out, sm, si = aten.native_batch_norm(x, w, bsz, rm, rv, True, 0.1, 1e-5)
+        g = torch.randn_like(out)
+        if train:
+            record(results, "native_batch_norm_bwd", base, lambda: aten.native_batch_norm_backward(
+                g, x, w, rm, rv, sm, si, True, 1e-5, [True, True, True]))
+    for n_idx, vocab in [(512, 50257), (3072, 50257), (3073, 50257), (8192, 50257), (4096, 2), (65536, 32000)]:
+        g = randn(n_idx, 768, dtype=torch.float32)
+        idx = torch.randint(0, vocab, (n_idx,), device=DEV)
+        record(results, "embedding_bwd", {"indices": n_idx, "vocab": vocab},
+               lambda: aten.embedding_dense_backward(g, idx, vocab, -1, False))
+
+
+def elementwise(results: list, quick: bool) -> None:
+    for nbytes in [4 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30]:
+        n = nbytes // 4
+        x, y = randn(n, dtype=torch.float32), randn(n, dtype=torch.float32)
+        xb, yb = x.bfloat16(), y.bfloat16()
+        base = {"bytes_per_tensor": nbytes}
+        record(results, "add_fp32", base, lambda: aten.add.Tensor(x, y))
+        record(results, "add_fp32_l2_warm", base, lambda: aten.add.Tensor(x, y), flush=False)
+        record(results, "add_bf16", base, lambda: aten.add.Tensor(xb, yb))
+        record(results, "add_mixed", base, lambda: aten.add.Tensor(xb, y))  # bf16 + fp32 -> fp32: a casting kernel
+        record(results, "copy_fp32", base, lambda: aten.clone(x))
+        record(results, "to_bf16", base, lambda: aten._to_copy(x, dtype=torch.bfloat16))
+        record(results, "to_fp32", base, lambda: aten._to_copy(xb, dtype=torch.float32))
+        record(results, "gelu_fp32", base, lambda: aten.gelu(x))
+        record(results, "gelu_bf16", base, lambda: aten.gelu(xb))
+        record(results, "fill_fp32", base, lambda: aten.zero_(y))
+        del x, y, xb, yb
+    for rows, cols in [(4096, 768), (8192, 3072), (16384, 4096)]:
+        x, bias = randn(rows, cols), randn(cols)
+        record(results, "bias_add_bf16", {"rows": rows, "cols": cols}, lambda: aten.add.Tensor(x, bias))
+    for rows, cols in [(4096, 4096), (8192, 768), (2048, 11008)]:
+        x = randn(rows, cols)
+        base = {"rows": rows, "cols": cols}
+        record(results, "transpose_copy_bf16", base, lambda: x.t().contiguous())
+        record(results, "cat_bf16", base, lambda: aten.cat([x, x], 1))
+    for n_tensors, numel in [(148, 800_000), (291, 6_000_000), (1000, 1000)]:
+        if quick and numel > 1_000_000:
+            continue
+        xs = [randn(numel, dtype=torch.float32) for _ in range(n_tensors)]
+        ys = [randn(numel, dtype=torch.float32) for _ in range(n_tensors)]
+        base = {"tensors": n_tensors, "numel": numel}
+        record(results, "foreach_lerp_", base, lambda: torch._foreach_lerp_(xs, ys, 0.1))
+        record(results, "foreach_addcmul_", base, lambda: torch._foreach_addcmul_(xs, ys, ys, 0.1))
+        del xs, ys
+
+
+SECTIONS = {"gemm": gemms, "conv": convs, "reduce": reductions, "attention": attention, "norms": norms_and_more,
+            "elementwise": elementwise}
+
+
+def run_all(quick: bool = False, sections: list[str] | None = None, log: Callable[[str], None] = print) -> list:
+    torch.manual_seed(0)
+    results: list = []
+    for name in sections or list(SECTIONS):
+        t0 = time.perf_counter()
+        before = len(results)
+        SECTIONS[name](results, quick)
+        torch.cuda.empty_cache()
+        log(f"{name}: {len(results) - before} cases in {time.perf_counter() - t0:.1f} s")
+    return results

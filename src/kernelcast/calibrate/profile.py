@@ -1,0 +1,109 @@
+"""Build a device profile from microbenchmark results.
+
+Every case carries the op records of its call, so each is costed by the same registry the predictor uses: the
+profile stores, per shape or per size, the measured time and the number of GPU work items, keyed exactly as
+costs/ keys the op (Cost.kind, Cost.key). Nothing here is fitted to a workload.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+
+from kernelcast.costs import DEFAULT_CONTEXT, Cost, cost_of
+from kernelcast.records import OpRecord
+
+PROFILE_FORMAT = 1
+MEMORY_KINDS = {"pointwise", "pointwise_transpose", "pointwise_cast", "copy_cast", "reduction", "reduction_outer", "softmax", "softmax_backward",
+                "norm", "norm_backward", "batch_norm", "batch_norm_backward", "batch_norm_channels_last",
+                "batch_norm_backward_channels_last", "loss", "copy", "copy_transpose",
+                "fill", "embedding_backward", "foreach", "memcpy"}
+
+
+def _costs(case: dict) -> list[tuple[OpRecord, Cost]]:
+    ops = [OpRecord.from_json(o) for o in case.get("ops", ())]
+    out = []
+    for op in ops:
+        cost = cost_of(op, DEFAULT_CONTEXT)
+        if cost is not None and cost.kernels:
+            out.append((op, cost))
+    return out
+
+
+def _main(costs: list[tuple[OpRecord, Cost]], kinds: set[str]) -> Cost | None:
+    """The op a case measures: the one of the wanted kinds with the most work."""
+    chosen = [c for _, c in costs if c.kind in kinds]
+    return max(chosen, key=lambda c: (c.flops, c.bytes)) if chosen else None
+
+
+def build_profile(raw: dict, gpu: str) -> dict:
+    cases = [c for c in raw["cases"] if "error" not in c and c.get("ops")]
+    gemm, conv, attention = [], [], []
+    memory: dict[str, list] = defaultdict(list)
+    forward_time: dict[tuple, float] = {}
+    warm_time: dict[int, float] = {}
+    cold: dict[int, tuple[float, float]] = {}
+    floors = []
+    for case in cases:
+        costs = _costs(case)
+        kind, time_us, items = case["kind"], case["device_us"], case["n_items"]
+        if kind.startswith(("mm_", "addmm_", "bmm")) or kind == "mm_fp8":
+            cost = _main(costs, {"gemm"})
+            if cost is not None and cost.key:
+                key = list(cost.key)
+                if kind == "mm_tf32":  # fp32 inputs on the TF32 tensor cores: a roof of their own
+                    key[0] = "tf32"
+                gemm.append([*key, items, round(time_us, 3), cost.flops])
+        elif kind.startswith("conv_"):
+            cost = _main(costs, {"conv"})
+            if cost is not None and cost.key:
+                conv.append([*cost.key, items, round(time_us, 3), cost.flops])
+        elif kind == "sdpa_fwd":
+            cost = _main(costs, {"attention"})
+            if cost is not None:
+                forward_time[cost.key[0:1] + cost.key[2:]] = time_us
+                attention.append([*cost.key, items, round(time_us, 3), cost.flops])
+        elif kind == "sdpa_fwd_bwd":
+            backward = [c for _, c in costs if c.kind == "attention" and c.key[1] == "bwd"]
+            fwd = forward_time.get(backward[0].key[0:1] + backward[0].key[2:]) if backward else None
+            if backward and fwd is not None and time_us > fwd:
+                attention.append([*backward[0].key, items, round(time_us - fwd, 3), backward[0].flops])
+        elif kind.endswith("_l2_warm"):
+            warm_time[case["bytes_per_tensor"]] = time_us
+            continue
+        else:
+            cost = _main(costs, MEMORY_KINDS)
+            if kind == "add_fp32":
+                cold[case["bytes_per_tensor"]] = (sum(c.bytes for _, c in costs), time_us)
+            if cost is not None:
+                total_bytes = sum(c.bytes for _, c in costs if c.kind in MEMORY_KINDS)
+                inner, itemsize = cost.key if len(cost.key) == 2 else (1, 4)
+                memory[cost.kind].append([total_bytes, items, round(time_us, 3), inner, itemsize])
+                if items == 1:
+                    floors.append(time_us)
+    meta = raw["meta"]
+    return {
+        "format": PROFILE_FORMAT, "gpu": gpu, "device_name": meta["device"], "driver": meta.get("driver", ""),
+        "torch": meta["torch"], "cuda": meta["cuda"], "cudnn": meta["cudnn"], "date": meta["date"],
+        "command": meta["command"],
+        "launches": {
+            "source": meta["command"],
+            "gemm_columns": ["dtype", "a_transposed", "b_transposed", "bias", "M", "N", "K", "work_items"],
+            "gemm": [row[:-2] for row in gemm],
+            "conv_columns": ["pass", "dtype", "channels_last", "c_in", "c_out", "kernel", "stride", "size",
+                             "work_items"],
+            "conv": [row[:-2] for row in conv],
+        },
+        "timings": {
+            # each row: the op's cost key, then work items, time_us, FLOPs
+            "gemm": gemm,  # (dtype, a transposed, b transposed, bias, M, N, K)
+            "conv": conv,  # (pass, dtype, channels_last, C_in, C_out, kernel, stride, size)
+            "attention": attention,  # (backend, pass, B*H, Sq, Sk, head dim, causal)
+            # per kind: [bytes moved, work items, time_us, innermost dim, item size]
+            "memory": {kind: sorted(points) for kind, points in memory.items()},
+            "work_item_floor_us": round(statistics.median(sorted(floors)[:5]), 3) if floors else 1.0,
+            # [bytes moved, cold time / warm time] of the same add with inputs flushed from L2 or left in it
+            "l2_speedup": [[cold[b][0], round(cold[b][1] / warm_time[b], 3)] for b in sorted(cold) if b in warm_time],
+        },
+        "host": raw.get("host", {}),  # CPU µs per eager op on the machine that calibrated (see calibrate/host.py)
+    }

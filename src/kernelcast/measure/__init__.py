@@ -1,0 +1,195 @@
+"""`kernelcast measure`: time a step honestly on a real GPU (needs one).
+
+- Step time: after warm-up, REPEATS timings of STEPS back-to-back steps between two CUDA events (the GPU queue
+  stays full, as in a training loop), each divided by STEPS; the median and the spread are reported.
+- GPU kernel time and per-kernel durations: one more step under torch.profiler; every GPU work item (kernel,
+  memset, memcpy) is attributed to the aten op that launched it, as the capture records ops, and to the module
+  whose forward was running.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import statistics
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+WARMUP_STEPS = 5
+STEPS = 10
+REPEATS = 5
+AUTOCAST_CAST = "_to_copy"
+MODULE_PREFIX = "module::"
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    op: str  # the aten op packet that launched it, e.g. "mm"
+    module: str
+    name: str
+    duration_us: float
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What a real GPU did for one step. Measured, so never mixed up with a Prediction."""
+
+    device: str
+    torch: str
+    step_ms: tuple[float, ...]  # per-step time of each repeat (REPEATS x STEPS back-to-back steps)
+    kernels: tuple[KernelTime, ...]
+    work_items: int  # GPU work items in the profiled step (attributed or not)
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def step_ms_median(self) -> float:
+        return statistics.median(self.step_ms)
+
+    @property
+    def step_ms_spread(self) -> tuple[float, float]:
+        return min(self.step_ms), max(self.step_ms)
+
+    @property
+    def gpu_time_us(self) -> float:
+        return sum(k.duration_us for k in self.kernels)
+
+    def by_op(self) -> dict[str, tuple[int, float]]:
+        out: dict[str, list] = collections.defaultdict(lambda: [0, 0.0])
+        for k in self.kernels:
+            out[k.op][0] += 1
+            out[k.op][1] += k.duration_us
+        return {op: (n, t) for op, (n, t) in out.items()}
+
+    def to_json(self) -> dict:
+        return {"device": self.device, "torch": self.torch, "step_ms": list(self.step_ms),
+                "step_ms_median": self.step_ms_median, "step_ms_spread": list(self.step_ms_spread),
+                "gpu_time_us": self.gpu_time_us, "work_items": self.work_items,
+                "by_op": {op: {"kernels": n, "time_us": t} for op, (n, t) in self.by_op().items()},
+                "kernels": [[k.op, k.module, k.name[:120], round(k.duration_us, 3)] for k in self.kernels]}
+
+
+def packet(name: str) -> str:
+    """"aten::mm" / "aten.mm.default" -> "mm"."""
+    name = name.replace("aten::", "aten.")
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "aten" else name
+
+
+@contextlib.contextmanager
+def _module_ranges() -> Iterator[None]:
+    """A profiler range per module forward, so kernels can name their module (global hooks, removed after)."""
+    import torch
+    from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+
+    names: dict[int, str] = {}
+    stack: list = []
+
+    def pre(module, args):
+        name = names.setdefault(id(module), type(module).__name__)
+        for child_name, child in module.named_children():
+            names.setdefault(id(child), f"{name}.{child_name}")
+        scope = torch.autograd.profiler.record_function(MODULE_PREFIX + name)
+        scope.__enter__()
+        stack.append(scope)
+
+    def post(module, args, output):
+        if stack:
+            stack.pop().__exit__(None, None, None)
+
+    handles = [register_module_forward_pre_hook(pre), register_module_forward_hook(post)]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _depth(event) -> int:
+    depth = 0
+    while event.cpu_parent is not None:
+        event, depth = event.cpu_parent, depth + 1
+    return depth
+
+
+def _own_kernels(events) -> list:
+    """(event, kernels it launched itself). The profiler sometimes lists the same kernels on an op and on its
+    parent (seen for cuDNN convolutions); a parent keeps only kernels its sub-ops did not already claim."""
+    from torch.autograd import DeviceType
+
+    with_kernels = [e for e in events if e.device_type == DeviceType.CPU and e.kernels]
+    claimed: dict[int, collections.Counter] = collections.defaultdict(collections.Counter)
+    own = []
+    for event in sorted(with_kernels, key=_depth, reverse=True):
+        keys = collections.Counter((k.name, round(k.duration, 3)) for k in event.kernels)
+        budget = keys - claimed[id(event)]
+        kernels = []
+        for k in event.kernels:
+            key = (k.name, round(k.duration, 3))
+            if budget[key] > 0:
+                budget[key] -= 1
+                kernels.append(k)
+        if kernels:
+            own.append((event, kernels))
+        parent = event.cpu_parent
+        while parent is not None:
+            claimed[id(parent)] += keys
+            parent = parent.cpu_parent
+    return own
+
+
+def attribute(events, recorded_ops: set[str] | None = None) -> tuple[list[KernelTime], int]:
+    """Each GPU work item -> (aten op, module). The op is the outermost aten op on the launch stack that a
+    capture records (recorded_ops), or the innermost aten op when none is known."""
+    from torch.autograd import DeviceType
+
+    total = sum(1 for e in events if e.device_type == DeviceType.CUDA)
+    out: list[KernelTime] = []
+    for event, kernels in _own_kernels(events):
+        chain, module = [], ""
+        node = event
+        while node is not None:
+            if node.name.startswith("aten::"):
+                chain.append(packet(node.name))
+            elif node.name.startswith(MODULE_PREFIX) and not module:
+                module = node.name[len(MODULE_PREFIX):]
+            node = node.cpu_parent
+        chain.reverse()  # outermost first
+        known = [i for i, name in enumerate(chain) if recorded_ops is None or name in recorded_ops]
+        if not chain:
+            op = "(no aten op)"
+        elif not known:
+            op = chain[-1]
+        elif AUTOCAST_CAST in chain[known[0] + 1:]:
+            op = AUTOCAST_CAST  # autocast casts run inside the scope of the op they feed, as separate dispatches
+        else:
+            op = chain[known[0]] if recorded_ops is not None else chain[-1]
+        out.extend(KernelTime(op, module, k.name, k.duration) for k in kernels)
+    return out, total
+
+
+def measure_step(step: Callable, args: tuple, recorded_ops: set[str] | None = None,
+                 warmup: int = WARMUP_STEPS, steps: int = STEPS, repeats: int = REPEATS) -> Measurement:
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from kernelcast.calibrate import require_gpu
+
+    require_gpu()
+    for _ in range(warmup):
+        step(*args)
+    torch.cuda.synchronize()
+    step_ms = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(steps):
+            step(*args)
+        end.record()
+        torch.cuda.synchronize()
+        step_ms.append(start.elapsed_time(end) / steps)
+    with _module_ranges(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        step(*args)
+        torch.cuda.synchronize()
+    kernels, total = attribute(prof.events(), recorded_ops)
+    return Measurement(device=torch.cuda.get_device_name(), torch=torch.__version__, step_ms=tuple(step_ms),
+                       kernels=tuple(kernels), work_items=total)

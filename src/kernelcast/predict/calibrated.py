@@ -1,0 +1,201 @@
+"""Calibrated kernel model: kernel times looked up in a device profile measured with `kernelcast calibrate`.
+
+- GEMM, convolution, attention: the achieved FLOP/s of the nearest measured shapes (inverse-distance weighting
+  of log FLOP/s over the K nearest, distance in log2 of the sizes), times the op's FLOPs.
+- Memory-bound classes (pointwise, copy, reduction, norm, softmax, loss, fill, foreach, ...): time against bytes
+  moved, interpolated log-log between the class's measured sizes; each GPU work item beyond those the
+  measurement had adds the measured per-item floor.
+- An op the profile has nothing for falls back to the datasheet roofline, and says so in its roof.
+
+On a GPU other than the profiled one, times carry over by datasheet ratios (compute-bound: peak FLOP/s of the
+roof; memory-bound: bandwidth), and the prediction is labelled unvalidated.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from kernelcast.costs import Cost
+from kernelcast.devices import GPU
+from kernelcast.records import CaptureSettings
+
+from .kernel_model import NO_KERNEL, KernelEstimate, RooflineModel
+
+NEAREST = 4  # shapes blended per lookup
+SHAPE_MISMATCH_PENALTY = 100.0  # a different conv kernel/stride or causal flag: a different kind of kernel
+MIN_CURVE_POINTS = 2
+
+
+def _log2(x: float) -> float:
+    return math.log2(max(float(x), 1.0))
+
+
+def _blend(candidates: list[tuple[float, float]]) -> float:
+    """Inverse-distance-weighted mean of log values: [(distance, log value)] -> value."""
+    candidates = sorted(candidates)[:NEAREST]
+    if candidates[0][0] == 0.0:
+        return math.exp(candidates[0][1])
+    weights = [1.0 / d for d, _ in candidates]
+    return math.exp(sum(w * v for w, (_, v) in zip(weights, candidates)) / sum(weights))
+
+
+# Memory-bound lookups: distance in log2 of bytes moved and item size; for kernels that work row by row
+# (norms, softmax, losses, reductions) the row length (innermost dim) counts too, at a lower weight.
+INNER_DIM_WEIGHT = 0.5
+ITEMSIZE_WEIGHT = 1.0
+ROW_KINDS = {"norm", "norm_backward", "softmax", "softmax_backward", "loss", "reduction", "reduction_outer"}
+# Where a kind has no measurements of its own, the kinds that stand in for it, in order.
+MEMORY_FALLBACK = {
+    "pointwise_transpose": ("copy_transpose", "pointwise"), "copy_transpose": ("copy",),
+    "pointwise_cast": ("copy_cast", "pointwise"), "copy_cast": ("copy",),
+    "reduction_outer": ("reduction",), "softmax_backward": ("softmax", "pointwise"),
+    "batch_norm_backward": ("batch_norm", "norm_backward"), "memcpy": ("fill",), "fill": ("pointwise",),
+    "batch_norm_channels_last": ("batch_norm",), "batch_norm_backward_channels_last": ("batch_norm_backward",),
+}
+
+
+@dataclass(frozen=True)
+class _MemoryPoint:
+    log_bytes: float
+    log_inner: float
+    log_itemsize: float
+    log_rate: float  # log of bytes per µs of the main kernel (extra work items taken out)
+
+
+def _memory_points(points: list, floor_us: float) -> list[_MemoryPoint]:
+    out = []
+    for nbytes, items, time_us, inner, itemsize in points:
+        single = max(time_us - (items - 1) * floor_us, floor_us)
+        if nbytes > 0:
+            out.append(_MemoryPoint(_log2(nbytes), _log2(inner), _log2(itemsize), math.log(nbytes / single)))
+    return out
+
+
+@dataclass
+class CalibratedModel:
+    gpu: GPU
+    settings: CaptureSettings
+    profile: dict
+    profiled_gpu: GPU
+    source: str = ""
+    _memory: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        timings = self.profile["timings"]
+        self.floor_us = float(timings["work_item_floor_us"])
+        self._fallback = RooflineModel(self.gpu, self.settings)
+        self._profiled_roofline = RooflineModel(self.profiled_gpu, self.settings)
+        for kind, points in timings["memory"].items():
+            parsed = _memory_points(points, self.floor_us)
+            if len(parsed) >= MIN_CURVE_POINTS:
+                self._memory[kind] = parsed
+        self.transferred = self.gpu.id != self.profiled_gpu.id
+        label = f"calibrated: {self.profile['gpu']} profile ({self.profile['device_name']}, torch {self.profile['torch']})"
+        self.source = label + (" carried to this GPU by datasheet ratios, unvalidated" if self.transferred else "")
+
+    # -- lookups on the profiled GPU ----------------------------------------------------------------------
+    def _gemm_flops_per_us(self, key: tuple) -> float | None:
+        dtype, a_t, b_t, bias, m, n, k = key
+        if dtype == "float32" and self.settings.matmul_allow_tf32:
+            dtype = "tf32"
+        rows = [r for r in self.profile["timings"]["gemm"] if r[0] == dtype]
+        same_layout = [r for r in rows if (r[1], r[2], r[3]) == (a_t, b_t, bias)] or \
+            [r for r in rows if (r[1], r[2]) == (a_t, b_t)] or rows
+        if not same_layout:
+            return None
+        return _blend([(math.dist((_log2(r[4]), _log2(r[5]), _log2(r[6])), (_log2(m), _log2(n), _log2(k))),
+                        math.log(r[-1] / r[-2])) for r in same_layout])
+
+    def _conv_flops_per_us(self, cost: Cost) -> float | None:
+        kind, dtype, cl, c_in, c_out, kernel, stride, size = cost.key
+        rows = [r for r in self.profile["timings"]["conv"] if r[0] == kind and r[1] == dtype and r[2] == cl]
+        if not rows:
+            return None
+        scored = []
+        for r in rows:
+            penalty = SHAPE_MISMATCH_PENALTY * ((r[5] != kernel) + (r[6] != stride))
+            distance = penalty + math.dist((_log2(r[3]), _log2(r[4]), _log2(r[7])),
+                                           (_log2(c_in), _log2(c_out), _log2(size)))
+            scored.append((distance, math.log(r[-1] / r[-2])))
+        return _blend(scored)
+
+    def _attention_flops_per_us(self, cost: Cost) -> float | None:
+        backend, pass_, bh, sq, sk, d, causal = cost.key
+        rows = [r for r in self.profile["timings"]["attention"] if r[0] == backend and r[1] == pass_]
+        if not rows:
+            return None
+        scored = []
+        for r in rows:
+            distance = SHAPE_MISMATCH_PENALTY * (r[6] != causal) + math.dist(
+                (_log2(r[2]), _log2(r[3]), _log2(r[4]), _log2(r[5])), (_log2(bh), _log2(sq), _log2(sk), _log2(d)))
+            scored.append((distance, math.log(r[-1] / r[-2])))
+        return _blend(scored)
+
+    def _memory_time_us(self, cost: Cost) -> float | None:
+        """Bytes over the achieved rate of the nearest measured sizes of this kind of kernel."""
+        points = next((self._memory[k] for k in (cost.kind, *MEMORY_FALLBACK.get(cost.kind, ()), "pointwise")
+                       if k in self._memory), None)
+        if points is None or cost.bytes <= 0:
+            return None
+        inner, itemsize = cost.key if len(cost.key) == 2 else (1, 4)
+        w_inner = INNER_DIM_WEIGHT if cost.kind in ROW_KINDS else 0.0
+        here = (_log2(cost.bytes), w_inner * _log2(inner), ITEMSIZE_WEIGHT * _log2(itemsize))
+        rate = _blend([(math.dist((p.log_bytes, w_inner * p.log_inner, ITEMSIZE_WEIGHT * p.log_itemsize), here),
+                        p.log_rate) for p in points])
+        return max(cost.bytes / rate, self.floor_us) + (cost.kernels - 1) * self.floor_us
+
+    # -- the model -----------------------------------------------------------------------------------------
+    def l2_speedup(self, nbytes: float) -> float:
+        """How much faster a memory-bound kernel of this size runs with its inputs in L2 (1 beyond L2)."""
+        table = self.profile["timings"].get("l2_speedup") or []
+        if not table or nbytes <= 0:
+            return 1.0
+        xs = [_log2(b) for b, _ in table]
+        x = _log2(nbytes)
+        if x <= xs[0]:
+            return table[0][1]
+        if x >= xs[-1]:
+            return table[-1][1]
+        i = next(j for j in range(1, len(xs)) if xs[j] >= x)
+        t = (x - xs[i - 1]) / (xs[i] - xs[i - 1])
+        return table[i - 1][1] + t * (table[i][1] - table[i - 1][1])
+
+    def estimate(self, cost: Cost, l2_warm: float = 0.0) -> KernelEstimate:
+        if cost.kernels == 0:
+            return NO_KERNEL
+        roofline = self._fallback.estimate(cost)
+        time_us = None
+        if cost.kind == "gemm" and cost.key:
+            rate = self._gemm_flops_per_us(cost.key)
+            time_us = cost.flops / rate * self._compute_ratio(cost) if rate else None
+        elif cost.kind == "conv" and cost.key:
+            rate = self._conv_flops_per_us(cost)
+            time_us = cost.flops / rate * self._compute_ratio(cost) if rate else None
+        elif cost.kind == "attention" and cost.key:
+            rate = self._attention_flops_per_us(cost)
+            time_us = cost.flops / rate * self._compute_ratio(cost) if rate else None
+        elif cost.kind:
+            t = self._memory_time_us(cost)
+            if t is not None:
+                if l2_warm > 0:  # measured cold; the warm share of the inputs runs at the L2-resident speed
+                    t = t * (1.0 - l2_warm + l2_warm / self.l2_speedup(cost.bytes))
+                time_us = self.floor_us + (t - self.floor_us) * self._bandwidth_ratio() if self.transferred else t
+        if time_us is None:
+            return KernelEstimate(roofline.time_us, roofline.bound, f"datasheet:{roofline.roof}",
+                                  roofline.compute_us, roofline.memory_us)
+        time_us = max(time_us, cost.kernels * self.floor_us)
+        if time_us <= cost.kernels * self.floor_us * 1.05:
+            bound = "latency"
+        else:
+            bound = "compute" if roofline.compute_us >= roofline.memory_us else "memory"
+        return KernelEstimate(time_us, bound, roofline.roof, roofline.compute_us, roofline.memory_us)
+
+    def _compute_ratio(self, cost: Cost) -> float:
+        """Profiled GPU's peak over this GPU's, for the op's roof (1 on the profiled GPU)."""
+        if not self.transferred:
+            return 1.0
+        return self._profiled_roofline.peak(cost)[0] / self._fallback.peak(cost)[0]
+
+    def _bandwidth_ratio(self) -> float:
+        return self.profiled_gpu.mem_bw_bytes_per_s / self.gpu.mem_bw_bytes_per_s

@@ -1,0 +1,100 @@
+"""`kernelcast validate`: predicted and measured side by side, per op class and per step (needs a GPU)."""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+from dataclasses import dataclass
+
+from kernelcast.costs import cost_of
+from kernelcast.measure import Measurement, measure_step, packet
+from kernelcast.predict import Prediction, cost_context, predict_capture
+from kernelcast.records import Capture
+
+
+@dataclass(frozen=True)
+class ClassRow:
+    kind: str  # op class, as costs/ names it: gemm, attention, conv, pointwise, copy_cast, norm, foreach, ...
+    predicted_us: float
+    measured_us: float
+    predicted_kernels: int
+    measured_kernels: int
+
+    @property
+    def error(self) -> float | None:
+        return (self.predicted_us - self.measured_us) / self.measured_us if self.measured_us else None
+
+
+@dataclass(frozen=True)
+class Validation:
+    workload: str
+    prediction: Prediction
+    measurement: Measurement
+    rows: tuple[ClassRow, ...]
+
+    @staticmethod
+    def _error(predicted: float, measured: float) -> float:
+        return (predicted - measured) / measured if measured else float("nan")
+
+    @property
+    def gpu_time_error(self) -> float:
+        return self._error(self.prediction.gpu_time_us, self.measurement.gpu_time_us)
+
+    @property
+    def step_time_error(self) -> float:
+        return self._error(self.prediction.step_time_us, self.measurement.step_ms_median * 1000)
+
+    @property
+    def kernels_error(self) -> float:
+        return self._error(self.prediction.kernels, self.measurement.work_items)
+
+    def to_json(self) -> dict:
+        p, m = self.prediction, self.measurement
+        return {
+            "workload": self.workload, "gpu": p.gpu.id, "kernel_model": p.kernel_model,
+            "predicted": {"gpu_time_us": p.gpu_time_us, "step_time_us": p.step_time_us, "kernels": p.kernels,
+                          "host_time_us": p.host_time_us, "bound": p.bound},
+            "measured": m.to_json(),
+            "errors": {"gpu_time": self.gpu_time_error, "step_time": self.step_time_error,
+                       "kernels": self.kernels_error},
+            "classes": [{"kind": r.kind, "predicted_us": r.predicted_us, "measured_us": r.measured_us,
+                         "predicted_kernels": r.predicted_kernels, "measured_kernels": r.measured_kernels}
+                        for r in self.rows],
+        }
+
+
+def compare(capture: Capture, prediction: Prediction, measurement: Measurement, workload: str = "") -> Validation:
+    """Group both sides by op class. A measured kernel takes the class of the captured op it is attributed to."""
+    ctx = cost_context(prediction.gpu, capture)
+    kind_of: dict[str, str] = {}
+    predicted = collections.defaultdict(lambda: [0.0, 0])
+    for op, p in zip(capture.ops, prediction.ops):
+        cost = cost_of(op, ctx)
+        kind = cost.kind if cost is not None and cost.kind else "other"
+        kind_of.setdefault(packet(op.op), kind)
+        predicted[kind][0] += p.time_us
+        predicted[kind][1] += p.kernels
+    measured = collections.defaultdict(lambda: [0.0, 0])
+    for k in measurement.kernels:
+        kind = kind_of.get(k.op, "other")
+        measured[kind][0] += k.duration_us
+        measured[kind][1] += 1
+    kinds = sorted(set(predicted) | set(measured), key=lambda c: -max(measured[c][0], predicted[c][0]))
+    rows = tuple(ClassRow(c, predicted[c][0], measured[c][0], predicted[c][1], measured[c][1]) for c in kinds
+                 if predicted[c][1] or measured[c][1])
+    return Validation(workload, prediction, measurement, rows)
+
+
+def validate_file(spec: str, gpu: str) -> Validation:
+    from kernelcast.api import capture_file
+    from kernelcast.calibrate import require_gpu
+    from kernelcast.capture.workload import load_build, on_sys_path
+
+    require_gpu()
+    cap = capture_file(spec, gpu)
+    prediction = predict_capture(cap, gpu)
+    build, folder = load_build(spec)
+    with on_sys_path(folder) if folder else contextlib.nullcontext():
+        step, args = build()
+        measurement = measure_step(step, tuple(args), recorded_ops={packet(op.op) for op in cap.ops})
+    return compare(cap, prediction, measurement, spec)
