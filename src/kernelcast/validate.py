@@ -63,20 +63,31 @@ class Validation:
         }
 
 
+def family(op: str) -> str:
+    """In-place and out-of-place variants launch the same kernel: "add_" and "add" are one family."""
+    return packet(op).rstrip("_")
+
+
 def compare(capture: Capture, prediction: Prediction, measurement: Measurement, workload: str = "") -> Validation:
-    """Group both sides by op class. A measured kernel takes the class of the captured op it is attributed to."""
+    """Group both sides by op class. Measured kernels of an op family are matched to the captured ops of that
+    family in launch order (each op takes as many kernels as it predicts), so each takes its op's class."""
     ctx = cost_context(prediction.gpu, capture)
-    kind_of: dict[str, str] = {}
+    queues: dict[str, collections.deque] = collections.defaultdict(collections.deque)
     predicted = collections.defaultdict(lambda: [0.0, 0])
     for op, p in zip(capture.ops, prediction.ops):
         cost = cost_of(op, ctx)
         kind = cost.kind if cost is not None and cost.kind else "other"
-        kind_of.setdefault(packet(op.op), kind)
         predicted[kind][0] += p.time_us
         predicted[kind][1] += p.kernels
+        for _ in range(p.kernels):
+            queues[family(op.op)].append(kind)
+    last_kind: dict[str, str] = {}
     measured = collections.defaultdict(lambda: [0.0, 0])
     for k in measurement.kernels:
-        kind = kind_of.get(k.op, "other")
+        fam = family(k.op)
+        queue = queues.get(fam)
+        kind = queue.popleft() if queue else last_kind.get(fam, "other")
+        last_kind[fam] = kind
         measured[kind][0] += k.duration_us
         measured[kind][1] += 1
     kinds = sorted(set(predicted) | set(measured), key=lambda c: -max(measured[c][0], predicted[c][0]))

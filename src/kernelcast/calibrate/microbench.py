@@ -172,17 +172,18 @@ def attention(results: list, quick: bool) -> None:
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     sdpa = torch.nn.functional.scaled_dot_product_attention
-    for (b, h, s, d), backend, causal in itertools.product(
+    for (b, h, s, d), backend, causal, p in itertools.product(
             [(8, 12, 512, 64), (4, 32, 512, 128), (2, 8, 2048, 64), (32, 12, 128, 64), (16, 16, 1024, 64)],
-            [SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION], (True, False)):
+            [SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION], (True, False),
+            (0.0, 0.1)):
         q, k, v = (torch.randn(b, h, s, d, device=DEV, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
-        base = {"b": b, "h": h, "s": s, "d": d, "backend": backend.name, "causal": causal}
+        base = {"b": b, "h": h, "s": s, "d": d, "backend": backend.name, "causal": causal, "dropout": p}
         with sdpa_kernel([backend]):
-            out = sdpa(q, k, v, is_causal=causal)
+            out = sdpa(q, k, v, is_causal=causal, dropout_p=p)
             grad = torch.randn_like(out)
-            record(results, "sdpa_fwd", base, lambda: sdpa(q, k, v, is_causal=causal))
+            record(results, "sdpa_fwd", base, lambda: sdpa(q, k, v, is_causal=causal, dropout_p=p))
             record(results, "sdpa_fwd_bwd", base,
-                   lambda: torch.autograd.grad(sdpa(q, k, v, is_causal=causal), (q, k, v), grad))
+                   lambda: torch.autograd.grad(sdpa(q, k, v, is_causal=causal, dropout_p=p), (q, k, v), grad))
 
 
 def norms_and_more(results: list, quick: bool) -> None:

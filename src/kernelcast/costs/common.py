@@ -60,8 +60,9 @@ def transposes(op: OpRecord) -> bool:
 def casts(op: OpRecord) -> bool:
     """Whether a copy or pointwise op converts dtypes on the way (CUDA then runs a casting, often unvectorised,
     kernel; fp32 -> bf16 copies have a fast path of their own, which the item size of the input tells apart)."""
-    dtypes = {t.dtype for t in gpu_tensors(op.tensors_in()) if t.numel > 1}
-    outs = {t.dtype for t in gpu_tensors(op.tensors_out())}
+    floating = {"float64", "float32", "float16", "bfloat16"}  # bool masks and int indices do not make a cast
+    dtypes = {t.dtype for t in gpu_tensors(op.tensors_in()) if t.numel > 1 and t.dtype in floating}
+    outs = {t.dtype for t in gpu_tensors(op.tensors_out()) if t.dtype in floating}
     return len(dtypes | outs) > 1
 
 

@@ -28,6 +28,7 @@ class KernelTime:
     module: str
     name: str
     duration_us: float
+    launched_us: float = 0.0  # when the launching op started on the CPU (orders kernels as the ops ran)
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,8 @@ def attribute(events, recorded_ops: set[str] | None = None) -> tuple[list[Kernel
     capture records (recorded_ops), or the innermost aten op when none is known."""
     from torch.autograd import DeviceType
 
-    total = sum(1 for e in events if e.device_type == DeviceType.CUDA)
+    # GPU-side events, less the device spans the profiler draws for record_function ranges (our module ranges)
+    total = sum(1 for e in events if e.device_type == DeviceType.CUDA and not e.name.startswith(MODULE_PREFIX))
     out: list[KernelTime] = []
     for event, kernels in _own_kernels(events):
         chain, module = [], ""
@@ -163,8 +165,8 @@ def attribute(events, recorded_ops: set[str] | None = None) -> tuple[list[Kernel
             op = AUTOCAST_CAST  # autocast casts run inside the scope of the op they feed, as separate dispatches
         else:
             op = chain[known[0]] if recorded_ops is not None else chain[-1]
-        out.extend(KernelTime(op, module, k.name, k.duration) for k in kernels)
-    return out, total
+        out.extend(KernelTime(op, module, k.name, k.duration, event.time_range.start) for k in kernels)
+    return sorted(out, key=lambda k: k.launched_us), total
 
 
 def measure_step(step: Callable, args: tuple, recorded_ops: set[str] | None = None,
