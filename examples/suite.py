@@ -1,5 +1,6 @@
 """Synthetic steps of the validation suite: GEMMs of odd shapes, elementwise ops from 4 KB to 1 GB, norms and
-softmax. None of these shapes is one the calibration measured.
+softmax. Two of the GEMMs (GPT-2's lm_head, 8192x50257x768, and its padded twin 8192x50304x768) are also
+calibration shapes; no other shape here is one the calibration measured.
 
     kernelcast validate examples/suite.py:matmul_sweep --gpu h200
 """

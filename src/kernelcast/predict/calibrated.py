@@ -23,6 +23,7 @@ from kernelcast.records import CaptureSettings
 from .kernel_model import NO_KERNEL, KernelEstimate, RooflineModel
 
 NEAREST = 4  # shapes blended per lookup
+COMPUTE_KINDS = {"gemm", "conv", "attention", ""}  # looked up by shape; without a shape: the datasheet
 SHAPE_MISMATCH_PENALTY = 100.0  # a different conv kernel/stride or causal flag: a different kind of kernel
 MIN_CURVE_POINTS = 2
 
@@ -34,8 +35,9 @@ def _log2(x: float) -> float:
 def _blend(candidates: list[tuple[float, float]]) -> float:
     """Inverse-distance-weighted mean of log values: [(distance, log value)] -> value."""
     candidates = sorted(candidates)[:NEAREST]
-    if candidates[0][0] == 0.0:
-        return math.exp(candidates[0][1])
+    exact = [v for d, v in candidates if d == 0.0]
+    if exact:  # measured at exactly this shape (maybe more than once): their mean
+        return math.exp(sum(exact) / len(exact))
     weights = [1.0 / d for d, _ in candidates]
     return math.exp(sum(w * v for w, (_, v) in zip(weights, candidates)) / sum(weights))
 
@@ -94,8 +96,12 @@ class CalibratedModel:
             if len(parsed) >= MIN_CURVE_POINTS:
                 self._memory[kind] = parsed
         self.transferred = self.gpu.id != self.profiled_gpu.id
-        label = f"calibrated: {self.profile['gpu']} profile ({self.profile['device_name']}, torch {self.profile['torch']})"
-        self.source = label + (" carried to this GPU by datasheet ratios, unvalidated" if self.transferred else "")
+        torch_version = self.profile["torch"].split("+")[0]
+        if self.transferred:
+            self.source = (f"calibrated on {self.profile['gpu']} (torch {torch_version}), scaled to this GPU by "
+                           "datasheet ratios: unvalidated")
+        else:
+            self.source = f"calibrated ({self.profile['gpu']} profile, torch {torch_version}, {self.profile['date']})"
 
     # -- lookups on the profiled GPU ----------------------------------------------------------------------
     def _gemm_flops_per_us(self, key: tuple) -> float | None:
@@ -178,7 +184,7 @@ class CalibratedModel:
         elif cost.kind == "attention" and cost.key:
             rate = self._attention_flops_per_us(cost)
             time_us = cost.flops / rate * self._compute_ratio(cost) if rate else None
-        elif cost.kind:
+        elif cost.kind not in COMPUTE_KINDS:
             t = self._memory_time_us(cost)
             if t is not None:
                 if l2_warm > 0 and cost.kind in L2_STREAMING_KINDS and cost.bytes:

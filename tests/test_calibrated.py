@@ -1,0 +1,105 @@
+"""The calibrated kernel model, L2 residency, profile building, and predicted-vs-measured matching."""
+
+import math
+import subprocess
+import sys
+
+import pytest
+
+from helpers import contiguous, op
+from kernelcast.costs import Cost
+from kernelcast.devices import get_gpu
+from kernelcast.measure import KernelTime, Measurement
+from kernelcast.predict import predict_capture
+from kernelcast.predict.calibrated import CalibratedModel
+from kernelcast.predict.l2 import L2Tracker
+from kernelcast.profiles import load_profile
+from kernelcast.records import Capture, CaptureSettings, OpRecord, TensorMeta
+from kernelcast.validate import compare
+
+PROFILE = load_profile("h200")
+
+
+def _model(gpu="h200"):
+    return CalibratedModel(get_gpu(gpu), CaptureSettings(), PROFILE.data, get_gpu("h200"))
+
+
+def test_shipped_profile_names_its_origin():
+    data = PROFILE.data
+    assert data["format"] == 1 and data["device_name"].startswith("NVIDIA H200")
+    assert data["torch"] and data["date"] and data["command"].startswith("kernelcast calibrate")
+    assert data["timings"]["gemm"] and data["timings"]["memory"]["pointwise"]
+
+
+def _square_rows():
+    return [r for r in PROFILE.data["timings"]["gemm"] if r[0] == "bfloat16" and r[4] == r[5] == r[6] == 4096
+            and not r[1] and not r[2] and not r[3]]
+
+
+def test_gemm_at_a_measured_shape_takes_the_measured_time():
+    rows = _square_rows()  # mm and the grad-input mm have this same layout and shape: both were measured
+    row = rows[0]
+    cost = Cost(flops=row[-1], kernels=row[7], math="matmul", dtype="bfloat16", kind="gemm", key=tuple(row[:7]))
+    geometric_mean = math.exp(sum(math.log(r[8]) for r in rows) / len(rows))
+    assert _model().estimate(cost).time_us == pytest.approx(geometric_mean)
+
+
+def test_other_gpus_scale_by_datasheet_ratios_and_say_so():
+    row = _square_rows()[0]
+    cost = Cost(flops=row[-1], kernels=row[7], math="matmul", dtype="bfloat16", kind="gemm", key=tuple(row[:7]))
+    a100 = _model("a100")
+    ratio = get_gpu("h200").peak_flops["bf16_tensor"] / get_gpu("a100").peak_flops["bf16_tensor"]
+    assert a100.estimate(cost).time_us == pytest.approx(_model().estimate(cost).time_us * ratio)
+    assert "unvalidated" in a100.source
+
+
+def test_memory_bound_time_grows_with_bytes_and_l2_helps_streaming_kernels():
+    model = _model()
+    small = Cost(bytes_read=8e6, bytes_written=4e6, kind="pointwise", key=(1024, 4))
+    large = Cost(bytes_read=8e8, bytes_written=4e8, kind="pointwise", key=(1024, 4))
+    assert model.estimate(large).time_us > 50 * model.estimate(small).time_us
+    assert model.estimate(small, l2_warm=1.0).time_us < model.estimate(small).time_us
+    norm = Cost(bytes_read=8e6, bytes_written=4e6, kind="norm", key=(1024, 4))
+    assert model.estimate(norm, l2_warm=1.0).time_us == model.estimate(norm).time_us
+
+
+def test_uncovered_kinds_fall_back_to_the_datasheet_and_say_so():
+    estimate = _model().estimate(Cost(flops=1e9, bytes_read=1e6, kernels=1, math="matmul", dtype="bfloat16",
+                                      kind="gemm", key=()))
+    assert estimate.roof.startswith("datasheet:")
+
+
+def test_l2_tracker_follows_storages():
+    l2 = L2Tracker(capacity_bytes=10_000)
+    a = TensorMeta((1000,), "float32", (1,), "cuda", storage=1)  # 4000 bytes
+    b = TensorMeta((1000,), "float32", (1,), "cuda", storage=2)
+    c = TensorMeta((1000,), "float32", (1,), "cuda", storage=3)
+    produce = OpRecord(0, "aten.relu.default", {"self": a}, (b,))
+    consume = OpRecord(1, "aten.relu.default", {"self": b}, (c,))
+    assert l2.warm_fraction(produce) == 0.0
+    l2.touch(produce)
+    assert l2.warm_fraction(consume) == 1.0
+    l2.touch(consume)  # a, b, c = 12000 bytes > 10000: a (least recent) leaves
+    assert l2.warm_fraction(produce) == 0.0
+
+
+def test_compare_matches_kernels_to_ops_in_launch_order():
+    x, w, out = contiguous((64, 64), "bfloat16"), contiguous((64, 64), "bfloat16"), contiguous((64, 64), "bfloat16")
+    ops = (op("aten.mm.default", {"self": x, "mat2": w}, [out]),
+           op("aten.relu.default", {"self": out}, [out], tags=("pointwise",)))
+    cap = Capture(ops=tuple(OpRecord(i, o.op, o.args, o.outputs, o.tags) for i, o in enumerate(ops)))
+    pred = predict_capture(cap, "h200")
+    kernels = (KernelTime("mm", "", "gemm kernel", 5.0, 1.0), KernelTime("relu", "", "relu kernel", 2.0, 2.0))
+    measurement = Measurement("NVIDIA H200", "2.11", (1.0,), kernels, work_items=2)
+    v = compare(cap, pred, measurement)
+    rows = {r.kind: r for r in v.rows}
+    assert rows["gemm"].measured_us == 5.0 and rows["pointwise"].measured_us == 2.0
+    assert v.kernels_error == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize("command", [["calibrate", "--gpu", "h200", "--out", "x.json"], ["measure", "example:cnn"],
+                                     ["validate", "example:cnn"]])
+def test_gpu_commands_without_a_gpu_fail_cleanly(command, tmp_path):
+    result = subprocess.run([sys.executable, "-m", "kernelcast", *command], capture_output=True, text=True,
+                            cwd=tmp_path)
+    assert result.returncode == 2 and "no CUDA GPU" in result.stderr and "Traceback" not in result.stderr
