@@ -1,7 +1,7 @@
 """Which ops CUDA really dispatches (SDPA backend choice, batch norm, dropout, AdamW) and how many kernels
 multi_tensor_apply launches: ground truth for the capture rules in kernelcast/capture/attention.py and
 kernelcast/costs/foreach.py. Run on the GPU machine: python3 scripts/probe_cuda_rules.py (writes $OUT/probe.json)."""
-import json, math, os, sys, traceback
+import json, os, traceback
 import torch, torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.nn.attention import SDPBackend, sdpa_kernel

@@ -109,7 +109,6 @@ def gemms(results: list, quick: bool) -> None:
             record(results, "mm_linear", base, lambda: aten.mm(a, w.t()))
             record(results, "mm_grad_input", base, lambda: aten.mm(g, w))  # (m,n) @ (n,k)
             record(results, "mm_grad_weight", base, lambda: aten.mm(g.t(), a))  # (n,m) @ (m,k)
-            del a, b, bias, w, g
     for batch, m, n, k in [(96, 512, 512, 64), (96, 512, 64, 512), (32, 1024, 1024, 128), (384, 128, 128, 64)]:
         a, b = randn(batch, m, k), randn(batch, k, n)
         record(results, "bmm", {"batch": batch, "m": m, "n": n, "k": k, "dtype": "bfloat16"}, lambda: aten.bmm(a, b))
@@ -130,7 +129,6 @@ def gemms(results: list, quick: bool) -> None:
             one = torch.ones((), device=DEV)
             record(results, "mm_fp8", {"m": m, "n": n, "k": k, "dtype": "float8_e4m3fn"},
                    lambda: torch._scaled_mm(a8, b8, one, one, out_dtype=torch.bfloat16))
-        del a16, b16, a32, b32
 
 
 def convs(results: list, quick: bool) -> None:
@@ -213,7 +211,6 @@ def norms_and_more(results: list, quick: bool) -> None:
         total = torch.tensor(float(rows), device=DEV)
         gl = torch.ones((), device=DEV)
         record(results, "nll_loss_bwd", base, lambda: aten.nll_loss_backward(gl, logp, target, None, 1, -100, total))
-        del logits, logp, g
     for (n, c, hw), cl, train in itertools.product([(64, 64, 56), (64, 256, 14)], (True, False), (True, False)):
         fmt = torch.channels_last if cl else torch.contiguous_format
         x = randn(n, c, hw, hw, dtype=torch.float32).to(memory_format=fmt).bfloat16()
@@ -249,7 +246,6 @@ def elementwise(results: list, quick: bool) -> None:
         record(results, "gelu_fp32", base, lambda: aten.gelu(x))
         record(results, "gelu_bf16", base, lambda: aten.gelu(xb))
         record(results, "fill_fp32", base, lambda: aten.zero_(y))
-        del x, y, xb, yb
     for rows, cols in [(4096, 768), (8192, 3072), (16384, 4096)]:
         x, bias = randn(rows, cols), randn(cols)
         record(results, "bias_add_bf16", {"rows": rows, "cols": cols}, lambda: aten.add.Tensor(x, bias))
@@ -266,7 +262,6 @@ def elementwise(results: list, quick: bool) -> None:
         base = {"tensors": n_tensors, "numel": numel}
         record(results, "foreach_lerp_", base, lambda: torch._foreach_lerp_(xs, ys, 0.1))
         record(results, "foreach_addcmul_", base, lambda: torch._foreach_addcmul_(xs, ys, ys, 0.1))
-        del xs, ys
 
 
 SECTIONS = {"gemm": gemms, "conv": convs, "reduce": reductions, "attention": attention, "norms": norms_and_more,
