@@ -1,7 +1,11 @@
 """The validation suite: predict (calibrated) and measure each step on the GPU; write one JSON.
 
-    PYTHONPATH=src python3 scripts/validate_suite.py --out $OUT/suite.json
-    python3 scripts/report_validation.py validation/ docs/validation.md    # here, after fetching suite.json
+One command on a machine with a GPU, from the repository root, runs the suite and regenerates the docs:
+
+    PYTHONPATH=src python3 scripts/validate_suite.py --out validation/suite.json --docs docs/validation.md
+
+(On the device tool, write under $OUT instead, fetch suite.json into validation/, and run
+`python3 scripts/report_validation.py validation/ docs/validation.md` here.)
 
 The kernel model uses the shipped profile (src/kernelcast/profiles/h200.json), measured by `kernelcast
 calibrate` from microbenchmarks only; no constant is fitted to these steps.
@@ -13,6 +17,8 @@ import os
 import sys
 import time
 import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import kernelcast  # noqa: F401  (before torch)
 import torch
@@ -43,6 +49,7 @@ def main() -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--gpu", default="h200")
     parser.add_argument("--only", nargs="*")
+    parser.add_argument("--docs", help="regenerate this markdown from the suite's folder afterwards")
     args = parser.parse_args()
     results = []
     for name, spec, env in SUITE:
@@ -70,6 +77,10 @@ def main() -> int:
             "command": "PYTHONPATH=src python3 scripts/validate_suite.py --out $OUT/suite.json"}
     with open(args.out, "w") as f:
         json.dump({"meta": meta, "workloads": results}, f)
+    if args.docs:
+        import report_validation
+
+        report_validation.write_report(os.path.dirname(os.path.abspath(args.out)), args.docs)
     return 0
 
 
