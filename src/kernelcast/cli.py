@@ -76,6 +76,11 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(prediction_json(pred), indent=1))
         print(f"wrote {args.json}")
+    if args.trace:
+        from kernelcast.report.trace import chrome_trace
+
+        Path(args.trace).write_text(json.dumps(chrome_trace(pred)))
+        print(f"wrote {args.trace} (open it in ui.perfetto.dev)")
     return 0
 
 
@@ -173,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="OUT", help="also write the prediction as JSON")
     p.add_argument("--top", type=int, default=15, help="rows in the table of top ops")
     p.add_argument("--save-capture", metavar="OUT", help="also save the capture (re-predict later without torch)")
+    p.add_argument("--trace", metavar="OUT", help="also write the predicted timeline as a Perfetto/Chrome trace")
     p.set_defaults(func=_cmd_predict)
 
     c = sub.add_parser("capture", help="capture a step's ops to a JSON file")

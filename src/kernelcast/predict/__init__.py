@@ -13,7 +13,7 @@ from kernelcast.records import Capture, OpRecord
 from .host import HostModel
 from .kernel_model import NO_KERNEL, KernelEstimate, KernelModel, RooflineModel
 from .l2 import L2Tracker
-from .timeline import Launch, simulate, steady_state_step_us
+from .timeline import Launch, Timeline, simulate, steady_state_step_us
 
 __all__ = ["OpPrediction", "Prediction", "predict_capture", "HostModel", "RooflineModel"]
 
@@ -37,6 +37,32 @@ class OpPrediction:
     costed: bool
 
 
+# What to do about a sync point, by what caused it.
+SYNC_ADVICE = {
+    "item": "keep the value on the GPU (e.g. accumulate the loss there) and read it every N steps",
+    "tolist": "keep the values on the GPU; copy them to the host every N steps, or with non_blocking=True",
+    "numpy": "keep the values on the GPU; copy them to the host every N steps, or with non_blocking=True",
+    "print": "print every N steps, not every step",
+    "cpu": "copy with .to('cpu', non_blocking=True) into pinned memory, or every N steps",
+    "synchronize": "drop torch.cuda.synchronize() from the step; time with CUDA events instead",
+    "nonzero": "avoid data-dependent shapes: torch.where, masked_fill or a multiply by the mask keep the shape",
+    "boolean mask": "avoid data-dependent shapes: torch.where, masked_fill or a multiply by the mask keep the shape",
+    "masked_select": "avoid data-dependent shapes: torch.where or masked_fill keep the shape",
+}
+
+
+@dataclass(frozen=True)
+class SyncGroup:
+    """The sync points of one kind issued from one source line."""
+
+    source: str
+    kind: str
+    count: int  # per step
+    stall_us: float  # CPU time spent waiting for the GPU queue to drain at these points, one step from idle
+    saving_us: float  # predicted steady-state step time saved without them
+    advice: str
+
+
 @dataclass(frozen=True)
 class Prediction:
     gpu: GPU
@@ -45,12 +71,15 @@ class Prediction:
     ops: tuple[OpPrediction, ...]
     step_time_us: float  # steady-state wall time per step, back-to-back steps
     first_step_us: float  # one step from an idle GPU (what a step with a sync at its end takes)
+    naive_host_timer_us: float  # what a host timer around one step reads without torch.cuda.synchronize()
     gpu_time_us: float  # sum of predicted kernel times
     host_time_us: float  # sum of host time per op
     kernels: int  # GPU work items launched per step
     uncosted: tuple[str, ...]  # op names with no formula; their time is unknown, not zero
     sync_points: int
     notes: tuple[str, ...] = ()
+    timeline: Timeline | None = None  # one step from an idle CPU and GPU, span by span (for traces)
+    sync_groups: tuple[SyncGroup, ...] = ()
 
     @property
     def bound(self) -> str:
@@ -128,6 +157,24 @@ def kernel_model_for(gpu: GPU, capture: Capture, model: str = "calibrated") -> K
     return RooflineModel(gpu, capture.settings)
 
 
+def _sync_groups(preds: list[OpPrediction], launches: list[Launch], timeline: Timeline,
+                 step_us: float) -> tuple[SyncGroup, ...]:
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, p in enumerate(preds):
+        if p.sync:
+            groups.setdefault((p.source, p.sync), []).append(i)
+    out = []
+    for (source, kind), indices in groups.items():
+        without = [Launch(lc.host_us, lc.gpu_us, lc.stream) if i in indices else lc for i, lc in enumerate(launches)]
+        out.append(SyncGroup(
+            source=source, kind=kind, count=len(indices),
+            stall_us=sum(timeline.spans[i].sync_wait_us for i in indices),
+            saving_us=max(step_us - steady_state_step_us(without), 0.0),
+            advice=SYNC_ADVICE.get(kind, "read it less often"),
+        ))
+    return tuple(sorted(out, key=lambda g: -g.saving_us))
+
+
 def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel | None = None,
                     host_model: HostModel | None = None) -> Prediction:
     spec = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
@@ -146,11 +193,14 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
         launches.append(Launch(host_us, est.time_us, op.stream, sync=op.sync is not None,
                                sync_return_us=host.sync_return_us if op.sync else 0.0))
     timeline = simulate(launches)
+    step_us = steady_state_step_us(launches)
     uncosted = tuple(sorted({p.op for p in preds if not p.costed}))
     return Prediction(
         gpu=spec, kernel_model=model.source, host=host.host, ops=tuple(preds),
-        step_time_us=steady_state_step_us(launches), first_step_us=timeline.end_us,
+        step_time_us=step_us, first_step_us=timeline.end_us,
+        naive_host_timer_us=timeline.cpu_end_us, timeline=timeline,
         gpu_time_us=sum(p.time_us for p in preds), host_time_us=sum(p.host_us for p in preds),
         kernels=sum(p.kernels for p in preds), uncosted=uncosted,
         sync_points=sum(1 for p in preds if p.sync), notes=capture.notes,
+        sync_groups=_sync_groups(preds, launches, timeline, step_us),
     )

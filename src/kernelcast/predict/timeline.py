@@ -28,6 +28,8 @@ class Span:
     cpu_end_us: float
     gpu_start_us: float | None
     gpu_end_us: float | None
+    stream: int = 0
+    sync_wait_us: float = 0.0  # how long the CPU waited here for the GPU queue to drain
 
 
 @dataclass(frozen=True)
@@ -65,9 +67,12 @@ def _run(launches: Sequence[Launch], state: _State) -> tuple[list[Span], float]:
             gpu_end = gpu_start + item.gpu_us
             free[item.stream] = gpu_end
             busy += item.gpu_us
+        wait = 0.0
         if item.sync:
-            state.cpu_us = max(state.cpu_us, max(free.values(), default=0.0)) + item.sync_return_us
-        spans.append(Span(cpu_start, state.cpu_us, gpu_start, gpu_end))
+            drained = max(free.values(), default=0.0)
+            wait = max(drained - state.cpu_us, 0.0)
+            state.cpu_us = max(state.cpu_us, drained) + item.sync_return_us
+        spans.append(Span(cpu_start, state.cpu_us, gpu_start, gpu_end, item.stream, wait))
     return spans, busy
 
 

@@ -73,8 +73,21 @@ def summary_line(pred: Prediction) -> str:
     return (
         f"step {_us(pred.step_time_us)} on {pred.gpu.name}: GPU {_us(pred.gpu_time_us)}, "
         f"host {_us(pred.host_time_us)}, {pred.kernels} kernels, {pred.sync_points} syncs -> "
-        f"{pred.bound}-bound (GPU idle {pred.gpu_idle_fraction:.0%}); kernel times: {pred.kernel_model}"
+        f"{pred.bound}-bound (GPU idle {pred.gpu_idle_fraction:.0%}); a host timer without synchronize would "
+        f"read {_us(pred.naive_host_timer_us)}; kernel times: {pred.kernel_model}"
     )
+
+
+def sync_table(pred: Prediction) -> Table | None:
+    if not pred.sync_groups:
+        return None
+    table = Table(title="Sync points (the host waits for the GPU)", title_justify="left")
+    for name, justify in (("kind", "left"), ("source", "left"), ("× per step", "right"), ("stall", "right"),
+                          ("saving if removed", "right"), ("fix", "left")):
+        table.add_column(name, justify=justify, overflow="fold")
+    for g in pred.sync_groups:
+        table.add_row(g.kind, g.source or "-", str(g.count), _us(g.stall_us), _us(g.saving_us), g.advice)
+    return table
 
 
 def ops_table(pred: Prediction, top: int = DEFAULT_TOP) -> Table:
@@ -109,6 +122,9 @@ def short_op(op: str) -> str:
 def print_prediction(pred: Prediction, console: Console | None = None, top: int = DEFAULT_TOP) -> None:
     console = console or _console()
     console.print(ops_table(pred, top))
+    syncs = sync_table(pred)
+    if syncs is not None:
+        console.print(syncs)
     console.print(summary_line(pred))
     uncosted = ", ".join(pred.uncosted) if pred.uncosted else "none"
     console.print(f"uncosted ops (time unknown, not zero): {uncosted}")
@@ -121,9 +137,12 @@ def prediction_json(pred: Prediction) -> dict:
     return {
         "gpu": pred.gpu.id, "gpu_name": pred.gpu.name, "kernel_model": pred.kernel_model, "host": pred.host,
         "step_time_us": pred.step_time_us, "first_step_us": pred.first_step_us,
+        "naive_host_timer_us": pred.naive_host_timer_us,
         "gpu_time_us": pred.gpu_time_us, "host_time_us": pred.host_time_us, "kernels": pred.kernels,
         "bound": pred.bound, "gpu_idle_fraction": pred.gpu_idle_fraction, "sync_points": pred.sync_points,
         "uncosted": list(pred.uncosted), "notes": list(pred.notes),
+        "sync_points_by_source": [{"source": g.source, "kind": g.kind, "count": g.count, "stall_us": g.stall_us,
+                                   "saving_us": g.saving_us, "advice": g.advice} for g in pred.sync_groups],
         "ops": [
             {"op": p.op, "phase": p.phase, "module": p.module, "source": p.source, "flops": p.flops,
              "bytes": p.bytes, "intensity": p.intensity, "kernels": p.kernels, "time_us": p.time_us,
