@@ -119,7 +119,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     build, folder = load_build(args.workload)
     with on_sys_path(folder) if folder else contextlib.nullcontext():
         step, step_args = build()
-        m = measure_step(step, tuple(step_args))
+        m = measure_step(step, tuple(step_args), trace_path=args.trace)
     low, high = m.step_ms_spread
     print(f"{args.workload} on {m.device}: step {m.step_ms_median:.3f} ms (median of {len(m.step_ms)} x "
           f"back-to-back runs; {low:.3f}-{high:.3f}), GPU kernels {m.gpu_time_us / 1000:.3f} ms, "
@@ -199,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("workload", help="FILE.py:build or example:NAME")
     m.add_argument("--json", metavar="OUT", help="also write the measurement as JSON")
     m.add_argument("--top", type=int, default=15, help="ops to list")
+    m.add_argument("--trace", metavar="OUT", help="also save the profiled step as a Perfetto/Chrome trace")
     m.set_defaults(func=_cmd_measure)
 
     v = sub.add_parser("validate", help="predict and measure a step, side by side per op class (GPU)")

@@ -170,7 +170,9 @@ def attribute(events, recorded_ops: set[str] | None = None) -> tuple[list[Kernel
 
 
 def measure_step(step: Callable, args: tuple, recorded_ops: set[str] | None = None,
-                 warmup: int = WARMUP_STEPS, steps: int = STEPS, repeats: int = REPEATS) -> Measurement:
+                 warmup: int = WARMUP_STEPS, steps: int = STEPS, repeats: int = REPEATS,
+                 trace_path: str | None = None) -> Measurement:
+    """Time `step(*args)` on the GPU; `trace_path` also saves the profiled step as a Chrome/Perfetto trace."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -192,6 +194,8 @@ def measure_step(step: Callable, args: tuple, recorded_ops: set[str] | None = No
     with _module_ranges(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         step(*args)
         torch.cuda.synchronize()
+    if trace_path:
+        prof.export_chrome_trace(trace_path)
     kernels, total = attribute(prof.events(), recorded_ops)
     return Measurement(device=torch.cuda.get_device_name(), torch=torch.__version__, step_ms=tuple(step_ms),
                        kernels=tuple(kernels), work_items=total)
