@@ -144,16 +144,19 @@ def suite_section(data: dict, earlier: dict | None) -> list[str]:
         "Predicted: `kernelcast predict` with the calibrated H200 profile, from a capture on fake CUDA. Measured "
         "(`kernelcast measure`): after 5 warm-up steps, 5 timings of 10 back-to-back steps between CUDA events "
         "(step time: median, with the fastest and slowest of the 5); then one step under torch.profiler, whose "
-        "kernel durations sum to the GPU time. 'GPU time, earlier run' is the same measurement from the "
-        "suite's first run in a separate device call: it shows the run-to-run spread of GPU kernel time. Step "
+        "kernel durations sum to the GPU time. 'GPU time, earlier run' is the same measurement from an earlier "
+        "run of the suite in a separate device call: it shows the run-to-run spread of GPU kernel time. Step "
         "times of host-bound steps swing far more between runs (host timings on these machines vary up to 2x).",
         "",
-        "How the model got here, in the open: the suite's first run (the 'earlier run') measured the same steps "
-        "with an earlier model. After it, four structural changes were made, none a fitted constant: measured "
-        "kernels are matched to captured ops in launch order; only float-to-float conversions count as casting "
-        "kernels (comparisons and masks do not); the L2-resident speed-up, measured on a streaming add, applies "
-        "only to streaming kernels (pointwise, copies, fills); attention with dropout got microbenchmarks of its "
-        "own. The calibration was then re-run and the suite measured again: the table is that second run.",
+        "How the model got here, in the open: the suite's first run measured the same steps with an earlier "
+        "model (GPU time errors from -16% to +33%). After it, four structural changes were made, none a fitted "
+        "constant: measured kernels are matched to captured ops in launch order; only float-to-float "
+        "conversions count as casting kernels (comparisons and masks do not); the L2-resident speed-up, "
+        "measured on a streaming add, applies only to streaming kernels (pointwise, copies, fills); attention "
+        "with dropout got microbenchmarks of its own. The calibration was re-run and the suite measured again "
+        "(the 'earlier run' column); two small code fixes followed (identical calibration shapes are averaged; "
+        "an op the profile cannot look up by shape falls back to the datasheet), and the table is the third "
+        "run, with the code as committed.",
         "",
         "| workload | setting | GPU time predicted | GPU time measured | error | GPU time, earlier run | "
         "step measured: median (min-max) | step predicted | step error | kernels error |",
@@ -263,7 +266,8 @@ def write_report(folder: str, out: str) -> None:
     if (folder / "probe.json").exists():
         lines += probe_section(json.loads((folder / "probe.json").read_text()))
     if (folder / "suite.json").exists():
-        earlier = json.loads((folder / "suite_run1.json").read_text()) if (folder / "suite_run1.json").exists() else None
+        earlier_path = folder / "suite_earlier.json"
+        earlier = json.loads(earlier_path.read_text()) if earlier_path.exists() else None
         lines += suite_section(json.loads((folder / "suite.json").read_text()), earlier)
     if (folder / "h200_calibration_raw.json").exists():
         lines += calibration_section(json.loads((folder / "h200_calibration_raw.json").read_text()))
