@@ -42,13 +42,16 @@ def capture_section(data: dict) -> list[str]:
         f"Device: {data['device']}, torch {data['torch']}, CUDA {data['cuda']}, cuDNN {data['cudnn']}, "
         f"run {data['date']}.",
         "",
-        "Command (device machine, repository root):",
+        "Commands (device machine, repository root), as of commit 4f46da6:",
         "",
         "```",
         "PYTHONPATH=src python3 scripts/sweep_ops.py --out $OUT/op_sweep.json",
         "python3 scripts/build_launch_table.py $OUT/op_sweep.json src/kernelcast/profiles/h200.json",
         "PYTHONPATH=src python3 scripts/validate_capture.py --out $OUT/capture_validation.json",
         "```",
+        "",
+        "Today `python3 -m kernelcast calibrate --gpu h200 --out src/kernelcast/profiles/h200.json` does the first "
+        "two (the sweep became `kernelcast/calibrate`), and `bash scripts/device_validate.sh` runs it all.",
         "",
         "(These numbers come from the script as of commit 4f46da6, which warmed up 3 steps; it now measures with "
         "`kernelcast.measure`, 5 warm-up steps. The suite below re-counts kernels with the current code.)",
@@ -87,7 +90,8 @@ def host_section(runs: list[dict]) -> list[str]:
     header = " | ".join(f"run {i + 1}: median (min-max)" for i in range(len(runs)))
     lines = ["", "## Host cost of eager ops (the constants of `predict/host.py`)", "",
              f"Device host: {meta['device']} machine, torch {meta['torch']}, {meta['date']}. "
-             f"Command: `{meta['command']}`, run {len(runs)} times in separate device calls. Each number is "
+             f"Command: `{meta['command']}` (as of commit 4f46da6; `kernelcast calibrate` now measures the same "
+             f"cases into the profile's `host` section), run {len(runs)} times in separate device calls. Each number is "
              "µs of CPU per op: the median of 7 loops of 2000 ops (500 for item), with the fastest and slowest "
              "loop. Host-side times on these machines swing between runs (here by up to 45%); GPU kernel "
              "counts above do not.", "",

@@ -21,7 +21,7 @@ def _cmd_devices(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from kernelcast.devices import all_gpus
-    from kernelcast.report import _console
+    from kernelcast.report import console_for_output
 
     table = Table(title="GPUs kernelcast knows (dense peaks from datasheets; see gpus.toml for sources)")
     for col in ("id", "name", "bf16/fp16 TFLOP/s", "fp32 TFLOP/s", "HBM TB/s", "L2 MB", "SMs", "mem GB", "ridge bf16"):
@@ -34,7 +34,7 @@ def _cmd_devices(args: argparse.Namespace) -> int:
             f"{gpu.mem_bw_bytes_per_s / 1e12:.2f}", f"{gpu.l2_bytes / 1e6:.0f}", str(gpu.sm_count),
             f"{gpu.memory_bytes / 1e9:.0f}", ridge,
         )
-    _console().print(table)
+    console_for_output().print(table)
     return 0
 
 
@@ -135,7 +135,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from kernelcast.devices import get_gpu
-    from kernelcast.report import _console
+    from kernelcast.report import console_for_output
     from kernelcast.validate import validate_file
 
     get_gpu(args.gpu)
@@ -147,7 +147,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         err = f"{r.error:+.1%}" if r.error is not None else "-"
         table.add_row(r.kind, f"{r.predicted_us / 1000:.3f} ms", f"{r.measured_us / 1000:.3f} ms", err,
                       str(r.predicted_kernels), str(r.measured_kernels))
-    console = _console()
+    console = console_for_output()
     console.print(table)
     m, p = v.measurement, v.prediction
     console.print(f"GPU time: predicted {p.gpu_time_us / 1000:.3f} ms, measured {m.gpu_time_us / 1000:.3f} ms "

@@ -65,7 +65,7 @@ def capture_workload(build: Callable[[], tuple[Callable, Any]], gpu: str | GPU =
         return session.result(workload)
 
 
-def _to_fake_cuda(session: CaptureSession, value: Any) -> Any:
+def _to_fake_cuda(value: Any) -> Any:
     """Fake CUDA copies of the user's real tensors and modules; the originals are left untouched."""
     import copy
 
@@ -75,9 +75,9 @@ def _to_fake_cuda(session: CaptureSession, value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return value.to("cuda")
     if isinstance(value, (list, tuple)):
-        return type(value)(_to_fake_cuda(session, v) for v in value)
+        return type(value)(_to_fake_cuda(v) for v in value)
     if isinstance(value, dict):
-        return {k: _to_fake_cuda(session, v) for k, v in value.items()}
+        return {k: _to_fake_cuda(v) for k, v in value.items()}
     return value
 
 
@@ -85,7 +85,7 @@ def capture_step(step: Callable, args: tuple = (), gpu: str | GPU = DEFAULT_GPU,
     """Capture `step(*args)`. Tensors and modules in `args` are copied to fake CUDA; anything the step
     reaches in other ways must already be fake (built under `kernelcast.capture()` or by a build())."""
     with _session(gpu) as session:
-        fake_args = tuple(_to_fake_cuda(session, a) for a in args)
+        fake_args = tuple(_to_fake_cuda(a) for a in args)
         try:
             _run_steps(session, step, fake_args)
         except RuntimeError as exc:

@@ -2,7 +2,7 @@
 
 cuBLAS and cuDNN pick kernels per shape: a split-K GEMM adds a reduce kernel, a cooperative one a workspace
 memset; a cuDNN convolution may add layout transforms and memsets. The table comes from a device profile
-(scripts/sweep_ops.py + scripts/build_launch_table.py). The nearest row is the one closest in log2 of the
+(`kernelcast calibrate`). The nearest row is the one closest in log2 of the
 sizes, among rows of the same dtype and layout.
 """
 

@@ -1,8 +1,9 @@
 """Host (CPU) time per op: Python + dispatcher + kernel launch, in eager PyTorch.
 
-First version: fixed costs per kind of op, measured on the workplace's H200 host with
-scripts/host_microbench.py (validation/host_microbench*.json: two runs, 2026-11-29). The host-model work
-replaces them with a calibrated per-host profile and the Python overhead measured during capture.
+First version: fixed costs per kind of op, measured on the workplace's H200 host (validation/
+host_microbench*.json: two runs, 2026-11-29; `kernelcast calibrate` now measures the same cases into a
+profile's `host` section). The host-model work replaces them with the calibrated per-host costs and the
+Python overhead measured during capture.
 """
 
 from __future__ import annotations

@@ -109,7 +109,7 @@ def ops_table(pred: Prediction, top: int = DEFAULT_TOP) -> Table:
 PIPE_WIDTH = 180
 
 
-def _console() -> Console:
+def console_for_output() -> Console:
     console = Console()
     return console if console.is_terminal else Console(width=PIPE_WIDTH)
 
@@ -120,7 +120,7 @@ def short_op(op: str) -> str:
 
 
 def print_prediction(pred: Prediction, console: Console | None = None, top: int = DEFAULT_TOP) -> None:
-    console = console or _console()
+    console = console or console_for_output()
     console.print(ops_table(pred, top))
     syncs = sync_table(pred)
     if syncs is not None:
