@@ -14,24 +14,23 @@ def family(op: str) -> str:
     return op.rstrip("_")
 
 
+def _by_family(counts: dict) -> dict:
+    out: dict = {}
+    for op, n in counts.items():
+        out[family(op)] = out.get(family(op), 0) + n
+    return out
+
+
 def op_mix_overlap(pred: dict, meas: dict) -> float:
     """Share of GPU work items whose op agrees: sum over ops of min(pred, meas) / max(total pred, total meas)."""
-    p, m = {}, {}
-    for op, n in pred.items():
-        p[family(op)] = p.get(family(op), 0) + n
-    for op, n in meas.items():
-        m[family(op)] = m.get(family(op), 0) + n
+    p, m = _by_family(pred), _by_family(meas)
     common = sum(min(p.get(op, 0), m.get(op, 0)) for op in set(p) | set(m))
     return common / max(sum(p.values()), sum(m.values()), 1)
 
 
 def biggest_differences(pred: dict, meas: dict, n: int = 3) -> str:
-    p, m = {}, {}
-    for op, k in pred.items():
-        p[family(op)] = p.get(family(op), 0) + k
-    for op, k in meas.items():
-        m[family(op)] = m.get(family(op), 0) + k
-    diffs = sorted(((p.get(o, 0) - m.get(o, 0), o) for o in set(p) | set(m)), key=lambda d: -abs(d[0]))
+    p, m = _by_family(pred), _by_family(meas)
+    diffs = sorted(((p.get(o, 0) - m.get(o, 0), o) for o in set(p) | set(m)), key=lambda d: (-abs(d[0]), d[1]))
     return ", ".join(f"{o} {d:+d}" for d, o in diffs[:n] if d) or "none"
 
 

@@ -11,9 +11,9 @@ import statistics
 from collections import defaultdict
 
 from kernelcast.costs import DEFAULT_CONTEXT, Cost, cost_of
+from kernelcast.profiles import PROFILE_FORMAT
 from kernelcast.records import OpRecord
 
-PROFILE_FORMAT = 1
 MEMORY_KINDS = {"pointwise", "pointwise_transpose", "pointwise_cast", "copy_cast", "reduction", "reduction_outer", "softmax", "softmax_backward",
                 "norm", "norm_backward", "batch_norm", "batch_norm_backward", "batch_norm_channels_last",
                 "batch_norm_backward_channels_last", "loss", "copy", "copy_transpose",

@@ -36,6 +36,11 @@ def largest_numel(op: OpRecord) -> int:
 TRANSPOSABLE_KINDS = ("copy", "pointwise")  # kinds with a slower kernel when they transpose or cast
 
 
+def channels_last(t: TensorMeta) -> bool:
+    """A 4-D tensor stored NHWC (channels innermost)."""
+    return len(t.shape) == 4 and t.shape[1] > 1 and t.stride[1] == 1
+
+
 def main_tensor(op: OpRecord) -> TensorMeta | None:
     """The tensor that sets a memory-bound kernel's shape: the largest GPU input, else the largest output."""
     ins = gpu_tensors(op.tensors_in())

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import arg, bytes_written, memory_key, memory_op, out_dtype, write_only
+from .common import arg, bytes_written, channels_last, memory_key, memory_op, out_dtype, write_only
 from .reduce_config import is_global_reduce, reduced_dims, reduces_fastest_dim
 from .registry import Cost, CostContext, register, register_tag, register_zero_cost
 
@@ -108,13 +108,9 @@ register("aten.mse_loss", "aten.mse_loss_backward", "aten.binary_cross_entropy",
          "aten.smooth_l1_loss", "aten.smooth_l1_loss_backward")(_with_flops(LOSS_FLOPS_PER_ELEMENT, "loss"))
 
 
-def _channels_last(t: TensorMeta) -> bool:
-    return len(t.shape) == 4 and t.shape[1] > 1 and t.stride[1] == 1
-
-
 def _batch_norm_kind(kind: str, x: TensorMeta) -> str:
     """channels_last and NCHW batch norm are different kernels (measured 3-7x apart backward)."""
-    return f"{kind}_channels_last" if _channels_last(x) else kind
+    return f"{kind}_channels_last" if channels_last(x) else kind
 
 
 @register("aten.native_batch_norm", "aten._native_batch_norm_legit", "aten._native_batch_norm_legit_functional",
@@ -122,14 +118,14 @@ def _batch_norm_kind(kind: str, x: TensorMeta) -> str:
 def native_batch_norm(op: OpRecord, ctx: CostContext) -> Cost:
     x = arg(op, "input")
     training = bool(op.args.get("training", True))
-    kernels = BATCH_NORM_TRAIN_KERNELS[_channels_last(x)] if training else BATCH_NORM_EVAL_KERNELS
+    kernels = BATCH_NORM_TRAIN_KERNELS[channels_last(x)] if training else BATCH_NORM_EVAL_KERNELS
     return memory_op(op, NORM_FLOPS_PER_ELEMENT, kernels, _batch_norm_kind("batch_norm", x))
 
 
 @register("aten.native_batch_norm_backward", "aten.batch_norm_backward")
 def native_batch_norm_backward(op: OpRecord, ctx: CostContext) -> Cost:
     x = arg(op, "input")
-    return memory_op(op, NORM_BACKWARD_FLOPS_PER_ELEMENT, BATCH_NORM_BACKWARD_KERNELS[_channels_last(x)],
+    return memory_op(op, NORM_BACKWARD_FLOPS_PER_ELEMENT, BATCH_NORM_BACKWARD_KERNELS[channels_last(x)],
                      _batch_norm_kind("batch_norm_backward", x))
 
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 CONV_SHAPE_MISMATCH_PENALTY = 100.0
 
 
-def _log2(x: int) -> float:
+def log2_size(x: float) -> float:
+    """log2 of a size, for distances between shapes (sizes below 1 count as 1)."""
     return math.log2(max(x, 1))
 
 
@@ -37,8 +38,8 @@ class LaunchTable:
         for with_bias in (True, False):
             rows = [r for r in self.gemm if same(r, with_bias)]
             if rows:
-                best = min(rows, key=lambda r: (_log2(r[4]) - _log2(m)) ** 2 + (_log2(r[5]) - _log2(n)) ** 2
-                           + (_log2(r[6]) - _log2(k)) ** 2)
+                here = (log2_size(m), log2_size(n), log2_size(k))
+                best = min(rows, key=lambda r: math.dist((log2_size(r[4]), log2_size(r[5]), log2_size(r[6])), here))
                 return int(best[7])
         return None
 
@@ -51,7 +52,7 @@ class LaunchTable:
 
         def distance(r) -> float:
             shape = (r[5] != kernel) + (r[6] != stride)
-            return (shape * CONV_SHAPE_MISMATCH_PENALTY + (_log2(r[3]) - _log2(c_in)) ** 2
-                    + (_log2(r[4]) - _log2(c_out)) ** 2 + (_log2(r[7]) - _log2(size)) ** 2)
+            return (shape * CONV_SHAPE_MISMATCH_PENALTY + (log2_size(r[3]) - log2_size(c_in)) ** 2
+                    + (log2_size(r[4]) - log2_size(c_out)) ** 2 + (log2_size(r[7]) - log2_size(size)) ** 2)
 
         return int(min(rows, key=distance)[8])

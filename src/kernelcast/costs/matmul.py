@@ -10,7 +10,7 @@ import math
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import arg, bytes_read, bytes_written
+from .common import arg, bytes_read, bytes_written, channels_last
 from .registry import Cost, CostContext, register
 
 
@@ -119,16 +119,12 @@ def conv_backward_flops(grad_out_shape, x_shape, w_shape, grad_in_shape, grad_w_
     return flops
 
 
-def _channels_last(t: TensorMeta) -> bool:
-    return len(t.shape) == 4 and t.shape[1] > 1 and t.stride[1] == 1
-
-
 def conv_key(x: TensorMeta, w: TensorMeta, op: OpRecord, backward: bool) -> tuple:
     """(pass, dtype, channels_last, C_in, C_out, kernel, stride, spatial size) of a 2-D convolution; () else."""
     if len(x.shape) != 4 or bool(op.args.get("transposed", False)):
         return ()
     stride = op.args.get("stride") or (1,)
-    return ("conv_bwd" if backward else "conv_fwd", x.dtype, _channels_last(x), x.shape[1], w.shape[0],
+    return ("conv_bwd" if backward else "conv_fwd", x.dtype, channels_last(x), x.shape[1], w.shape[0],
             w.shape[-1], int(stride[0]), x.shape[-1])
 
 

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, field
 
 from kernelcast.costs import Cost
+from kernelcast.costs.launch_table import log2_size as _log2
 from kernelcast.devices import GPU
 from kernelcast.records import CaptureSettings
 
@@ -26,10 +27,6 @@ NEAREST = 4  # shapes blended per lookup
 COMPUTE_KINDS = {"gemm", "conv", "attention", ""}  # looked up by shape; without a shape: the datasheet
 SHAPE_MISMATCH_PENALTY = 100.0  # a different conv kernel/stride or causal flag: a different kind of kernel
 MIN_CURVE_POINTS = 2
-
-
-def _log2(x: float) -> float:
-    return math.log2(max(float(x), 1.0))
 
 
 def _blend(candidates: list[tuple[float, float]]) -> float:
