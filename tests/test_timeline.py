@@ -24,3 +24,21 @@ def test_sync_drains_the_queue():
 def test_steady_state_is_the_slower_side():
     assert steady_state_step_us([Launch(5.0, 50.0)] * 10) == pytest.approx(500.0)  # GPU-bound
     assert steady_state_step_us([Launch(20.0, 2.0)] * 10) == pytest.approx(200.0)  # host-bound
+
+
+def test_side_stream_overlaps_until_an_event_joins_it():
+    launches = [
+        Launch(5.0, 100.0, stream=0, record_event=1),  # compute: GPU 5..105, event 1 at 105
+        Launch(5.0, 0.0, stream=1, wait_event=1),  # the side stream waits for event 1
+        Launch(5.0, 40.0, stream=1, record_event=2),  # starts at 105, ends at 145
+        Launch(5.0, 30.0, stream=0),  # compute, no wait: runs 105..135, overlapping the side stream
+        Launch(5.0, 0.0, stream=0, wait_event=2),  # compute waits for the side stream
+        Launch(5.0, 10.0, stream=0),  # starts at 145 (not 135)
+    ]
+    timeline = simulate(launches)
+    assert timeline.spans[2].gpu_start_us == pytest.approx(105.0)
+    assert timeline.spans[3].gpu_start_us == pytest.approx(105.0)
+    assert timeline.spans[5].gpu_start_us == pytest.approx(145.0)
+    assert timeline.gpu_end_us == pytest.approx(155.0)
+    # an event that was never recorded is complete: waiting on it costs nothing
+    assert simulate([Launch(5.0, 0.0, wait_event=9), Launch(5.0, 10.0)]).gpu_end_us == pytest.approx(20.0)

@@ -16,20 +16,20 @@ DEFAULT_GPU = "h200"
 __all__ = ["capture", "capture_file", "predict", "predict_file"]
 
 
-def capture_file(spec: str, gpu: str = DEFAULT_GPU) -> Capture:
-    """Capture a workload given as "path/to/file.py:build" or "example:NAME"."""
+def capture_file(spec: str, gpu: str = DEFAULT_GPU, world_size: int = 1) -> Capture:
+    """Capture a workload given as "path/to/file.py:build" or "example:NAME" (as rank 0 of world_size)."""
     build, folder = load_build(spec)
     with on_sys_path(folder) if folder else contextlib.nullcontext():
         try:
-            return capture_workload(build, gpu, workload=spec)
+            return capture_workload(build, gpu, workload=spec, world_size=world_size)
         except KernelcastError:
             raise
         except Exception as exc:  # the user's code failed under fake CUDA: say where, in one line
             raise CaptureError(f"{spec} failed during capture: {one_line(exc)}{where_it_failed(exc)}") from exc
 
 
-def predict_file(spec: str, gpu: str = DEFAULT_GPU) -> Prediction:
-    return predict_capture(capture_file(spec, gpu), gpu)
+def predict_file(spec: str, gpu: str = DEFAULT_GPU, world_size: int = 1, interconnect: str | None = None) -> Prediction:
+    return predict_capture(capture_file(spec, gpu, world_size), gpu, interconnect=interconnect)
 
 
 def predict(step: Callable | Capture, args: Any = None, gpu: str = DEFAULT_GPU) -> Prediction:

@@ -38,25 +38,35 @@ def _cmd_devices(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_or_capture(workload: str, gpu: str):
+def _world_size(args: argparse.Namespace) -> int:
+    if args.world_size < 1:
+        raise KernelcastError(f"--world-size must be 1 or more (got {args.world_size})")
+    return args.world_size
+
+
+def _load_or_capture(workload: str, gpu: str, world_size: int = 1):
     """A saved capture (.json) is read as is; anything else is a workload to capture now."""
     from kernelcast.records import Capture
 
     if workload.endswith(".json"):
         try:
-            return Capture.load(workload)
+            cap = Capture.load(workload)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise KernelcastError(f"could not read capture {workload}: {exc}") from exc
+        if world_size != 1 and cap.world_size != world_size:
+            raise KernelcastError(f"{workload} was captured with world size {cap.world_size}, not {world_size}; "
+                                  "capture the workload again with --world-size")
+        return cap
     from kernelcast.api import capture_file
 
-    return capture_file(workload, gpu)
+    return capture_file(workload, gpu, world_size)
 
 
 def _cmd_capture(args: argparse.Namespace) -> int:
     from kernelcast.devices import get_gpu
 
     get_gpu(args.gpu)  # an unknown GPU fails before the (slower) capture
-    cap = _load_or_capture(args.workload, args.gpu)
+    cap = _load_or_capture(args.workload, args.gpu, _world_size(args))
     cap.save(args.output)
     print(f"captured {len(cap.ops)} ops from {args.workload} -> {args.output}")
     return 0
@@ -68,10 +78,15 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     from kernelcast.report import prediction_json, print_prediction
 
     gpu = get_gpu(args.gpu)
-    cap = _load_or_capture(args.workload, args.gpu)
+    world_size = _world_size(args)
+    if args.interconnect:  # an unknown name fails before the (slower) capture
+        from kernelcast.devices.interconnects import get_interconnect
+
+        get_interconnect(args.interconnect)
+    cap = _load_or_capture(args.workload, args.gpu, world_size)
     if args.save_capture:
         cap.save(args.save_capture)
-    pred = predict_capture(cap, gpu)
+    pred = predict_capture(cap, gpu, interconnect=args.interconnect)
     print_prediction(pred, top=args.top)
     if args.json:
         Path(args.json).write_text(json.dumps(prediction_json(pred), indent=1))
@@ -179,12 +194,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top", type=int, default=15, help="rows in the table of top ops")
     p.add_argument("--save-capture", metavar="OUT", help="also save the capture (re-predict later without torch)")
     p.add_argument("--trace", metavar="OUT", help="also write the predicted timeline as a Perfetto/Chrome trace")
+    p.add_argument("--world-size", type=int, default=1, metavar="N",
+                   help="capture the step as rank 0 of N ranks (fake process group; default 1: one GPU)")
+    p.add_argument("--interconnect", metavar="LINK",
+                   help="GPU-to-GPU link for collectives, e.g. nvlink, pcie4, ib-ndr (default: the GPU's own)")
     p.set_defaults(func=_cmd_predict)
 
     c = sub.add_parser("capture", help="capture a step's ops to a JSON file")
     c.add_argument("workload", help="FILE.py:build or example:NAME")
     c.add_argument("-o", "--output", required=True, help="where to write the capture")
     c.add_argument("--gpu", default=DEFAULT_GPU, help="target GPU (decides e.g. the attention backend)")
+    c.add_argument("--world-size", type=int, default=1, metavar="N",
+                   help="capture the step as rank 0 of N ranks (fake process group; default 1: one GPU)")
     c.set_defaults(func=_cmd_capture)
 
     k = sub.add_parser("calibrate", help="measure this machine's GPU with microbenchmarks -> device profile (GPU)")

@@ -15,3 +15,7 @@ class CaptureError(KernelcastError):
 
 class UnknownGPUError(KernelcastError):
     """The --gpu name matches no entry in the device data."""
+
+
+class UnknownInterconnectError(KernelcastError):
+    """The --interconnect name matches no entry in the interconnect data, or the GPU has no natural one."""

@@ -23,6 +23,11 @@ DTYPE_BYTES = {
 
 PHASES = ("forward", "backward", "optimizer")
 
+# The stream id collectives are recorded on. NCCL runs them on a stream of its own (ProcessGroupNCCL keeps one
+# per device and process group), so they can overlap compute on stream 0; a number well above the ids a capture
+# gives user-created streams keeps the two apart.
+COMM_STREAM = 1000
+
 
 @dataclass(frozen=True)
 class TensorMeta:
@@ -101,6 +106,11 @@ class OpRecord:
     source: str = ""  # "file.py:123 in func", the innermost frame outside torch and kernelcast
     sync: str | None = None  # why the host waits for the GPU here: item, nonzero, cpu, synchronize, ...
     stream: int = 0
+    # Host side, on the capture machine: µs of the model's own Python run since the previous op (sampled, see
+    # capture/python_sampler.py), and the module calls entered in that time.
+    python_us: float = 0.0
+    modules: int = 0
+    group_size: int = 0  # ranks in the process group of a collective (all_reduce, ...); 0 for any other op
 
     @property
     def packet(self) -> str:
@@ -135,6 +145,12 @@ class OpRecord:
             "tags": list(self.tags), "phase": self.phase, "module": self.module, "source": self.source,
             "sync": self.sync, "stream": self.stream,
         }
+        if self.python_us:
+            d["python_us"] = round(self.python_us, 3)
+        if self.modules:
+            d["modules"] = self.modules
+        if self.group_size:
+            d["group_size"] = self.group_size
         return d
 
     @staticmethod
@@ -145,6 +161,8 @@ class OpRecord:
             outputs=tuple(None if t is None else TensorMeta.from_json(t) for t in d["outputs"]),
             tags=tuple(d.get("tags", ())), phase=d.get("phase", "forward"), module=d.get("module", ""),
             source=d.get("source", ""), sync=d.get("sync"), stream=d.get("stream", 0),
+            python_us=d.get("python_us", 0.0), modules=d.get("modules", 0),
+            group_size=d.get("group_size", 0),
         )
 
 
@@ -157,6 +175,9 @@ class CaptureSettings:
     matmul_allow_bf16_reduced: bool = True
     arch: str = "sm_90"  # the CUDA arch the capture routed for (attention backends differ by arch)
     torch_version: str = ""
+    # The capture machine's Python speed (capture/cpu_speed.py; 0: not measured), which OpRecord.python_us
+    # was measured at.
+    python_bench_us: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -167,11 +188,12 @@ class Capture:
     settings: CaptureSettings = field(default_factory=CaptureSettings)
     workload: str = ""
     notes: tuple[str, ...] = ()  # what the capture had to assume (placeholder values for syncs, ...)
+    world_size: int = 1  # ranks of the (fake) process group the step ran in; 1: a single-GPU step
 
     def to_json(self) -> dict:
         return {
             "format": CAPTURE_FORMAT_VERSION, "workload": self.workload,
-            "settings": asdict(self.settings), "notes": list(self.notes),
+            "settings": asdict(self.settings), "notes": list(self.notes), "world_size": self.world_size,
             "ops": [op.to_json() for op in self.ops],
         }
 
@@ -182,7 +204,7 @@ class Capture:
         return Capture(
             ops=tuple(OpRecord.from_json(o) for o in d["ops"]),
             settings=CaptureSettings(**d.get("settings", {})),
-            workload=d.get("workload", ""), notes=tuple(d.get("notes", ())),
+            workload=d.get("workload", ""), notes=tuple(d.get("notes", ())), world_size=d.get("world_size", 1),
         )
 
     def save(self, path: str | Path) -> None:

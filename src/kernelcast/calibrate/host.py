@@ -1,7 +1,8 @@
-"""Host (CPU) cost of eager PyTorch ops on this machine: dispatch + launch per op, per view, per sync.
+"""Host (CPU) cost of eager PyTorch on this machine: per op by kind, per sync, per foreach tensor, per backward
+node, Python speed, and host<->device copy bandwidth.
 
-Each case runs a loop of tiny ops, so the GPU finishes each kernel before the next launch arrives and the loop
-time is the CPU's. Synchronised before and after; REPEATS loops; the median with the fastest and slowest.
+Each op case runs a loop of tiny ops, so the GPU finishes each kernel before the next launch arrives and the
+loop time is the CPU's. Synchronised before and after; REPEATS loops; the median with the fastest and slowest.
 """
 
 from __future__ import annotations
@@ -12,9 +13,14 @@ from typing import Callable
 
 import torch
 
+from kernelcast.capture.cpu_speed import python_bench_us
+
 N_OPS = 2000
 N_SYNCS = 500
 REPEATS = 7
+BACKWARD_CHAIN = 400  # ops in the chain whose backward is timed
+FOREACH_FEW, FOREACH_MANY = 8, 256  # tensors per foreach call, to split the fixed and per-tensor cost
+COPY_BYTES = 64 << 20
 
 
 def per_op_us(fn: Callable, n: int) -> list[float]:
@@ -29,22 +35,78 @@ def per_op_us(fn: Callable, n: int) -> list[float]:
     return runs[1:]
 
 
+def backward_node_us() -> list[float]:
+    """CPU time per autograd node in backward: a chain of tiny multiplies, timed in backward only."""
+    x = torch.ones(16, device="cuda", requires_grad=True)
+    runs = []
+    for _ in range(REPEATS + 1):
+        y = x
+        for _ in range(BACKWARD_CHAIN):
+            y = y * 1.0001
+        loss = y.sum()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        loss.backward()
+        torch.cuda.synchronize()
+        runs.append((time.perf_counter() - t0) / (BACKWARD_CHAIN + 1) * 1e6)
+    return runs[1:]
+
+
+def copy_bandwidth() -> dict:
+    """Host-to-device and back, pinned and pageable, as bytes/s (median of REPEATS)."""
+    dev = torch.empty(COPY_BYTES, dtype=torch.uint8, device="cuda")
+    pinned = torch.empty(COPY_BYTES, dtype=torch.uint8).pin_memory()
+    pageable = torch.empty(COPY_BYTES, dtype=torch.uint8)
+    cases = {
+        "h2d_pinned": lambda: dev.copy_(pinned, non_blocking=True),
+        "h2d_pageable": lambda: dev.copy_(pageable),
+        "d2h_pinned": lambda: pinned.copy_(dev, non_blocking=True),
+        "d2h_pageable": lambda: pageable.copy_(dev),
+    }
+    out = {}
+    for name, fn in cases.items():
+        fn()
+        times = []
+        for _ in range(REPEATS):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            fn()
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - t0)
+        out[name + "_bytes_per_s"] = COPY_BYTES / statistics.median(times)
+    return out
+
+
+def _summary(runs: list[float]) -> dict:
+    return {"median_us": statistics.median(runs), "min_us": min(runs), "max_us": max(runs),
+            "runs_us": [round(r, 3) for r in runs]}
+
+
 def host_costs() -> dict:
     x = torch.ones(16, device="cuda")
+    xg = torch.ones(16, device="cuda", requires_grad=True)
     w = torch.ones(16, 16, device="cuda")
     ln = torch.nn.LayerNorm(16).cuda()
+    linear = torch.nn.Linear(16, 16).cuda()
+    few = [torch.ones(16, device="cuda") for _ in range(FOREACH_FEW)]
+    many = [torch.ones(16, device="cuda") for _ in range(FOREACH_MANY)]
     cases = {
         "add (1 kernel)": (lambda: x + 1, N_OPS),
+        "add, input requires grad (1 kernel)": (lambda: xg + 1, N_OPS),
         "mm 16x16 (1 kernel)": (lambda: w @ w, N_OPS),
+        "linear functional (1 kernel)": (lambda: torch.nn.functional.linear(w, linear.weight, linear.bias), N_OPS),
+        "linear module (1 kernel)": (lambda: linear(w), N_OPS),
         "layer_norm module (1 kernel)": (lambda: ln(w), N_OPS),
         "view (no kernel)": (lambda: x.view(4, 4), N_OPS),
         "transpose (no kernel)": (lambda: w.t(), N_OPS),
         "item (sync + memcpy)": (lambda: x[0].item(), N_SYNCS),
         "cpu add (host tensors)": (lambda: torch.ones(4) + 1, N_OPS),
+        f"foreach add_ x{FOREACH_FEW}": (lambda: torch._foreach_add_(few, 1.0), N_OPS // 4),
+        f"foreach add_ x{FOREACH_MANY}": (lambda: torch._foreach_add_(many, 1.0), N_OPS // 8),
     }
-    out = {}
-    for name, (fn, n) in cases.items():
-        runs = per_op_us(fn, n)
-        out[name] = {"median_us": statistics.median(runs), "min_us": min(runs), "max_us": max(runs),
-                     "runs_us": [round(r, 3) for r in runs]}
+    out = {name: _summary(per_op_us(fn, n)) for name, (fn, n) in cases.items()}
+    out["backward node"] = _summary(backward_node_us())
+    out["python bench"] = _summary([python_bench_us(repeats=1) for _ in range(REPEATS)])
+    out["copies"] = copy_bandwidth()
+    out["foreach_tensors"] = [FOREACH_FEW, FOREACH_MANY]
     return out

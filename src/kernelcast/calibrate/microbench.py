@@ -109,6 +109,21 @@ def gemms(results: list, quick: bool) -> None:
             record(results, "mm_linear", base, lambda: aten.mm(a, w.t()))
             record(results, "mm_grad_input", base, lambda: aten.mm(g, w))  # (m,n) @ (n,k)
             record(results, "mm_grad_weight", base, lambda: aten.mm(g.t(), a))  # (n,m) @ (m,k)
+    # Leading dimensions that are not a multiple of 16 bytes: cuBLAS falls back to slower kernels (the GPT-2
+    # vocabulary 50257 is the known case). Odd K, N, or both, at small and large sizes.
+    for (m, n, k), dtype in itertools.product(UNALIGNED_GEMMS, (torch.bfloat16, torch.float32)):
+        a, w, b = randn(m, k, dtype=dtype), randn(n, k, dtype=dtype), randn(k, n, dtype=dtype)
+        base = {"m": m, "n": n, "k": k, "dtype": str(dtype)[6:]}
+        record(results, "mm_nn", base, lambda: aten.mm(a, b))
+        record(results, "mm_linear", base, lambda: aten.mm(a, w.t()))
+    # Language-model heads with a vocabulary that is not a multiple of 8 (most tokenizers'): a sweep over the
+    # vocabulary size, in the three GEMMs of a linear layer's forward and backward.
+    for (m, k), n in itertools.product(LM_HEAD_MK if not quick else LM_HEAD_MK[:1], LM_HEAD_VOCABS):
+        a, w, g = randn(m, k), randn(n, k), randn(m, n)
+        base = {"m": m, "n": n, "k": k, "dtype": "bfloat16"}
+        record(results, "mm_linear", base, lambda: aten.mm(a, w.t()))
+        record(results, "mm_grad_input", base, lambda: aten.mm(g, w))
+        record(results, "mm_grad_weight", base, lambda: aten.mm(g.t(), a))
     for batch, m, n, k in [(96, 512, 512, 64), (96, 512, 64, 512), (32, 1024, 1024, 128), (384, 128, 128, 64)]:
         a, b = randn(batch, m, k), randn(batch, k, n)
         record(results, "bmm", {"batch": batch, "m": m, "n": n, "k": k, "dtype": "bfloat16"}, lambda: aten.bmm(a, b))
@@ -129,6 +144,15 @@ def gemms(results: list, quick: bool) -> None:
             one = torch.ones((), device=DEV)
             record(results, "mm_fp8", {"m": m, "n": n, "k": k, "dtype": "float8_e4m3fn"},
                    lambda: torch._scaled_mm(a8, b8, one, one, out_dtype=torch.bfloat16))
+
+
+UNALIGNED_GEMMS = [(1000, 1000, 1001), (2048, 3001, 2048), (4096, 4096, 4095), (513, 4097, 1023),
+                   (8000, 1000, 3001), (3001, 3001, 3001), (256, 999, 255), (6000, 2000, 999),
+                   (1000, 1002, 1000), (2048, 3002, 2048), (4096, 4094, 4096), (6000, 2002, 998)]  # even
+
+
+LM_HEAD_MK = [(8192, 768), (2048, 4096), (4096, 1024)]
+LM_HEAD_VOCABS = [10001, 20001, 32001, 40001, 65001, 100001, 10002, 20002, 40002, 65002]  # odd and even
 
 
 def convs(results: list, quick: bool) -> None:
@@ -182,6 +206,25 @@ def attention(results: list, quick: bool) -> None:
             record(results, "sdpa_fwd", base, lambda: sdpa(q, k, v, is_causal=causal, dropout_p=p))
             record(results, "sdpa_fwd_bwd", base,
                    lambda: torch.autograd.grad(sdpa(q, k, v, is_causal=causal, dropout_p=p), (q, k, v), grad))
+    # Additive masks, as encoder models pass a padding mask: (B, 1, S, S) broadcast over heads, float or bool.
+    for (b, h, s, d), mask_dtype, backend in itertools.product(
+            [(8, 12, 512, 64), (32, 12, 128, 64), (16, 16, 256, 64), (4, 32, 1024, 128)], (torch.bfloat16, torch.bool),
+            [SDPBackend.CUDNN_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]):
+        q, k, v = (torch.randn(b, h, s, d, device=DEV, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+        mask = (torch.rand(b, 1, s, s, device=DEV) > 0.1)
+        if mask_dtype != torch.bool:
+            mask = torch.zeros(b, 1, s, s, device=DEV, dtype=mask_dtype).masked_fill(~mask, -1e4)
+        base = {"b": b, "h": h, "s": s, "d": d, "backend": backend.name, "causal": False, "dropout": 0.0,
+                "mask": str(mask_dtype)[6:]}
+        with sdpa_kernel([backend]):
+            try:
+                grad = torch.randn_like(sdpa(q, k, v, attn_mask=mask))
+            except RuntimeError as exc:  # this backend refuses this mask: the refusal is data too
+                results.append({"kind": "sdpa_fwd", **base, "error": f"{type(exc).__name__}: {exc}"[:300]})
+                continue
+            record(results, "sdpa_fwd", base, lambda: sdpa(q, k, v, attn_mask=mask))
+            record(results, "sdpa_fwd_bwd", base,
+                   lambda: torch.autograd.grad(sdpa(q, k, v, attn_mask=mask), (q, k, v), grad))
 
 
 def norms_and_more(results: list, quick: bool) -> None:
@@ -199,6 +242,22 @@ def norms_and_more(results: list, quick: bool) -> None:
         logp = aten._log_softmax(x.float(), -1, False)
         target = torch.randint(0, width, (rows,), device=DEV)
         record(results, "nll_loss_fwd", base, lambda: aten.nll_loss_forward(logp, target, None, 1, -100))
+    # Row length decides how a row-wise kernel maps rows to threads (a warp per row for short rows, a block per
+    # row for long ones), so sweep it at a few total sizes.
+    for cols, total_elems, dtype in itertools.product(ROW_LENGTHS, ROW_SWEEP_ELEMENTS, (torch.bfloat16, torch.float32)):
+        rows = max(total_elems // cols, 1)
+        x, w, bsz = randn(rows, cols, dtype=dtype), randn(cols, dtype=dtype), randn(cols, dtype=dtype)
+        g = torch.randn_like(x)
+        base = {"rows": rows, "width": cols, "dtype": str(dtype)[6:]}
+        record(results, "softmax_fwd", base, lambda: aten._softmax(x, -1, False))
+        sm = aten._softmax(x, -1, False)
+        record(results, "softmax_bwd", base, lambda: aten._softmax_backward_data(g, sm, -1, x.dtype))
+        record(results, "layer_norm_fwd", base, lambda: aten.native_layer_norm(x, [cols], w, bsz, 1e-5))
+        out, mean, rstd = aten.native_layer_norm(x, [cols], w, bsz, 1e-5)
+        record(results, "layer_norm_bwd", base, lambda: aten.native_layer_norm_backward(
+            g, x, [cols], mean, rstd, w, bsz, [True, True, True]))
+        record(results, "sum_dim0", {"rows": rows, "cols": cols, "dtype": str(dtype)[6:]},
+               lambda: aten.sum.dim_IntList(x, [0], True))
     for rows, vocab in [(2048, 32000), (8192, 50304)]:  # LM heads: softmax and loss over a vocabulary
         logits = randn(rows, vocab, dtype=torch.float32)
         target = torch.randint(0, vocab, (rows,), device=DEV)
@@ -230,6 +289,10 @@ def norms_and_more(results: list, quick: bool) -> None:
                lambda: aten.embedding_dense_backward(g, idx, vocab, -1, False))
 
 
+ROW_LENGTHS = [32, 64, 128, 256, 384, 512, 1024, 2048, 8192]
+ROW_SWEEP_ELEMENTS = [1 << 20, 1 << 24, 1 << 27]  # 2-4 MB (L2-sized) to 256-512 MB
+
+
 def elementwise(results: list, quick: bool) -> None:
     for nbytes in [4 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30]:
         n = nbytes // 4
@@ -249,6 +312,15 @@ def elementwise(results: list, quick: bool) -> None:
     for rows, cols in [(4096, 768), (8192, 3072), (16384, 4096)]:
         x, bias = randn(rows, cols), randn(cols)
         record(results, "bias_add_bf16", {"rows": rows, "cols": cols}, lambda: aten.add.Tensor(x, bias))
+    # Broadcast and strided operands (a per-row scale, half of each row as rotary embeddings take it): the
+    # non-vectorised elementwise kernel, over sizes.
+    for nbytes, dtype in itertools.product([64 << 10, 1 << 20, 16 << 20, 256 << 20], (torch.float32, torch.bfloat16)):
+        cols = 1024
+        rows = max(nbytes // (cols * (4 if dtype == torch.float32 else 2)), 1)
+        x, scale, other = randn(rows, cols, dtype=dtype), randn(rows, 1, dtype=dtype), randn(rows, cols // 2, dtype=dtype)
+        base = {"bytes_per_tensor": nbytes, "dtype": str(dtype)[6:]}
+        record(results, "row_scale_mul", base, lambda: aten.mul.Tensor(x, scale))
+        record(results, "half_row_mul", base, lambda: aten.mul.Tensor(x[:, : cols // 2], other))
     for rows, cols in [(4096, 4096), (8192, 768), (2048, 11008)]:
         x = randn(rows, cols)
         base = {"rows": rows, "cols": cols}

@@ -13,6 +13,7 @@ from kernelcast.errors import CaptureError
 from kernelcast.records import Capture
 
 from .cuda_facade import TargetDevice
+from .distributed import check_world_size, distributed_capture, fake_process_group
 from .session import CaptureSession
 
 DEFAULT_GPU = "h200"
@@ -37,6 +38,7 @@ def _run_steps(session: CaptureSession, step: Callable, args: tuple) -> None:
         step(*args)
     session.recording = True
     step(*args)
+    session.measure_gap_baselines()
     session.recording = False
 
 
@@ -54,15 +56,20 @@ def _cyclic_gc_paused() -> Iterator[None]:
 
 
 def capture_workload(build: Callable[[], tuple[Callable, Any]], gpu: str | GPU = DEFAULT_GPU,
-                     workload: str = "") -> Capture:
-    """Run `build()` and two steps on fake CUDA tensors; return the second step's ops."""
-    with _cyclic_gc_paused(), _session(gpu) as session:
+                     workload: str = "", world_size: int = 1) -> Capture:
+    """Run `build()` and two steps on fake CUDA tensors; return the second step's ops.
+
+    world_size > 1: run them as rank 0 of that many ranks, in torch's fake process group (see distributed.py);
+    DDP / FSDP2 / tensor-parallel steps then record their collectives."""
+    check_world_size(world_size)
+    with _cyclic_gc_paused(), fake_process_group(world_size), _session(gpu) as session, \
+            distributed_capture(world_size, session.recorder) as distributed:
         built = build()
         if not (isinstance(built, tuple) and len(built) == 2 and callable(built[0])):
             raise CaptureError("build() must return (step, args), with step callable and args a tuple")
         step, args = built
         _run_steps(session, step, tuple(args) if isinstance(args, (list, tuple)) else (args,))
-        return session.result(workload)
+        return distributed.finish(session.result(workload))
 
 
 def _to_fake_cuda(value: Any) -> Any:
@@ -81,10 +88,13 @@ def _to_fake_cuda(value: Any) -> Any:
     return value
 
 
-def capture_step(step: Callable, args: tuple = (), gpu: str | GPU = DEFAULT_GPU, workload: str = "") -> Capture:
+def capture_step(step: Callable, args: tuple = (), gpu: str | GPU = DEFAULT_GPU, workload: str = "",
+                 world_size: int = 1) -> Capture:
     """Capture `step(*args)`. Tensors and modules in `args` are copied to fake CUDA; anything the step
     reaches in other ways must already be fake (built under `kernelcast.capture()` or by a build())."""
-    with _session(gpu) as session:
+    check_world_size(world_size)
+    with fake_process_group(world_size), _session(gpu) as session, \
+            distributed_capture(world_size, session.recorder) as distributed:
         fake_args = tuple(_to_fake_cuda(a) for a in args)
         try:
             _run_steps(session, step, fake_args)
@@ -94,7 +104,7 @@ def capture_step(step: Callable, args: tuple = (), gpu: str | GPU = DEFAULT_GPU,
                     "the step uses real tensors kernelcast cannot see (e.g. a model closed over by the step): "
                     "pass the model in args, or build it inside `with kernelcast.capture():`") from exc
             raise
-        return session.result(workload)
+        return distributed.finish(session.result(workload))
 
 
 class CaptureBlock:
@@ -112,6 +122,8 @@ class CaptureBlock:
 
     def __exit__(self, *exc) -> None:
         try:
+            if self._session.recording:
+                self._session.measure_gap_baselines()
             self._capture = self._session.result()
         finally:
             self._session.__exit__(*exc)

@@ -3,14 +3,17 @@
 User and library code asks torch.cuda questions (is_available, capability, bf16 support) and calls it
 (synchronize, manual_seed). On a machine without a GPU those raise or answer "no", which would change the
 path the code takes. During a capture they answer for the target GPU instead, and a synchronize is recorded
-as a sync point. The patches are scoped to the capture and undone on exit.
+as a sync point. Streams and events are ids: ops record the stream they were issued on, and event records,
+event waits and wait_stream become markers the timeline orders the streams by. The patches are scoped to the
+capture and undone on exit.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Protocol
 from unittest import mock
 
 import torch
@@ -51,6 +54,127 @@ class TargetDevice:
         )
 
 
+class StreamLog(Protocol):
+    """What the facade tells the recorder about streams and events."""
+
+    current_stream: int
+
+    def record_event(self, event: int, stream: int) -> None: ...
+
+    def wait_event(self, stream: int, event: int) -> None: ...
+
+    def synchronize(self, kind: str) -> None: ...
+
+
+DEFAULT_STREAM = 0
+
+
+class _Ids:
+    def __init__(self) -> None:
+        self.streams = itertools.count(1)
+        self.events = itertools.count(1)
+
+
+class FakeStream:
+    """torch.cuda.Stream during a capture: an id; waits and event records go to the recorder."""
+
+    def __init__(self, log: StreamLog, ids: _Ids, stream_id: int | None = None, priority: int = 0) -> None:
+        self._log, self._ids = log, ids
+        self.stream_id = next(ids.streams) if stream_id is None else stream_id
+        self.priority = priority
+        self.device = torch.device("cuda", 0)
+        self.cuda_stream = self.stream_id
+
+    def wait_event(self, event: "FakeEvent") -> None:
+        self._log.wait_event(self.stream_id, event.event_id)
+
+    def wait_stream(self, stream: "FakeStream") -> None:
+        self.wait_event(stream.record_event())
+
+    def record_event(self, event: "FakeEvent | None" = None) -> "FakeEvent":
+        event = event or FakeEvent(self._log, self._ids)  # not the user's Event class: same behaviour
+        event.record(self)
+        return event
+
+    def query(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        self._log.synchronize("stream synchronize")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FakeStream) and other.stream_id == self.stream_id
+
+    def __hash__(self) -> int:
+        return hash(self.stream_id)
+
+    def __enter__(self) -> "FakeStream":
+        self._previous = self._log.current_stream
+        self._log.current_stream = self.stream_id
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._log.current_stream = self._previous
+
+
+class FakeEvent:
+    """torch.cuda.Event during a capture."""
+
+    def __init__(self, log: StreamLog, ids: _Ids) -> None:
+        self._log = log
+        self.event_id = next(ids.events)
+
+    def record(self, stream: FakeStream | None = None) -> None:
+        self._log.record_event(self.event_id, stream.stream_id if stream is not None else self._log.current_stream)
+
+    def wait(self, stream: FakeStream | None = None) -> None:
+        self._log.wait_event(stream.stream_id if stream is not None else self._log.current_stream, self.event_id)
+
+    def query(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        self._log.synchronize("event synchronize")
+
+    def elapsed_time(self, end: "FakeEvent") -> float:
+        return 0.0  # nothing ran: a capture has no times (predict gives them)
+
+
+def _stream_fakes(log: StreamLog) -> dict[str, object]:
+    ids = _Ids()
+    streams = {DEFAULT_STREAM: FakeStream(log, ids, DEFAULT_STREAM)}
+
+    def current_stream(device=None) -> FakeStream:
+        return streams.setdefault(log.current_stream, FakeStream(log, ids, log.current_stream))
+
+    def set_stream(stream: FakeStream) -> None:
+        log.current_stream = stream.stream_id
+
+    class Stream(FakeStream):  # classes, not factories: code writes `torch.cuda.Stream | None` in annotations
+        def __init__(self, device=None, priority: int = 0, **kwargs) -> None:
+            super().__init__(log, ids, priority=priority)
+            streams[self.stream_id] = self
+
+    class Event(FakeEvent):
+        def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False,
+                     **kwargs) -> None:
+            super().__init__(log, ids)
+
+    @contextlib.contextmanager
+    def stream(s: FakeStream | None) -> Iterator[None]:
+        if s is None:
+            yield
+            return
+        with s:
+            yield
+
+    return {
+        "Stream": Stream, "Event": Event, "stream": stream,
+        "current_stream": current_stream, "default_stream": lambda device=None: streams[DEFAULT_STREAM],
+        "set_stream": set_stream,
+    }
+
+
 def _fakes(target: TargetDevice, on_sync: Callable[[str], None]) -> dict[str, object]:
     props = target.properties()
 
@@ -85,6 +209,9 @@ def _fakes(target: TargetDevice, on_sync: Callable[[str], None]) -> dict[str, ob
 
 
 @contextlib.contextmanager
-def cuda_facade(target: TargetDevice, on_sync: Callable[[str], None]) -> Iterator[None]:
-    with mock.patch.multiple(torch.cuda, **_fakes(target, on_sync)):
+def cuda_facade(target: TargetDevice, on_sync: Callable[[str], None], streams: StreamLog | None = None) -> Iterator[None]:
+    fakes = _fakes(target, on_sync)
+    if streams is not None:
+        fakes.update(_stream_fakes(streams))
+    with mock.patch.multiple(torch.cuda, **fakes):
         yield

@@ -11,11 +11,13 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils.weak import WeakIdKeyDictionary
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kernelcast.records import OpRecord, TensorMeta
 
+from .host_clock import HostClock
 from .source import current_source
 
 aten = torch.ops.aten
@@ -40,6 +42,14 @@ BOOL_HINTS = {aten.all: True, aten.eq: True, aten.any: False, aten.ne: False}
 
 # Ops that create no tensor data and never run on the device, whatever their inputs.
 NO_DEVICE_WORK = {aten.sym_size.int, aten.sym_stride.int, aten.sym_numel.default, aten.sym_storage_offset.default}
+
+
+def runs_as_local_ops(types) -> bool:
+    """A tensor subclass with its own dispatch other than FakeTensor (DTensor, ...) among an op's arguments.
+    A mode sees such an op before the subclass does; CUDA runs the ops the subclass then issues on its local
+    tensors, so a mode returns NotImplemented and records those instead (they come back through it)."""
+    return any(t.__torch_dispatch__ is not torch._C._disabled_torch_dispatch_impl and not issubclass(t, FakeTensor)
+               for t in types)
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -138,6 +148,10 @@ class Recorder(TorchDispatchMode):
         self.recording = False
         self.ops: list[OpRecord] = []
         self.notes: set[str] = set()
+        self.current_stream = 0  # the stream ops are issued on (torch.cuda.stream(...) changes it)
+        self.clock = HostClock()  # the model's Python time between ops (the session's tracker counts modules)
+        self.torch_calls: list[int] = []  # per recorded op: torch calls since the previous one
+        self._last_node: Any = None  # the autograd node whose backward ran the previous op
         self._phase_of = phase_of
         self._module_of = module_of
         self._backward_origin = backward_origin
@@ -154,15 +168,28 @@ class Recorder(TorchDispatchMode):
             aten._index_put_impl_.default: self._index_with_masks,
             aten.is_nonzero.default: self._scalar,
             aten.equal.default: self._equal,
-            aten._to_copy.default: self._maybe_device_to_host,
-            aten.copy_.default: self._maybe_device_to_host,
+            aten._to_copy.default: self._copy,
+            aten.copy_.default: self._copy,
+            aten._pin_memory.default: self._pin_memory,
+            aten.is_pinned.default: self._is_pinned,
         }
+        self._pinned = WeakIdKeyDictionary()  # host tensors in pinned memory (FakeTensorMode has no such notion)
+        self._pending_tags: tuple[str, ...] = ()  # set by a handler for the op it handles
 
     # -- dispatch --------------------------------------------------------------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
+        if runs_as_local_ops(types):  # DTensor: its local ops are what runs (and come back here)
+            return NotImplemented
+        self.clock.ours_begin()
+        try:
+            return self._dispatch(func, args, kwargs or {})
+        finally:
+            self.clock.ours_end()
+
+    def _dispatch(self, func, args, kwargs):
         if func.namespace in UNRECORDED_NAMESPACES:  # device queries: pass through, fast
             return func(*args, **kwargs)
+        self._pending_tags = ()
         handler = self._sync_handlers.get(func)
         if handler is not None:
             out, sync = handler(func, args, kwargs)
@@ -187,18 +214,72 @@ class Recorder(TorchDispatchMode):
             source, module = current_source(), self._module_of()
         on_gpu = _on_gpu(args, kwargs) or _on_gpu((out,), {})  # factories have only a device kwarg
         tags = schema.tags if on_gpu else schema.tags + ("host",)
+        tags += self._autograd_tags(phase, args) + self._pending_tags
+        self._pending_tags = ()
+        python_us, torch_calls, modules = self.clock.take()
+        self.torch_calls.append(torch_calls)
         self.ops.append(OpRecord(
             index=len(self.ops), op=str(func), args=schema.bind(args, kwargs), outputs=_outputs(out),
-            tags=tags, phase=phase, module=module, source=source, sync=sync,
+            tags=tags, phase=phase, module=module, source=source, sync=sync, python_us=python_us, modules=modules,
+            stream=self.current_stream,
         ))
+
+    def _autograd_tags(self, phase: str, args: tuple) -> tuple[str, ...]:
+        """"grad": a forward op that records an autograd node (its host cost is higher); "node": the first op
+        of an autograd node's backward (the engine's per-node cost is paid there)."""
+        if phase == "backward":
+            node = torch._C._current_autograd_node()
+            if node is not None and node is not self._last_node:
+                self._last_node = node
+                return ("node",)
+            return ()
+        if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+            return ("grad",)
+        return ()
+
+    def record_stream_marker(self, kind: str, stream: int, event: int) -> None:
+        """An event record or wait on a stream (torch.cuda.Event / Stream.wait_event / wait_stream)."""
+        if not self.recording:
+            return
+        self.clock.ours_begin()
+        python_us, torch_calls, modules = self.clock.take()
+        self.torch_calls.append(torch_calls)
+        self.ops.append(OpRecord(
+            index=len(self.ops), op=f"{HOST_SYNC_PREFIX}{kind}", args={"event": event}, outputs=(), tags=("host",),
+            phase=self._phase_of(), module=self._module_of(), source=current_source(), python_us=python_us,
+            modules=modules, stream=stream,
+        ))
+        self.clock.ours_end()
+
+    def record_engine_nodes(self, nodes: int) -> None:
+        """After a backward: the autograd nodes that ran without dispatching an op (each costs the engine
+        host time all the same), as a host-only marker."""
+        with_ops = 0
+        for op in reversed(self.ops):  # this backward's ops: back to the forward, or to the previous marker
+            if op.phase != "backward" or op.op == f"{HOST_SYNC_PREFIX}autograd_nodes":
+                break
+            with_ops += "node" in op.tags
+        self.clock.ours_begin()
+        python_us, torch_calls, modules = self.clock.take()
+        self.torch_calls.append(torch_calls)
+        self.ops.append(OpRecord(
+            index=len(self.ops), op=f"{HOST_SYNC_PREFIX}autograd_nodes", args={"nodes": max(nodes - with_ops, 0)},
+            outputs=(), tags=("host",), phase="backward", module="", source=current_source(),
+            python_us=python_us, modules=modules, stream=self.current_stream,
+        ))
+        self.clock.ours_end()
 
     def record_host_sync(self, kind: str) -> None:
         """A sync that does not pass through aten: torch.cuda.synchronize, tolist, numpy, printing."""
-        phase = self._phase_of()
+        self.clock.ours_begin()
+        python_us, torch_calls, modules = self.clock.take()
+        self.torch_calls.append(torch_calls)
         self.ops.append(OpRecord(
             index=len(self.ops), op=f"{HOST_SYNC_PREFIX}{kind}", args={}, outputs=(), tags=("host",),
-            phase=phase, module=self._module_of(), source=current_source(), sync=kind,
+            phase=self._phase_of(), module=self._module_of(), source=current_source(), sync=kind,
+            python_us=python_us, modules=modules, stream=self.current_stream,
         ))
+        self.clock.ours_end()
 
     # -- sync points -----------------------------------------------------------------------------------
     def _note(self, text: str) -> None:
@@ -253,13 +334,37 @@ class Recorder(TorchDispatchMode):
         out = func(self_t, expanded, *args[2:], **kwargs)
         return out, ("boolean mask" if device_type(self_t) == "cuda" else None)
 
-    def _maybe_device_to_host(self, func, args, kwargs):
+    def _pin_memory(self, func, args, kwargs):
+        out = aten.clone.default(args[0])
+        self._pinned[out] = True
+        return out, None
+
+    def _is_pinned(self, func, args, kwargs):
+        return bool(self._pinned.get(args[0], False)), None
+
+    def _copy(self, func, args, kwargs):
+        """Copies between host and device. As CUDA does them: a pageable host buffer makes the host wait for
+        the stream first (CUDA runtime docs, "API synchronization behavior"), and torch waits after any copy
+        without non_blocking=True; only a pinned buffer with non_blocking=True leaves the CPU free.
+        non_blocking=True to the host allocates pinned memory in torch's _to_copy."""
         out = func(*args, **kwargs)
         if func is aten._to_copy.default:
-            src, dst_device = args[0], kwargs.get("device")
+            src, dst = args[0], out
+            non_blocking = bool(kwargs.get("non_blocking", False))
         else:
-            dst_device, src = device_type(args[0]), args[1]
-        to_host = (isinstance(src, torch.Tensor) and device_type(src) == "cuda" and dst_device is not None
-                   and torch.device(dst_device).type == "cpu")
-        blocking = not kwargs.get("non_blocking", args[2] if func is aten.copy_.default and len(args) > 2 else False)
-        return out, ("cpu" if to_host and blocking else None)
+            dst, src = args[0], args[1]
+            non_blocking = bool(args[2] if len(args) > 2 else kwargs.get("non_blocking", False))
+        if not isinstance(src, torch.Tensor) or not isinstance(dst, torch.Tensor):
+            return out, None
+        src_device, dst_device = device_type(src), device_type(dst)
+        if src_device == dst_device or "cuda" not in (src_device, dst_device):
+            return out, None
+        if src_device == "cuda":  # to the host
+            pinned = non_blocking if func is aten._to_copy.default else bool(self._pinned.get(dst, False))
+            self._pending_tags = ("pinned",) if pinned else ()
+            return out, (None if pinned and non_blocking else "cpu")
+        pinned = bool(self._pinned.get(src, False))
+        self._pending_tags = ("pinned",) if pinned else ()
+        if pinned and non_blocking:
+            return out, None
+        return out, ("h2d blocking" if pinned else "h2d pageable")

@@ -18,6 +18,7 @@ from torch.overrides import TorchFunctionMode
 from kernelcast.errors import CaptureError
 
 from . import attention
+from .host_clock import HostClock
 from .source import current_source
 
 ORIGIN_KEY = "kernelcast_origin"  # autograd Node.metadata key: (source, module) of the forward op
@@ -32,6 +33,8 @@ class Router(TorchFunctionMode):
         self._on_sync = on_sync
         self._backward_error = backward_error
         self.tag_origins = False  # the session turns it on while recording
+        self.on_backward: Callable[[int], None] | None = None  # told how many autograd nodes a backward ran
+        self.clock = HostClock()  # the recorder's, set by the session: every torch call is the capture's time
         self._routes: dict[Any, Callable] = {
             torch.nn.functional.scaled_dot_product_attention: self._sdpa,
             torch._C._nn.scaled_dot_product_attention: self._sdpa,
@@ -42,7 +45,14 @@ class Router(TorchFunctionMode):
         }
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
+        self.clock.torch_calls += 1
+        self.clock.ours_begin()
+        try:
+            return self._call(func, args, kwargs or {})
+        finally:
+            self.clock.ours_end()
+
+    def _call(self, func, args, kwargs):
         route = self._routes.get(func)
         if route is None and not self.tag_origins:  # the common case, kept short: it runs for every call
             return func(*args, **kwargs)
@@ -68,7 +78,13 @@ class Router(TorchFunctionMode):
     def _backward(self, func, args, kwargs):
         if self._backward_error is not None:
             raise CaptureError(self._backward_error)
-        return func(*args, **kwargs)
+        if not self.tag_origins or self.on_backward is None:
+            return func(*args, **kwargs)
+        roots = args[0] if args else kwargs.get("tensors")
+        nodes = count_graph_nodes(roots if isinstance(roots, (list, tuple)) else (roots,))
+        out = func(*args, **kwargs)
+        self.on_backward(nodes)
+        return out
 
     def host_read_patches(self) -> dict[str, Callable]:
         """tolist() and numpy() are C methods that bypass __torch_function__; the session patches them on
@@ -122,3 +138,17 @@ def origin_of_current_backward_node() -> tuple[str, str] | None:
     if node is None:
         return None
     return node.metadata.get(ORIGIN_KEY)
+
+
+def count_graph_nodes(roots) -> int:
+    """Autograd nodes reachable from the roots' grad_fn: what the engine visits in backward, including
+    nodes that dispatch no op (AccumulateGrad stealing a fresh gradient, views' backward)."""
+    seen: set = set()
+    stack = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        stack.extend(fn for fn, _ in node.next_functions if fn is not None)
+    return len(seen)

@@ -10,6 +10,7 @@ Layers, outermost first:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import Iterator
 from unittest import mock
 
@@ -23,6 +24,8 @@ from kernelcast import _fake_cuda
 from kernelcast.records import Capture, CaptureSettings, OpRecord
 
 from .compat import real_run_paths
+from .cpu_speed import this_machine_bench_us
+from .host_clock import BASELINE_CALLS, BASELINE_LOOPS, GapBaselines, HostClock, fastest_mean
 from .cuda_facade import TargetDevice, cuda_facade
 from .recorder import Recorder
 from .router import Router, origin_of_current_backward_node
@@ -88,6 +91,34 @@ def _swappable_fake_tensors(fake_mode: FakeTensorMode) -> Iterator[None]:
         yield
 
 
+class _CountingTracker(ModuleTracker):
+    """ModuleTracker that counts module calls and books its hooks' time as the capture's, not the model's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.clock = HostClock()  # the recorder's, set by the session
+
+    def _fw_pre_hook(self, mod, input) -> None:
+        self.clock.module_calls += 1
+        self.clock.ours_begin()
+        try:
+            super()._fw_pre_hook(mod, input)
+        finally:
+            self.clock.ours_end()
+
+    def _fw_post_hook(self, mod, input, output) -> None:
+        self.clock.ours_begin()
+        try:
+            super()._fw_post_hook(mod, input, output)
+        finally:
+            self.clock.ours_end()
+
+
+class _Probe(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + 1
+
+
 class CaptureSession:
     """Runs user code under fake CUDA; records ops while `recording` is on."""
 
@@ -100,6 +131,7 @@ class CaptureSession:
         self.recorder: Recorder | None = None
         self.router: Router | None = None
         self.fake_mode: FakeTensorMode | None = None
+        self.gap_baselines = GapBaselines()  # set by measure_gap_baselines
 
     # -- context ---------------------------------------------------------------------------------------
     def __enter__(self) -> "CaptureSession":
@@ -109,8 +141,8 @@ class CaptureSession:
             backward_error = NO_BACKWARD_MESSAGE.format(why=state.detail or "shim not loaded")
         stack = self._stack
         try:
-            stack.enter_context(cuda_facade(self.target, on_sync=self._host_sync))
-            self.tracker = ModuleTracker()  # entered only while recording: its hooks cost time on every module
+            stack.enter_context(cuda_facade(self.target, on_sync=self._host_sync, streams=self))
+            self.tracker = _CountingTracker()  # entered only while recording: its hooks cost time
             stack.callback(self._stop_tracking)
             stack.callback(register_optimizer_step_pre_hook(self._optimizer_enter).remove)
             stack.callback(register_optimizer_step_post_hook(self._optimizer_exit).remove)
@@ -123,7 +155,10 @@ class CaptureSession:
                 Recorder(self._phase, self._module, origin_of_current_backward_node))
             self.router = stack.enter_context(
                 Router(self.arch, self._module, self._host_sync, backward_error))
-            stack.enter_context(mock.patch.multiple(FakeTensor, **self.router.host_read_patches()))
+            self.tracker.clock = self.router.clock = self.recorder.clock
+            self.router.on_backward = self.recorder.record_engine_nodes
+            stack.enter_context(mock.patch.multiple(FakeTensor, **self.router.host_read_patches(),
+                                                    record_stream=lambda tensor, stream: None))
         except BaseException:
             stack.close()
             raise
@@ -142,6 +177,7 @@ class CaptureSession:
         assert self.recorder is not None and self.router is not None
         if on and not self.recorder.recording:
             self.tracker.__enter__()
+            self.recorder.clock.restart()
         elif not on and self.recorder.recording:
             self._stop_tracking()
         self.recorder.recording = on
@@ -169,9 +205,69 @@ class CaptureSession:
             return "optimizer"
         return _innermost(self.tracker.parents - {"Global"}) if self.tracker else ""
 
+    # -- streams (cuda_facade.StreamLog) -------------------------------------------------------------------
+    @property
+    def current_stream(self) -> int:
+        return self.recorder.current_stream if self.recorder is not None else 0
+
+    @current_stream.setter
+    def current_stream(self, stream: int) -> None:
+        if self.recorder is not None:
+            self.recorder.current_stream = stream
+
+    def record_event(self, event: int, stream: int) -> None:
+        if self.recorder is not None:
+            self.recorder.record_stream_marker("record_event", stream, event)
+
+    def wait_event(self, stream: int, event: int) -> None:
+        if self.recorder is not None:
+            self.recorder.record_stream_marker("wait_event", stream, event)
+
+    def synchronize(self, kind: str) -> None:
+        self._host_sync(kind)
+
     def _host_sync(self, kind: str) -> None:
         if self.recorder is not None and self.recorder.recording:
             self.recorder.record_host_sync(kind)
+
+    # -- the model's Python -----------------------------------------------------------------------------
+    def measure_gap_baselines(self) -> None:
+        """Time loops of bare calls under this session, as the recorded step ran: a torch call (`x + 1`) and
+        a module call doing one (`probe(x)`). Their time outside our own work is the capture's share per call
+        (host_clock.GapBaselines). Nothing from the loops is kept."""
+        assert self.recorder is not None and self.recording
+        recorder = self.recorder
+        kept_ops, kept_calls = recorder.ops, recorder.torch_calls
+        recorder.ops, recorder.torch_calls = [], []
+        x, probe = torch.ones(16, device="cuda"), _Probe()
+
+        def fastest(call) -> float:
+            loops = []
+            for _ in range(BASELINE_LOOPS):
+                recorder.ops, recorder.torch_calls = [], []
+                recorder.clock.restart()
+                for _ in range(BASELINE_CALLS):
+                    call()
+                loops.append([op.python_us for op in recorder.ops])
+            return fastest_mean(loops)
+
+        try:
+            with torch.no_grad():
+                per_call = fastest(lambda: x + 1)
+                per_module = max(fastest(lambda: probe(x)) - per_call, 0.0)
+        finally:
+            recorder.ops, recorder.torch_calls = kept_ops, kept_calls
+        self.gap_baselines = GapBaselines(per_call, per_module)
+
+    def _with_model_python(self, ops: tuple[OpRecord, ...]) -> tuple[OpRecord, ...]:
+        """Each op's Python time with the capture's shares taken out. Backward runs in torch's C++ engine:
+        the capture's time there is its own, so backward ops get none."""
+        assert self.recorder is not None
+        calls, base = self.recorder.torch_calls, self.gap_baselines
+        if len(calls) != len(ops):
+            return ops
+        return tuple(dataclasses.replace(op, python_us=0.0 if op.phase == "backward" else round(
+            base.model_us(op.python_us, n, op.modules), 3)) for op, n in zip(ops, calls))
 
     # -- result ----------------------------------------------------------------------------------------
     def result(self, workload: str = "") -> Capture:
@@ -182,6 +278,7 @@ class CaptureSession:
             matmul_allow_bf16_reduced=torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
             arch=self.arch,
             torch_version=torch.__version__,
+            python_bench_us=round(this_machine_bench_us(), 1),
         )
-        ops: tuple[OpRecord, ...] = tuple(self.recorder.ops)
+        ops: tuple[OpRecord, ...] = self._with_model_python(tuple(self.recorder.ops))
         return Capture(ops=ops, settings=settings, workload=workload, notes=tuple(sorted(self.recorder.notes)))

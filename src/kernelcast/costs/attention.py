@@ -52,11 +52,12 @@ def _backend(op: OpRecord) -> str:
 
 
 def _attention_cost(op: OpRecord, flops: float, kernels: int) -> Cost:
-    """Key for calibrated lookup: (backend, pass, B*H, Sq, Sk, head dim, causal, dropout)."""
+    """Key for calibrated lookup: (backend, pass, B*H, Sq, Sk, head dim, causal, dropout, mask)."""
     q, k = arg(op, "query"), arg(op, "key")
     b, h, sq, d = q.shape
     key = (_backend(op), "bwd" if op.op.endswith("_backward.default") else "fwd", b * h, sq, k.shape[2], d,
-           bool(op.args.get("is_causal", False)), float(op.args.get("dropout_p") or 0.0) > 0.0)
+           bool(op.args.get("is_causal", False)), float(op.args.get("dropout_p") or 0.0) > 0.0,
+           op.args.get("attn_bias") is not None)
     return Cost(flops=flops, bytes_read=bytes_read(op), bytes_written=bytes_written(op), kernels=kernels,
                 math="attention", dtype=q.dtype, kind="attention", key=key)
 

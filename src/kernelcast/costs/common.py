@@ -71,9 +71,29 @@ def casts(op: OpRecord) -> bool:
     return len(dtypes | outs) > 1
 
 
+def _dense(t: TensorMeta) -> bool:
+    """Row-major contiguous (size-1 dims may have any stride)."""
+    expected = 1
+    for n, stride in reversed(list(zip(t.shape, t.stride))):
+        if n != 1 and stride != expected:
+            return False
+        expected *= n
+    return True
+
+
+def strided_inputs(op: OpRecord) -> bool:
+    """Whether a pointwise op reads a broadcast or non-contiguous tensor (a bias, a per-row scale, a slice).
+    CUDA's TensorIterator then runs its non-vectorised kernel with per-element offset arithmetic instead of
+    16-byte vector loads (ATen native/cuda/CUDALoops.cuh: the vectorised path needs contiguous operands)."""
+    outs = gpu_tensors(op.tensors_out())
+    shape = outs[0].shape if outs else None
+    return any(t.numel > 1 and (t.shape != shape or not _dense(t)) for t in gpu_tensors(op.tensors_in()))
+
+
 def memory_key(op: OpRecord, kind: str) -> tuple[str, tuple]:
     """(kind, (innermost dim, item size)) by which a calibrated model looks a memory-bound op up. Transposing
-    and casting copies and pointwise ops are different, slower kernels: "<kind>_transpose", "<kind>_cast"."""
+    and casting copies and pointwise ops are different, slower kernels: "<kind>_transpose", "<kind>_cast";
+    so are pointwise ops on broadcast or strided inputs: "pointwise_strided"."""
     t = main_tensor(op)
     if t is None or not t.shape:
         return kind, (1, 4)
@@ -81,6 +101,8 @@ def memory_key(op: OpRecord, kind: str) -> tuple[str, tuple]:
         kind = f"{kind}_transpose"
     elif kind in TRANSPOSABLE_KINDS and casts(op):
         kind = f"{kind}_cast"
+    elif kind == "pointwise" and strided_inputs(op):
+        kind = "pointwise_strided"
     return kind, (t.shape[-1], t.itemsize)
 
 
@@ -104,3 +126,17 @@ def arg(op: OpRecord, name: str) -> TensorMeta:
     if not isinstance(value, TensorMeta):
         raise TypeError(f"{op.op}: argument {name} is not a tensor")
     return value
+
+
+# Host <-> device copies cross PCIe (or NVLink-C2C), not device memory: their own kinds, timed by the host
+# link's bandwidth. Pinned host memory is DMA'd directly; pageable memory is staged through a pinned buffer.
+TRANSFER_KINDS = ("h2d_pinned", "h2d_pageable", "d2h_pinned", "d2h_pageable")
+
+
+def host_transfer(src: TensorMeta | None, dst: TensorMeta | None, pinned: bool) -> Cost | None:
+    """The copy's cost when it crosses between host and device (one memcpy work item), else None."""
+    if src is None or dst is None or src.on_gpu == dst.on_gpu:
+        return None
+    direction = "d2h" if src.on_gpu else "h2d"
+    return Cost(bytes_read=float(src.nbytes), kernels=1, dtype=dst.dtype,
+                kind=f"{direction}_{'pinned' if pinned else 'pageable'}")

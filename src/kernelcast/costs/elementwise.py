@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import arg, bytes_written, channels_last, memory_key, memory_op, out_dtype, write_only
+from .common import (arg, bytes_written, channels_last, host_transfer, memory_key, memory_op, out_dtype,
+                     write_only)
 from .reduce_config import is_global_reduce, reduced_dims, reduces_fastest_dim
 from .registry import Cost, CostContext, register, register_tag, register_zero_cost
 
@@ -142,7 +143,7 @@ def _memory(op: OpRecord, ctx: CostContext) -> Cost:
 
 
 # Data movement: no math.
-register("aten._to_copy", "aten.clone", "aten.cat", "aten.index_select", "aten.gather", "aten.scatter",
+register("aten.clone", "aten.cat", "aten.index_select", "aten.gather", "aten.scatter",
          "aten.scatter_add", "aten.scatter_reduce", "aten.index", "aten._unsafe_index", "aten.index_add",
          "aten.index_copy", "aten.constant_pad_nd", "aten.flip", "aten.roll", "aten.repeat",
          "aten.embedding", "aten.masked_scatter", "aten.slice_scatter", "aten.select_scatter",
@@ -156,10 +157,20 @@ register("aten._to_copy", "aten.clone", "aten.cat", "aten.index_select", "aten.g
          "aten._index_put_impl_", "aten.split_with_sizes_copy", "aten.expand_copy")(_memory)
 
 
+@register("aten._to_copy")
+def to_copy(op: OpRecord, ctx: CostContext) -> Cost:
+    outs = op.tensors_out()
+    transfer = host_transfer(arg(op, "self"), outs[0] if outs else None, "pinned" in op.tags)
+    return transfer if transfer is not None else memory_op(op)
+
+
 @register("aten.copy_")
 def copy_(op: OpRecord, ctx: CostContext) -> Cost:
     """Reads the source only; writes the destination."""
     src = arg(op, "src")
+    transfer = host_transfer(src, arg(op, "self"), "pinned" in op.tags)
+    if transfer is not None:
+        return transfer
     nbytes = src.touched_bytes if src.on_gpu else 0
     kind, key = memory_key(op, "copy")
     return Cost(bytes_read=nbytes, bytes_written=bytes_written(op), dtype=out_dtype(op), kind=kind, key=key)

@@ -20,6 +20,45 @@ def log2_size(x: float) -> float:
     return math.log2(max(x, 1))
 
 
+# cuBLAS's fast GEMM kernels need every matrix's leading dimension to be a multiple of 16 bytes; otherwise it
+# picks slower kernels (cuBLAS docs, "Tensor Core usage": lda/ldb/ldc alignment). Measured on the H200: the
+# GPT-2 lm_head with N = 50257 runs 7.5x slower than with N = 50304 (docs/validation.md).
+LEADING_DIM_ALIGNMENT_BYTES = 16
+DTYPE_ITEMSIZE = {"float32": 4, "tf32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1,
+                  "float64": 8}
+
+
+def gemm_alignment(key) -> int:
+    """Bytes (1 to 16) that every leading dimension of A (M x K), B (K x N) and the row-major output C is a
+    multiple of. Measured on the H200 (bf16): 16 gets cuBLAS's fast kernels; an even vocabulary (4 bytes) a
+    CUTLASS sm80 kernel at about a third of their speed; an odd one (2 bytes) an sm75 kernel at about a
+    seventh (validation/h200_calibration_raw.json)."""
+    dtype, a_t, b_t, _, m, n, k = key
+    itemsize = DTYPE_ITEMSIZE.get(dtype, 2)
+    lda = m if a_t else k
+    ldb = k if b_t else n
+    alignment = LEADING_DIM_ALIGNMENT_BYTES
+    for ld in (lda, ldb, n):
+        while ld * itemsize % alignment:
+            alignment //= 2
+    return max(alignment, 1)
+
+
+def gemm_aligned(key) -> bool:
+    """Whether every leading dimension is a multiple of 16 bytes."""
+    return gemm_alignment(key) == LEADING_DIM_ALIGNMENT_BYTES
+
+
+def same_alignment(rows: list, key) -> list:
+    """The rows measured at the key's alignment class, else at the nearest one, else all of them."""
+    if not rows:
+        return rows
+    want = gemm_alignment(key)
+    classes = {gemm_alignment(r[:7]) for r in rows}
+    nearest = min(classes, key=lambda a: (abs(math.log2(a) - math.log2(want)), -a))
+    return [r for r in rows if gemm_alignment(r[:7]) == nearest]
+
+
 @dataclass(frozen=True)
 class LaunchTable:
     gemm: tuple[tuple, ...]  # (dtype, a_transposed, b_transposed, bias, M, N, K, work_items)
@@ -36,7 +75,7 @@ class LaunchTable:
             return row[0] == dtype and row[1] == a_t and row[2] == b_t and (row[3] == bias or not with_bias)
 
         for with_bias in (True, False):
-            rows = [r for r in self.gemm if same(r, with_bias)]
+            rows = same_alignment([r for r in self.gemm if same(r, with_bias)], (dtype, a_t, b_t, bias, m, n, k))
             if rows:
                 here = (log2_size(m), log2_size(n), log2_size(k))
                 best = min(rows, key=lambda r: math.dist((log2_size(r[4]), log2_size(r[5]), log2_size(r[6])), here))

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from kernelcast.costs import Cost, CostContext, cost_of
+from kernelcast.costs.collectives import COLLECTIVE_KIND, collective_of
 from kernelcast.costs.launch_table import LaunchTable
 from kernelcast.devices import GPU, get_gpu
+from kernelcast.devices.interconnects import Interconnect, get_interconnect, natural_interconnect
 from kernelcast.profiles import PROFILED_GPUS, launch_profile, load_profile
-from kernelcast.records import Capture, OpRecord
+from kernelcast.records import COMM_STREAM, Capture, OpRecord
 
 from .host import HostModel
 from .kernel_model import NO_KERNEL, KernelEstimate, KernelModel, RooflineModel
+from .comm import collective_estimate
 from .l2 import L2Tracker
+from .overlap import CommSummary, comm_summary, with_stream_events
 from .timeline import Launch, Timeline, simulate, steady_state_step_us
 
 __all__ = ["OpPrediction", "Prediction", "predict_capture", "HostModel", "RooflineModel"]
@@ -32,9 +37,11 @@ class OpPrediction:
     time_us: float  # device time of the op's kernels (0 for a view or an uncosted op)
     bound: str  # compute / memory / latency / none / uncosted
     roof: str
-    host_us: float
+    host_us: float  # CPU time: dispatch and launch, plus python_us
     sync: str | None
     costed: bool
+    python_us: float = 0.0  # of host_us: the model's own Python before it (and its module calls)
+    launch_bound: bool = False  # its kernels take less GPU time than the CPU takes to launch them
 
 
 # What to do about a sync point, by what caused it.
@@ -48,6 +55,9 @@ SYNC_ADVICE = {
     "nonzero": "avoid data-dependent shapes: torch.where, masked_fill or a multiply by the mask keep the shape",
     "boolean mask": "avoid data-dependent shapes: torch.where, masked_fill or a multiply by the mask keep the shape",
     "masked_select": "avoid data-dependent shapes: torch.where or masked_fill keep the shape",
+    "h2d pageable": "pin the host tensor (DataLoader(pin_memory=True) or .pin_memory()) and copy it with "
+                    "non_blocking=True, ideally on a side stream ahead of its use",
+    "h2d blocking": "copy with non_blocking=True: the source is already pinned",
 }
 
 
@@ -80,6 +90,7 @@ class Prediction:
     notes: tuple[str, ...] = ()
     timeline: Timeline | None = None  # one step from an idle CPU and GPU, span by span (for traces)
     sync_groups: tuple[SyncGroup, ...] = ()
+    comm: CommSummary | None = None  # a step with collectives: compute, communication, and how much is exposed
 
     @property
     def bound(self) -> str:
@@ -114,14 +125,47 @@ class Prediction:
 GPU_BOUND_BUSY_FRACTION = 0.8
 
 
-def _op_prediction(op: OpRecord, cost: Cost | None, est: KernelEstimate, host_us: float) -> OpPrediction:
+def _op_prediction(op: OpRecord, cost: Cost | None, est: KernelEstimate, host_us: float, python_us: float = 0.0,
+                   launch_bound: bool = False) -> OpPrediction:
     costed = cost is not None
     cost = cost or Cost(kernels=0)
     return OpPrediction(
         index=op.index, op=op.op, phase=op.phase, module=op.module, source=op.source, flops=cost.flops,
         bytes=cost.bytes, intensity=cost.intensity, kernels=cost.kernels, time_us=est.time_us,
         bound=est.bound if costed else "uncosted", roof=est.roof, host_us=host_us, sync=op.sync, costed=costed,
+        python_us=python_us, launch_bound=launch_bound,
     )
+
+
+# Events the user's code records (torch.cuda.Event, wait_stream) get ids above any the data-flow ordering of
+# NCCL's stream gives (op indices), so the two never mix.
+USER_EVENT_BASE = 1 << 40
+
+
+def _stream_marker(op: OpRecord) -> dict:
+    if op.op == "host.record_event":
+        return {"record_event": USER_EVENT_BASE + op.args["event"]}
+    if op.op == "host.wait_event":
+        return {"wait_event": USER_EVENT_BASE + op.args["event"]}
+    return {}
+
+
+def host_model_for(gpu: GPU, capture: Capture) -> HostModel:
+    """Host costs from the profile of this GPU's machine, else of a profiled one (its CPU stands in for this
+    machine's, and the label says so); the capture's Python time scaled by the two CPUs' Python speed."""
+    for gpu_id in (gpu.id, *PROFILED_GPUS):
+        profile = load_profile(gpu_id)
+        section = profile.data.get("host") if profile is not None else None
+        if section:
+            label = f"the CPU of the {profile.device_name} machine that calibrated ({profile.date})"
+            if gpu_id != gpu.id:
+                label += f", standing in for the {gpu.name}'s host: unvalidated"
+            model = HostModel.from_profile(section, label, capture.settings.python_bench_us)
+            if model.python_scale != 1.0:
+                model = dataclasses.replace(model, host=f"{model.host}; model Python scaled by "
+                                                         f"{model.python_scale:.2f} from the capture machine")
+            return model
+    return HostModel()
 
 
 # multi_tensor_apply took its 32 KB kernel-argument tables in the CUDA 13 builds of torch 2.12 (2.11+cu130 was
@@ -165,7 +209,8 @@ def _sync_groups(preds: list[OpPrediction], launches: list[Launch], timeline: Ti
             groups.setdefault((p.source, p.sync), []).append(i)
     out = []
     for (source, kind), indices in groups.items():
-        without = [Launch(lc.host_us, lc.gpu_us, lc.stream) if i in indices else lc for i, lc in enumerate(launches)]
+        without = [dataclasses.replace(lc, sync=False, sync_return_us=0.0) if i in indices else lc
+                   for i, lc in enumerate(launches)]
         out.append(SyncGroup(
             source=source, kind=kind, count=len(indices),
             stall_us=sum(timeline.spans[i].sync_wait_us for i in indices),
@@ -175,23 +220,41 @@ def _sync_groups(preds: list[OpPrediction], launches: list[Launch], timeline: Ti
     return tuple(sorted(out, key=lambda g: -g.saving_us))
 
 
+def interconnect_for(gpu: GPU, capture: Capture, name: str | Interconnect | None = None) -> Interconnect | None:
+    """The interconnect asked for, else the GPU's natural one when the step has collectives; else None."""
+    if isinstance(name, Interconnect):
+        return name
+    if name is not None:
+        return get_interconnect(name)
+    if any(collective_of(op) is not None for op in capture.ops):
+        return natural_interconnect(gpu)
+    return None
+
+
 def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel | None = None,
-                    host_model: HostModel | None = None) -> Prediction:
+                    host_model: HostModel | None = None, interconnect: str | Interconnect | None = None) -> Prediction:
     spec = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
+    link = interconnect_for(spec, capture, interconnect)
     model = kernel_model or kernel_model_for(spec, capture)
-    host = host_model or HostModel()
+    host = host_model or host_model_for(spec, capture)
     ctx = cost_context(spec, capture)
     preds: list[OpPrediction] = []
     launches: list[Launch] = []
     l2 = L2Tracker(spec.l2_bytes)
     for op in capture.ops:
         cost = cost_of(op, ctx)
-        est = model.estimate(cost, l2.warm_fraction(op)) if cost is not None else NO_KERNEL
+        if cost is not None and cost.kind == COLLECTIVE_KIND:  # timed by the interconnect, not a roofline
+            est = collective_estimate(cost, link)[0]
+        else:
+            est = model.estimate(cost, l2.warm_fraction(op)) if cost is not None else NO_KERNEL
         l2.touch(op)
-        host_us = host.op_us(op, cost)
-        preds.append(_op_prediction(op, cost, est, host_us))
+        dispatch_us, python_us = host.dispatch_us(op, cost), host.python_us(op)
+        host_us = dispatch_us + python_us
+        preds.append(_op_prediction(op, cost, est, host_us, python_us, launch_bound=0 < est.time_us < dispatch_us))
         launches.append(Launch(host_us, est.time_us, op.stream, sync=op.sync is not None,
-                               sync_return_us=host.sync_return_us if op.sync else 0.0))
+                               sync_return_us=host.sync_return_us if op.sync else 0.0, **_stream_marker(op)))
+    if any(lc.stream == COMM_STREAM for lc in launches):  # NCCL's stream: ordered by data flow
+        launches = with_stream_events(capture.ops, launches)
     timeline = simulate(launches)
     step_us = steady_state_step_us(launches)
     uncosted = tuple(sorted({p.op for p in preds if not p.costed}))
@@ -203,4 +266,6 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
         kernels=sum(p.kernels for p in preds), uncosted=uncosted,
         sync_points=sum(1 for p in preds if p.sync), notes=capture.notes,
         sync_groups=_sync_groups(preds, launches, timeline, step_us),
+        comm=comm_summary(capture.ops, [p.time_us for p in preds], launches, step_us, link, capture.world_size)
+        if link is not None else None,
     )

@@ -1,9 +1,12 @@
-"""Host (CPU) time per op: Python + dispatcher + kernel launch, in eager PyTorch.
+"""Host (CPU) time per op in eager PyTorch: dispatch and launch, module calls, and the model's own Python.
 
-First version: fixed costs per kind of op, measured on the workplace's H200 host (validation/
-host_microbench*.json: two runs, 2026-11-29; `kernelcast calibrate` now measures the same cases into a
-profile's `host` section). The host-model work replaces them with the calibrated per-host costs and the
-Python overhead measured during capture.
+Per-event costs come from a device profile's `host` section, measured by `kernelcast calibrate` on the GPU's
+own host (calibrate/host.py): loops of tiny ops whose kernels finish before the next launch, so the loop time
+is the CPU's. The model's Python between ops comes from the capture (OpRecord.python_us, measured on the
+capture machine) scaled by the ratio of the two machines' Python speed (capture/cpu_speed.py).
+
+Without a profile, the costs below are the medians of the first two microbenchmark runs on the workplace's
+H200 host (validation/host_microbench*.json, 2026-11-29), and the model says so.
 """
 
 from __future__ import annotations
@@ -13,29 +16,95 @@ from dataclasses import dataclass
 from kernelcast.costs import Cost
 from kernelcast.records import OpRecord
 
-# CPU time per op on the H200 host (mean of the two runs' medians; the runs differ by up to 45%):
-EAGER_KERNEL_OP_US = 8.6  # an eager op launching one kernel ("add": 7.8 and 9.4 us)
-VIEW_OP_US = 1.5  # a view or metadata op ("view": 1.37 and 1.58 us)
-HOST_ONLY_OP_US = 6.1  # an op on CPU tensors ("cpu add": 5.2 and 7.1 us)
-SYNC_RETURN_US = 10.7  # an .item() on an idle GPU: memcpy, sync, Python resume (10.1 and 11.3 us)
-# Not measured yet: one more cudaLaunchKernel from the same op (a few us is the usual order).
+# One more cudaLaunchKernel from an op that already launched one. Not isolated by a microbenchmark: a few µs
+# is CUDA's documented order; foreach ops, the main multi-launch ops, have a measured cost of their own.
 EXTRA_KERNEL_LAUNCH_US = 3.0
+FOREACH_PREFIX = "_foreach_"
+ENGINE_NODES_OP = "host.autograd_nodes"
 
 
 @dataclass(frozen=True)
 class HostModel:
-    eager_kernel_op_us: float = EAGER_KERNEL_OP_US
+    """µs of CPU per eager event on one host."""
+
+    kernel_op_us: float = 8.6  # an op launching one kernel ("add": 7.8 and 9.4 µs in the first two runs)
+    grad_extra_us: float = 0.0  # more when autograd records a node for it
+    gemm_extra_us: float = 4.8  # a cuBLAS call costs more than a pointwise launch ("mm 16x16": 11.0 and 15.9)
+    view_op_us: float = 1.5  # a view or metadata op ("view": 1.37 and 1.58 µs)
+    host_only_op_us: float = 6.1  # an op on CPU tensors ("cpu add": 5.2 and 7.1 µs)
+    sync_return_us: float = 1.0  # after the GPU drained: the value's copy back and Python resuming
+    module_call_us: float = 0.0  # nn.Module.__call__ around a forward
+    backward_node_us: float = 0.0  # the autograd engine's extra cost per node, beyond its ops' launches
+    foreach_op_us: float = 8.6  # a foreach op, fixed part
+    foreach_per_tensor_us: float = 0.0  # and per tensor in its lists
     extra_kernel_launch_us: float = EXTRA_KERNEL_LAUNCH_US
-    view_op_us: float = VIEW_OP_US
-    host_only_op_us: float = HOST_ONLY_OP_US
-    sync_return_us: float = SYNC_RETURN_US
-    host: str = "H200 host (workplace device machine)"
+    python_scale: float = 1.0  # target host's Python time / capture machine's (1: same speed or unknown)
+    host: str = "H200 host (workplace device machine), fixed costs from two early runs: unvalidated"
+
+    @staticmethod
+    def from_profile(section: dict, host: str, capture_python_bench_us: float = 0.0) -> "HostModel":
+        """From a profile's `host` section (calibrate/host.py names); missing cases keep the defaults."""
+        def us(name: str) -> float | None:
+            case = section.get(name)
+            return float(case["median_us"]) if isinstance(case, dict) and "median_us" in case else None
+
+        add, view = us("add (1 kernel)"), us("view (no kernel)")
+        if add is None or view is None:
+            return HostModel()
+        values: dict[str, float] = {"kernel_op_us": add, "view_op_us": view}
+        if (v := us("add, input requires grad (1 kernel)")) is not None:
+            values["grad_extra_us"] = max(v - add, 0.0)
+        if (v := us("mm 16x16 (1 kernel)")) is not None:
+            values["gemm_extra_us"] = max(v - add, 0.0)
+        if (v := us("cpu add (host tensors)")) is not None:
+            values["host_only_op_us"] = v
+        if (v := us("item (sync + memcpy)")) is not None:  # = a view, the copy's launch, the wait, the return
+            values["sync_return_us"] = max(v - view - add, 0.0)
+        if (f := us("linear functional (1 kernel)")) is not None and (m := us("linear module (1 kernel)")) is not None:
+            values["module_call_us"] = max(m - f, 0.0)
+        if (v := us("backward node")) is not None:
+            values["backward_node_us"] = max(v - add, 0.0)
+        few_many = section.get("foreach_tensors")
+        if few_many:
+            few, many = us(f"foreach add_ x{few_many[0]}"), us(f"foreach add_ x{few_many[1]}")
+            if few is not None and many is not None:
+                per_tensor = max((many - few) / (few_many[1] - few_many[0]), 0.0)
+                values["foreach_per_tensor_us"] = per_tensor
+                values["foreach_op_us"] = max(few - per_tensor * few_many[0], 0.0)
+        bench_case = section.get("python bench")
+        bench = float(bench_case["min_us"]) if isinstance(bench_case, dict) and "min_us" in bench_case else None
+        if bench and capture_python_bench_us:  # both are the fastest of their runs (capture/cpu_speed.py)
+            values["python_scale"] = bench / capture_python_bench_us
+        return HostModel(**values, host=host)
+
+    def dispatch_us(self, op: OpRecord, cost: Cost | None) -> float:
+        """CPU time of the op itself: Python binding, dispatcher, autograd bookkeeping, kernel launches."""
+        if op.op == ENGINE_NODES_OP:  # autograd nodes that ran without an op of their own
+            return op.args.get("nodes", 0) * self.backward_node_us
+        if op.op.startswith("host."):  # a sync outside aten (synchronize, tolist): its wait is the timeline's
+            return 0.0
+        # the autograd engine's own cost per node, paid at the node's first op whatever that op launches
+        engine_us = self.backward_node_us if "node" in op.tags else 0.0
+        if "host" in op.tags:
+            return self.host_only_op_us + engine_us
+        if cost is None or cost.kernels == 0:
+            return self.view_op_us + engine_us
+        if op.name.startswith(FOREACH_PREFIX):
+            return self.foreach_op_us + self.foreach_per_tensor_us * _list_length(op)
+        us = self.kernel_op_us + (cost.kernels - 1) * self.extra_kernel_launch_us + engine_us
+        if cost.kind == "gemm":
+            us += self.gemm_extra_us
+        if "grad" in op.tags:
+            us += self.grad_extra_us
+        return us
+
+    def python_us(self, op: OpRecord) -> float:
+        """The model's own Python before this op and its module calls, on the target host."""
+        return op.python_us * self.python_scale + op.modules * self.module_call_us
 
     def op_us(self, op: OpRecord, cost: Cost | None) -> float:
-        if op.op.startswith("host."):
-            return 0.0
-        if "host" in op.tags:
-            return self.host_only_op_us
-        if cost is None or cost.kernels == 0:
-            return self.view_op_us
-        return self.eager_kernel_op_us + (cost.kernels - 1) * self.extra_kernel_launch_us
+        return self.dispatch_us(op, cost) + self.python_us(op)
+
+
+def _list_length(op: OpRecord) -> int:
+    return max((len(v) for v in op.args.values() if isinstance(v, tuple)), default=1)

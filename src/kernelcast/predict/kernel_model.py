@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kernelcast.costs import Cost
+from kernelcast.costs.common import TRANSFER_KINDS
 from kernelcast.devices import GPU
 from kernelcast.records import CaptureSettings
 
@@ -17,6 +18,11 @@ from kernelcast.records import CaptureSettings
 # gives no such number; ~2 us is the usual order for an empty kernel plus its memory round trip. The calibrated
 # profile measures it per device.
 DATASHEET_MIN_KERNEL_US = 2.0
+
+# Host <-> device copies on the datasheet: PCIe Gen5 x16, 32 GT/s x 16 lanes, about 63 GB/s each way (PCI-SIG,
+# PCIe 5.0 specification). Pageable memory is slower (staged through a pinned buffer); only a calibrated
+# profile knows by how much.
+DATASHEET_HOST_LINK_BYTES_PER_S = 63e9
 
 BOUNDS = ("compute", "memory", "latency")
 
@@ -67,6 +73,9 @@ class RooflineModel:
         """A datasheet has no L2 bandwidth: l2_warm is ignored here."""
         if cost.kernels == 0:
             return NO_KERNEL
+        if cost.kind in TRANSFER_KINDS:
+            link_us = cost.bytes / DATASHEET_HOST_LINK_BYTES_PER_S * 1e6
+            return KernelEstimate(max(link_us, self.min_kernel_us), "host link", "pcie5_x16", 0.0, link_us)
         peak, roof = self.peak(cost)
         compute_us = cost.flops / peak * 1e6
         memory_us = cost.bytes / self.gpu.mem_bw_bytes_per_s * 1e6

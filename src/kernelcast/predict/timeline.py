@@ -1,8 +1,11 @@
 """Simulate the CPU launch queue feeding GPU streams.
 
 The CPU runs ops one after another. An op's kernels are launched when its host work ends; a kernel starts
-when it has been launched and the previous kernel on its stream has finished. A sync makes the CPU wait until
-every stream is idle. Everything is in microseconds from the start of the first op.
+when it has been launched and the previous kernel on its stream has finished. Streams order against each other
+only through events: a launch can record event k (it completes when its stream reaches that point) or make
+its stream wait for event k (later work on that stream starts no earlier), as torch.cuda.Event.record /
+Stream.wait_event do. A sync makes the CPU wait until every stream is idle. Everything is in microseconds
+from the start of the first op.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ class Launch:
     stream: int = 0
     sync: bool = False  # the CPU waits for the GPU after issuing it
     sync_return_us: float = 0.0  # CPU time to resume after the wait
+    record_event: int | None = None  # after this launch's work, event k marks its stream's position
+    wait_event: int | None = None  # this launch's stream waits (on the GPU, not the CPU) for event k
 
 
 @dataclass(frozen=True)
@@ -48,10 +53,13 @@ class Timeline:
 class _State:
     cpu_us: float = 0.0
     stream_free_us: dict[int, float] | None = None
+    event_us: dict[int, float] | None = None  # when each recorded event completes on the GPU
 
     def __post_init__(self) -> None:
         if self.stream_free_us is None:
             self.stream_free_us = {}
+        if self.event_us is None:
+            self.event_us = {}
 
 
 def _run(launches: Sequence[Launch], state: _State) -> tuple[list[Span], float]:
@@ -62,11 +70,15 @@ def _run(launches: Sequence[Launch], state: _State) -> tuple[list[Span], float]:
         cpu_start = state.cpu_us
         state.cpu_us += item.host_us
         gpu_start = gpu_end = None
+        if item.wait_event is not None:  # an event never recorded is complete, as in CUDA
+            free[item.stream] = max(free.get(item.stream, 0.0), state.event_us.get(item.wait_event, 0.0))
         if item.gpu_us > 0:
             gpu_start = max(state.cpu_us, free.get(item.stream, 0.0))
             gpu_end = gpu_start + item.gpu_us
             free[item.stream] = gpu_end
             busy += item.gpu_us
+        if item.record_event is not None:
+            state.event_us[item.record_event] = max(free.get(item.stream, 0.0), state.cpu_us)
         wait = 0.0
         if item.sync:
             drained = max(free.values(), default=0.0)

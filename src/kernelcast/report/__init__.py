@@ -78,6 +78,19 @@ def summary_line(pred: Prediction) -> str:
     )
 
 
+def comm_line(pred: Prediction) -> str | None:
+    """Compute, communication (exposed and hidden) and step time of a step with collectives."""
+    c = pred.comm
+    if c is None:
+        return None
+    return (
+        f"{c.world_size} ranks over {c.interconnect_name}: compute {_us(c.compute_us)}, communication "
+        f"{_us(c.comm_us)} in {c.collectives} collectives ({_us(c.exposed_comm_us)} exposed, "
+        f"{_us(c.hidden_comm_us)} hidden behind compute) -> step {_us(pred.step_time_us)} "
+        f"({_us(c.step_without_comm_us)} if communication were free)"
+    )
+
+
 def sync_table(pred: Prediction) -> Table | None:
     if not pred.sync_groups:
         return None
@@ -126,6 +139,9 @@ def print_prediction(pred: Prediction, console: Console | None = None, top: int 
     if syncs is not None:
         console.print(syncs)
     console.print(summary_line(pred))
+    comm = comm_line(pred)
+    if comm is not None:
+        console.print(comm)
     uncosted = ", ".join(pred.uncosted) if pred.uncosted else "none"
     console.print(f"uncosted ops (time unknown, not zero): {uncosted}")
     for note in pred.notes:
@@ -143,6 +159,12 @@ def prediction_json(pred: Prediction) -> dict:
         "uncosted": list(pred.uncosted), "notes": list(pred.notes),
         "sync_points_by_source": [{"source": g.source, "kind": g.kind, "count": g.count, "stall_us": g.stall_us,
                                    "saving_us": g.saving_us, "advice": g.advice} for g in pred.sync_groups],
+        "comm": None if pred.comm is None else {
+            "world_size": pred.comm.world_size, "interconnect": pred.comm.interconnect,
+            "collectives": pred.comm.collectives, "compute_us": pred.comm.compute_us, "comm_us": pred.comm.comm_us,
+            "exposed_comm_us": pred.comm.exposed_comm_us, "hidden_comm_us": pred.comm.hidden_comm_us,
+            "step_without_comm_us": pred.comm.step_without_comm_us,
+        },
         "ops": [
             {"op": p.op, "phase": p.phase, "module": p.module, "source": p.source, "flops": p.flops,
              "bytes": p.bytes, "intensity": p.intensity, "kernels": p.kernels, "time_us": p.time_us,

@@ -8,6 +8,7 @@ Times are the simulation of one step from an idle GPU, in microseconds.
 from __future__ import annotations
 
 from kernelcast.predict import Prediction
+from kernelcast.records import COMM_STREAM
 
 HOST_PID, GPU_PID, CPU_TID = 1, 2, 1
 FLOW_EPSILON_US = 0.001  # flow ends sit just inside the slices they bind to
@@ -18,6 +19,10 @@ def _meta(pid: int, name: str, tid: int | None = None) -> dict:
     if tid is not None:
         event["tid"] = tid
     return event
+
+
+def lane_name(stream: int) -> str:
+    return "NCCL (communication)" if stream == COMM_STREAM else f"stream {stream}"
 
 
 def chrome_trace(pred: Prediction) -> dict:
@@ -45,7 +50,7 @@ def chrome_trace(pred: Prediction) -> dict:
                        "cat": "launch"})
         events.append({"ph": "f", "bp": "e", "id": op.index, "pid": GPU_PID, "tid": span.stream,
                        "ts": span.gpu_start_us + min(FLOW_EPSILON_US, gpu_dur / 2), "name": "launch", "cat": "launch"})
-    events += [_meta(GPU_PID, f"stream {s}", s) for s in sorted(streams)]
+    events += [_meta(GPU_PID, lane_name(s), s) for s in sorted(streams)]
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"step_time_us": pred.step_time_us, "gpu_time_us": pred.gpu_time_us,
                           "host_time_us": pred.host_time_us, "bound": pred.bound}}

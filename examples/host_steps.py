@@ -1,0 +1,102 @@
+"""Steps whose wall time the host decides, or nearly: small training steps, a loop that reads .item(), a chain
+of tiny ops, host-to-device copies (pinned or pageable) and work on a side stream.
+
+    kernelcast predict examples/host_steps.py:item_loop --gpu h200
+
+Used by scripts/validate_host.py next to GPU-bound steps of the validation suite.
+"""
+
+import torch
+import torch.nn as nn
+
+
+def _mlp(width: int, depth: int) -> nn.Module:
+    layers = []
+    for _ in range(depth):
+        layers += [nn.Linear(width, width), nn.GELU()]
+    return nn.Sequential(*layers, nn.Linear(width, 10))
+
+
+def mlp_train():
+    """A 6-layer MLP, batch 64, AdamW: a few hundred tiny kernels per step."""
+    model = _mlp(512, 6).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x = torch.randn(64, 512, device="cuda")
+    y = torch.randint(0, 10, (64,), device="cuda")
+
+    def step(x, y):
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step, (x, y)
+
+
+def item_loop():
+    """Ten small forward passes, each reading its loss back with .item(): ten syncs per step."""
+    model = _mlp(256, 3).cuda()
+    xs = [torch.randn(32, 256, device="cuda") for _ in range(10)]
+
+    def step(xs):
+        total = 0.0
+        with torch.no_grad():
+            for x in xs:
+                total += model(x).square().mean().item()
+        return total
+
+    return step, (xs,)
+
+
+def tiny_ops_chain():
+    """300 pointwise ops on 4 KB: every kernel is shorter than its launch."""
+    x = torch.randn(1024, device="cuda")
+
+    def step(x):
+        for _ in range(150):
+            x = x * 1.0001 + 0.0001
+        return x
+
+    return step, (x,)
+
+
+def _copy_step(pinned: bool):
+    batch = torch.randn(64, 3, 224, 224)  # a 38.5 MB fp32 image batch on the host
+    if pinned:
+        batch = batch.pin_memory()
+    weight = torch.randn(1024, 3 * 224 * 224 // 64, device="cuda")
+
+    def step(batch):
+        x = batch.to("cuda", non_blocking=pinned)
+        return (x.view(-1, weight.shape[1]) @ weight.t()).relu_().sum(0)
+
+    return step, (batch,)
+
+
+def copy_pageable():
+    """A host batch copied from pageable memory: the copy waits for the GPU queue and blocks the CPU."""
+    return _copy_step(pinned=False)
+
+
+def copy_pinned():
+    """The same batch from pinned memory with non_blocking=True: the copy is queued like a kernel."""
+    return _copy_step(pinned=True)
+
+
+def side_stream():
+    """Prefetch: the next host batch is copied on a side stream (pinned, non_blocking) while matmuls run on the
+    default stream; the default stream waits for the copy before it uses the batch."""
+    batches = [torch.randn(16, 1024, 1024).pin_memory() for _ in range(2)]  # 64 MB each
+    w = torch.randn(1024, 1024, device="cuda")
+    side = torch.cuda.Stream()
+
+    def step(batches, w):
+        with torch.cuda.stream(side):
+            nxt = batches[1].to("cuda", non_blocking=True)
+        x = w
+        for _ in range(12):
+            x = x @ w
+        torch.cuda.current_stream().wait_stream(side)
+        return (nxt @ x).sum()
+
+    return step, (batches, w)

@@ -1,0 +1,80 @@
+"""GPU-to-GPU links as data: interconnects.toml, with a datasheet source per entry."""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from kernelcast.errors import UnknownInterconnectError
+
+from . import GPU
+
+DATA_FILE = "interconnects.toml"
+NCCL_HW_CLASSES = ("nvlink", "pci", "net")  # NCCL's tuning model has latencies for these three
+
+
+@dataclass(frozen=True)
+class Interconnect:
+    id: str
+    name: str
+    aliases: tuple[str, ...]
+    nccl_hw: str
+    bw_bytes_per_s: float  # one GPU, one direction (nccl-tests' B)
+    bidirectional_bw_bytes_per_s: float  # the datasheet's total per GPU
+    bus_efficiency: float  # share of bw a large collective's bus bandwidth reaches
+    efficiency_source: str  # "assumed" until measured
+    ranks_per_node: int  # GPUs per node for a network; 0 for links inside one node
+    gpus: tuple[str, ...]
+    source: str
+    notes: str = ""
+
+    @property
+    def bus_bw_bytes_per_s(self) -> float:
+        """The bus bandwidth NCCL's ring reaches on large messages: what nccl-tests' busbw column would read."""
+        return self.bw_bytes_per_s * self.bus_efficiency
+
+
+@lru_cache(maxsize=1)
+def all_interconnects() -> dict[str, Interconnect]:
+    raw = tomllib.loads(resources.files(__package__).joinpath(DATA_FILE).read_text())
+    links = {}
+    for link_id, entry in raw.items():
+        fields = dict(entry)
+        fields["aliases"] = tuple(fields.get("aliases", ()))
+        fields["gpus"] = tuple(fields.get("gpus", ()))
+        links[link_id] = Interconnect(id=link_id, **fields)
+    return links
+
+
+def _normalise(name: str) -> str:
+    return " ".join(name.strip().lower().replace("_", "-").split())
+
+
+def get_interconnect(name: str) -> Interconnect:
+    """Look an interconnect up by id or alias; an unknown name raises with the closest names."""
+    links = all_interconnects()
+    wanted = _normalise(name)
+    for link in links.values():
+        if wanted in (link.id, _normalise(link.name), *link.aliases):
+            return link
+    names = sorted({*links, *(a for link in links.values() for a in link.aliases)})
+    close = difflib.get_close_matches(wanted, names, n=3, cutoff=0.4)
+    hint = f"; closest: {', '.join(close)}" if close else ""
+    raise UnknownInterconnectError(f"unknown interconnect {name!r}{hint} (known: {', '.join(sorted(links))})")
+
+
+def natural_interconnect(gpu: GPU) -> Interconnect:
+    """The link a GPU's collectives use when nothing else is said: its NVLink where the catalogue lists one,
+    else its host PCIe link. A GPU outside NCCL's world (AMD parts run RCCL over Infinity Fabric, which this
+    catalogue does not hold) gets no guess."""
+    links = all_interconnects()
+    for link in links.values():
+        if gpu.id in link.gpus:
+            return link
+    if gpu.vendor == "nvidia" and gpu.host_link in links:
+        return links[gpu.host_link]
+    raise UnknownInterconnectError(
+        f"no GPU-to-GPU link data for {gpu.name}; pass --interconnect (known: {', '.join(sorted(links))})")
