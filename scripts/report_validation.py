@@ -102,6 +102,95 @@ def host_section(runs: list[dict]) -> list[str]:
     return lines
 
 
+# A measured verdict is clear when every run agrees by a margin: the GPU busy at least this share of the
+# step (GPU-bound) or at most that one (host-bound). Between them, or when runs disagree, it is mixed.
+CLEAR_GPU_BOUND_BUSY = 0.85
+CLEAR_HOST_BOUND_BUSY = 0.6
+
+
+def _measured_verdict(measurements: list[dict]) -> tuple[str, list[float]]:
+    busy = [m["gpu_time_us"] / 1000 / statistics.median(m["step_ms"]) for m in measurements]
+    if all(b >= CLEAR_GPU_BOUND_BUSY for b in busy):
+        return "gpu", busy
+    if all(b <= CLEAR_HOST_BOUND_BUSY for b in busy):
+        return "host", busy
+    return "mixed", busy
+
+
+def wall_time_section(runs: list[dict], local: dict | None) -> list[str]:
+    """Issue 4's evidence: wall time per step, measured over several device runs and predicted."""
+    measured: dict[str, list[dict]] = {}
+    predicted: dict[str, dict] = {}
+    order: list[str] = []
+    for run in runs:
+        for row in run["steps"]:
+            if "measured" not in row:
+                continue
+            if row["name"] not in measured:
+                order.append(row["name"])
+            measured.setdefault(row["name"], []).append(row["measured"])
+            if "predicted" in row and run is runs[-1]:
+                predicted[row["name"]] = row["predicted"]
+    local_pred = {r["name"]: r["predicted"] for r in (local or {}).get("steps", []) if "predicted" in r}
+    lines = ["## Wall time per step: host-bound and GPU-bound steps (the async half)", "",
+             f"Measured on the H200 machine in {len(runs)} separate runs (each a fresh process; "
+             "`kernelcast.measure`: 5 warm-up steps, then 5 timings of 10 back-to-back steps between CUDA events, "
+             "and one profiled step for the GPU kernel time). Commands, in order:", ""]
+    lines += [f"- `{r['meta']['command']}` ({r['meta'].get('date', '')}, Python bench "
+              f"{r['meta'].get('python_bench_us', 0) / 1000:.1f} ms)" for r in runs]
+    lines += ["",
+              "Predicted: `kernelcast predict` of the same step with the shipped H200 profile (its host section "
+              "gives the per-op CPU costs), from a capture on the device's CPU (the last run's) and, in the last "
+              "columns, from a capture on the 2-core development machine (`python3 scripts/validate_host.py "
+              "--predict-only validation/host_final_run2.json --captures <empty folder> --out "
+              "validation/host_local_predictions.json`), whose model-Python time is scaled by the two CPUs' "
+              "Python speed. Measured verdict: GPU busy share of the step in every run ≥ "
+              f"{CLEAR_GPU_BOUND_BUSY:.0%} (gpu) or ≤ {CLEAR_HOST_BOUND_BUSY:.0%} (host), else mixed. "
+              "Spread: lowest to highest of all timings over all runs.", "",
+              "| step | measured step, ms: per-run medians | spread (min-max) | GPU kernels ms | GPU busy | "
+              "measured verdict | predicted (device capture) | verdict | error | in spread | predicted (local "
+              "capture) | error | in spread |",
+              "|---|---|---:|---:|---:|---|---:|---|---:|---|---:|---:|---|"]
+    gpu_errors, host_inside, verdicts = [], [], []
+    for name in order:
+        ms = measured[name]
+        medians = [statistics.median(m["step_ms"]) for m in ms]
+        lo, hi = min(min(m["step_ms"]) for m in ms), max(max(m["step_ms"]) for m in ms)
+        middle = statistics.median(medians)
+        verdict, busy = _measured_verdict(ms)
+        gpu_ms = statistics.median(m["gpu_time_us"] for m in ms) / 1000
+        device, here = predicted.get(name), local_pred.get(name)
+        cells = ["-"] * 4
+        if device is not None:
+            step = device["step_time_us"] / 1000
+            inside = lo <= step <= hi
+            cells = [f"{step:.2f} ms", device["bound"], _pct(step / middle - 1), "yes" if inside else "no"]
+            if verdict != "mixed":
+                verdicts.append(device["bound"] == verdict)
+            if verdict == "gpu":
+                gpu_errors.append(abs(step / middle - 1))
+            elif verdict == "host":
+                host_inside.append(inside)
+        if here is not None:
+            step = here["step_time_us"] / 1000
+            cells += [f"{step:.2f} ms", _pct(step / middle - 1), "yes" if lo <= step <= hi else "no"]
+        else:
+            cells += ["-"] * 3
+        lines.append(f"| {name} | {' / '.join(f'{x:.2f}' for x in medians)} | {lo:.2f}-{hi:.2f} "
+                     f"({(hi - lo) / middle:.0%}) | {gpu_ms:.2f} | {min(busy):.0%}-{max(busy):.0%} | {verdict} | "
+                     + " | ".join(cells) + " |")
+    lines += [""]
+    if verdicts:
+        lines.append(f"Verdict right on {sum(verdicts)} of {len(verdicts)} steps with a clear measured verdict.")
+    if gpu_errors:
+        lines.append(f"GPU-bound steps (device capture): wall-time |error| median {_pct(statistics.median(gpu_errors))}, "
+                     f"worst {_pct(max(gpu_errors))} (targets 10% and 20%).")
+    if host_inside:
+        lines.append(f"Host-bound steps (device capture): prediction inside the measured spread on {sum(host_inside)} "
+                     f"of {len(host_inside)}.")
+    return lines + [""]
+
+
 def speed_section(data: dict) -> list[str]:
     meta = data["meta"]
     lines = ["", "## Capture speed and memory (no GPU)", "",
@@ -272,6 +361,10 @@ def write_report(folder: str, out: str) -> None:
         earlier_path = folder / "suite_earlier.json"
         earlier = json.loads(earlier_path.read_text()) if earlier_path.exists() else None
         lines += suite_section(json.loads((folder / "suite.json").read_text()), earlier)
+    wall_runs = [json.loads(p.read_text()) for p in sorted(folder.glob("host_final_run*.json"))]
+    if wall_runs:
+        local = folder / "host_local_predictions.json"
+        lines += wall_time_section(wall_runs, json.loads(local.read_text()) if local.exists() else None)
     if (folder / "h200_calibration_raw.json").exists():
         lines += calibration_section(json.loads((folder / "h200_calibration_raw.json").read_text()))
     if (folder / "capture_speed.json").exists():

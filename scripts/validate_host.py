@@ -92,9 +92,10 @@ def predict_one(spec: str, capture_path: str, gpu: str) -> dict:
         cap.save(capture_path)
     p = predict_capture(cap, gpu)
     return {"step_time_us": p.step_time_us, "gpu_time_us": p.gpu_time_us, "host_time_us": p.host_time_us,
-            "python_us": sum(o.python_us for o in p.ops) if hasattr(p.ops[0], "python_us") else 0.0,
-            "naive_host_timer_us": p.naive_host_timer_us, "bound": p.bound, "host": p.host,
-            "sync_points": p.sync_points, "kernels": p.kernels}
+            "python_us": p.python_time_us, "naive_host_timer_us": p.naive_host_timer_us, "bound": p.bound,
+            "gpu_idle_fraction": p.gpu_idle_fraction, "host": p.host, "sync_points": p.sync_points,
+            "kernels": p.kernels, "launch_bound_ops": p.launch_bound_ops,
+            "capture_python_bench_us": cap.settings.python_bench_us}
 
 
 def main() -> int:
@@ -139,7 +140,8 @@ def main() -> int:
             for key in env:
                 os.environ.pop(key, None)
         rows.append(row)
-    meta = {"date": time.strftime("%Y-%m-%d %H:%M"), "command": " ".join(sys.argv)}
+    meta = {"date": time.strftime("%Y-%m-%d %H:%M"), "command": " ".join(sys.argv),
+            "captured_on": "this machine" if not args.predict_only else "this machine (re-predicted)"}
     try:
         import torch
 

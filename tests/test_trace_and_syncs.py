@@ -25,7 +25,9 @@ def test_trace_has_host_and_gpu_lanes_with_flows():
     pred = predict_capture(_capture_with_item(), "h200")
     trace = json.loads(json.dumps(chrome_trace(pred)))  # serialisable as it is written
     events = trace["traceEvents"]
-    host = [e for e in events if e["ph"] == "X" and e["pid"] == HOST_PID]
+    host = [e for e in events if e["ph"] == "X" and e["pid"] == HOST_PID and e["cat"] != "python"]
+    python = [e for e in events if e["ph"] == "X" and e["cat"] == "python"]
+    assert len(python) == sum(1 for p in pred.ops if p.python_us > 0)
     gpu = [e for e in events if e["ph"] == "X" and e["pid"] == GPU_PID]
     starts = [e for e in events if e["ph"] == "s"]
     ends = [e for e in events if e["ph"] == "f"]

@@ -91,6 +91,11 @@ class Prediction:
     timeline: Timeline | None = None  # one step from an idle CPU and GPU, span by span (for traces)
     sync_groups: tuple[SyncGroup, ...] = ()
     comm: CommSummary | None = None  # a step with collectives: compute, communication, and how much is exposed
+    # Host side: the model's own Python (of host_time_us), ops whose kernels are shorter than their launch,
+    # and the step time on a host whose CPU work is each factor slower (>1) or faster (<1) than this one's.
+    python_time_us: float = 0.0
+    launch_bound_ops: int = 0
+    step_time_by_host_speed: tuple[tuple[float, float], ...] = ()
 
     @property
     def bound(self) -> str:
@@ -123,6 +128,9 @@ class Prediction:
 
 # A step counts as GPU-bound when its kernels keep the GPU busy for at least this share of the step.
 GPU_BOUND_BUSY_FRACTION = 0.8
+# How much a different CPU would change the step: its CPU work this many times as long. Host-side times on
+# the workplace's H200 machines swung about 2x between runs (docs/validation.md), so the report spans that.
+HOST_SPEED_FACTORS = (0.5, 2.0)
 
 
 def _op_prediction(op: OpRecord, cost: Cost | None, est: KernelEstimate, host_us: float, python_us: float = 0.0,
@@ -266,6 +274,10 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
         kernels=sum(p.kernels for p in preds), uncosted=uncosted,
         sync_points=sum(1 for p in preds if p.sync), notes=capture.notes,
         sync_groups=_sync_groups(preds, launches, timeline, step_us),
+        python_time_us=sum(p.python_us for p in preds), launch_bound_ops=sum(p.launch_bound for p in preds),
+        step_time_by_host_speed=tuple((f, steady_state_step_us([dataclasses.replace(
+            lc, host_us=lc.host_us * f, sync_return_us=lc.sync_return_us * f) for lc in launches]))
+            for f in HOST_SPEED_FACTORS),
         comm=comm_summary(capture.ops, [p.time_us for p in preds], launches, step_us, link, capture.world_size)
         if link is not None else None,
     )

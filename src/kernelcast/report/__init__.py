@@ -78,6 +78,15 @@ def summary_line(pred: Prediction) -> str:
     )
 
 
+def host_line(pred: Prediction) -> str:
+    """Which host the CPU side is for, what it is made of, and how much another CPU would change the step."""
+    what_if = ", ".join(f"{_us(step)} with CPU work x{factor:g}" for factor, step in pred.step_time_by_host_speed)
+    launch = (f"; {pred.launch_bound_ops} ops are launch-bound (their kernels finish before the next launch: "
+              "fuse them with torch.compile, or replay the step as a CUDA graph)" if pred.launch_bound_ops else "")
+    return (f"host: {pred.host}. CPU {_us(pred.host_time_us)} per step, of which model Python "
+            f"{_us(pred.python_time_us)}; step {what_if}{launch}")
+
+
 def comm_line(pred: Prediction) -> str | None:
     """Compute, communication (exposed and hidden) and step time of a step with collectives."""
     c = pred.comm
@@ -139,6 +148,7 @@ def print_prediction(pred: Prediction, console: Console | None = None, top: int 
     if syncs is not None:
         console.print(syncs)
     console.print(summary_line(pred))
+    console.print(host_line(pred))
     comm = comm_line(pred)
     if comm is not None:
         console.print(comm)
@@ -157,6 +167,8 @@ def prediction_json(pred: Prediction) -> dict:
         "gpu_time_us": pred.gpu_time_us, "host_time_us": pred.host_time_us, "kernels": pred.kernels,
         "bound": pred.bound, "gpu_idle_fraction": pred.gpu_idle_fraction, "sync_points": pred.sync_points,
         "uncosted": list(pred.uncosted), "notes": list(pred.notes),
+        "python_time_us": pred.python_time_us, "launch_bound_ops": pred.launch_bound_ops,
+        "step_time_by_host_speed": [{"cpu_work_factor": f, "step_time_us": t} for f, t in pred.step_time_by_host_speed],
         "sync_points_by_source": [{"source": g.source, "kind": g.kind, "count": g.count, "stall_us": g.stall_us,
                                    "saving_us": g.saving_us, "advice": g.advice} for g in pred.sync_groups],
         "comm": None if pred.comm is None else {
@@ -168,7 +180,8 @@ def prediction_json(pred: Prediction) -> dict:
         "ops": [
             {"op": p.op, "phase": p.phase, "module": p.module, "source": p.source, "flops": p.flops,
              "bytes": p.bytes, "intensity": p.intensity, "kernels": p.kernels, "time_us": p.time_us,
-             "bound": p.bound, "roof": p.roof, "host_us": p.host_us, "sync": p.sync}
+             "bound": p.bound, "roof": p.roof, "host_us": p.host_us, "python_us": p.python_us,
+             "launch_bound": p.launch_bound, "sync": p.sync}
             for p in pred.ops
         ],
     }

@@ -1,6 +1,7 @@
 """The predicted timeline as a Chrome/Perfetto trace (open it in ui.perfetto.dev or chrome://tracing).
 
-One process for the host with a lane for the Python thread (a slice per op: dispatch and launch), one process
+One process for the host with a lane for the Python thread (a slice per op: dispatch and launch, after a
+"model Python" slice for the model's own code before it, where the capture timed any), one process
 for the GPU with a lane per stream (a slice per op's kernels), and a flow arrow from each launch to its kernels.
 Times are the simulation of one step from an idle GPU, in microseconds.
 """
@@ -34,9 +35,14 @@ def chrome_trace(pred: Prediction) -> dict:
         name = op.op.removeprefix("aten.").removesuffix(".default")
         common = {"module": op.module, "source": op.source, "phase": op.phase}
         host_dur = max(span.cpu_end_us - span.cpu_start_us, FLOW_EPSILON_US)
-        events.append({"ph": "X", "pid": HOST_PID, "tid": CPU_TID, "name": name, "ts": span.cpu_start_us,
-                       "dur": host_dur, "cat": "sync" if op.sync else "launch",
-                       "args": {**common, "host_us": op.host_us, "sync": op.sync, "sync_wait_us": span.sync_wait_us}})
+        python_dur = min(op.python_us, host_dur)
+        if python_dur > 0:  # the model's own code before the op, then the op's dispatch and launch
+            events.append({"ph": "X", "pid": HOST_PID, "tid": CPU_TID, "name": "model Python", "ts": span.cpu_start_us,
+                           "dur": python_dur, "cat": "python", "args": {**common, "python_us": op.python_us}})
+        events.append({"ph": "X", "pid": HOST_PID, "tid": CPU_TID, "name": name, "ts": span.cpu_start_us + python_dur,
+                       "dur": max(host_dur - python_dur, FLOW_EPSILON_US), "cat": "sync" if op.sync else "launch",
+                       "args": {**common, "host_us": op.host_us, "python_us": op.python_us, "sync": op.sync,
+                                "sync_wait_us": span.sync_wait_us, "launch_bound": op.launch_bound}})
         if span.gpu_start_us is None:
             continue
         streams.add(span.stream)

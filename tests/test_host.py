@@ -1,0 +1,149 @@
+"""The host half: calibrated per-event costs, the model's Python timed during capture, streams and events,
+host<->device copies, autograd engine nodes, launch-bound ops and the host-speed what-if."""
+
+import time
+
+import pytest
+import torch
+
+from kernelcast.capture import capture
+from kernelcast.capture.router import count_graph_nodes
+from kernelcast.costs import cost_of
+from kernelcast.predict import predict_capture
+from kernelcast.predict.host import ENGINE_NODES_OP, HostModel
+from kernelcast.records import OpRecord
+
+from helpers import contiguous, op
+
+
+def _case(median_us, min_us=None):
+    return {"median_us": median_us, "min_us": median_us if min_us is None else min_us}
+
+
+SECTION = {
+    "add (1 kernel)": _case(10.0), "view (no kernel)": _case(1.0), "add, input requires grad (1 kernel)": _case(12.0),
+    "mm 16x16 (1 kernel)": _case(13.0), "linear functional (1 kernel)": _case(18.0),
+    "linear module (1 kernel)": _case(21.0), "item (sync + memcpy)": _case(12.0), "cpu add (host tensors)": _case(5.0),
+    "backward node": _case(20.0), "foreach add_ x8": _case(9.0), "foreach add_ x256": _case(60.0),
+    "foreach_tensors": [8, 256], "python bench": _case(9000.0, min_us=8000.0),
+}
+
+
+def test_host_model_derives_each_cost_from_the_calibration_cases():
+    model = HostModel.from_profile(SECTION, "test host", capture_python_bench_us=4000.0)
+    assert model.kernel_op_us == 10.0
+    assert model.grad_extra_us == 2.0  # 12 - 10
+    assert model.gemm_extra_us == 3.0  # 13 - 10
+    assert model.module_call_us == 3.0  # 21 - 18
+    assert model.sync_return_us == 1.0  # item 12 = view 1 + launch 10 + return 1
+    assert model.backward_node_us == 10.0  # 20 - 10
+    assert model.foreach_per_tensor_us == pytest.approx(51.0 / 248)  # (60 - 9) / (256 - 8)
+    assert model.foreach_op_us == pytest.approx(9.0 - 8 * 51.0 / 248)
+    assert model.python_scale == 2.0  # fastest runs: 8000 us on the target host, 4000 here
+
+
+def test_dispatch_costs_by_kind_of_op():
+    model = HostModel.from_profile(SECTION, "test host")
+    x = contiguous((1024,))
+    add = op("aten.add.Tensor", {"self": x, "other": x}, [x], tags=("pointwise",))
+    assert model.dispatch_us(add, cost_of(add)) == 10.0
+    grad_add = op("aten.add.Tensor", {"self": x, "other": x}, [x], tags=("pointwise", "grad"))
+    assert model.dispatch_us(grad_add, cost_of(grad_add)) == 12.0
+    view = op("aten.view.default", {"self": x, "size": (32, 32)}, [contiguous((32, 32))], tags=("view",))
+    node_view = op("aten.view.default", {"self": x, "size": (32, 32)}, [contiguous((32, 32))], tags=("view", "node"))
+    assert model.dispatch_us(view, cost_of(view)) == 1.0
+    assert model.dispatch_us(node_view, cost_of(node_view)) == 11.0  # the engine's per-node cost, op or no kernel
+    foreach = op("aten._foreach_add_.Scalar", {"self": (x,) * 100, "scalar": 1.0}, [])
+    assert model.dispatch_us(foreach, cost_of(foreach)) == pytest.approx(model.foreach_op_us + 100 * 51.0 / 248)
+    engine = OpRecord(0, ENGINE_NODES_OP, {"nodes": 7}, (), tags=("host",), phase="backward")
+    assert model.dispatch_us(engine, None) == 70.0  # 7 nodes x 10 us
+
+
+def test_python_between_ops_is_timed_and_torch_calls_are_not():
+    with capture("h200") as cap:
+        with cap.paused():
+            x = torch.randn(1024, device="cuda")
+        y = x * 2
+        deadline = time.perf_counter() + 0.03  # 30 ms of model Python between two ops
+        while time.perf_counter() < deadline:
+            pass
+        z = y + 1
+        for _ in range(50):  # torch calls only: the capture's own time, not the model's
+            z = z * 1.0
+    ops = cap.capture.ops
+    busy = next(o for o in ops if o.op == "aten.add.Tensor")
+    assert busy.python_us >= 25_000
+    chain = [o.python_us for o in ops[ops.index(busy) + 1:]]
+    assert sum(chain) < 0.2 * busy.python_us
+
+
+def test_streams_and_events_become_markers_and_overlap():
+    with capture("h200") as cap:
+        with cap.paused():
+            a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+            b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+            side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        x = a @ a
+        with torch.cuda.stream(side):
+            y = b @ b
+        torch.cuda.current_stream().wait_stream(side)
+        (x + y).sum()
+    ops = cap.capture.ops
+    mms = [o for o in ops if o.op == "aten.mm.default"]
+    assert [o.stream for o in mms] == [0, side.stream_id]
+    markers = [(o.op, o.stream) for o in ops if o.op.startswith("host.") and "event" in o.op]
+    assert markers == [("host.record_event", 0), ("host.wait_event", side.stream_id),
+                       ("host.record_event", side.stream_id), ("host.wait_event", 0)]
+    pred = predict_capture(cap.capture, "h200")
+    mm_us = [p.time_us for p in pred.ops if p.op == "aten.mm.default"]
+    # the two products run side by side: the step is shorter than their sum
+    assert pred.first_step_us < sum(mm_us) + sum(p.time_us for p in pred.ops if p.op != "aten.mm.default")
+
+
+def test_host_copies_sync_unless_pinned_and_non_blocking():
+    with capture("h200") as cap:
+        with cap.paused():
+            pageable = torch.randn(1 << 20)
+            pinned = torch.randn(1 << 20).pin_memory()
+        pageable.to("cuda")
+        pinned.to("cuda", non_blocking=True)
+        pinned.to("cuda")
+    copies = [o for o in cap.capture.ops if o.op == "aten._to_copy.default"]
+    assert [o.sync for o in copies] == ["h2d pageable", None, "h2d blocking"]
+    kinds = [cost_of(o).kind for o in copies]
+    assert kinds == ["h2d_pageable", "h2d_pinned", "h2d_pinned"]
+    pred = predict_capture(cap.capture, "h200")
+    copy_us = [p.time_us for p in pred.ops if p.op == "aten._to_copy.default"]
+    assert copy_us[0] > copy_us[1]  # pageable memory is staged: slower (calibrated H200 host link)
+    assert copy_us[1] > 4 * 1024 * 1024 / 80e9 * 1e6  # 4 MiB over a link well under 80 GB/s
+
+
+def test_every_autograd_node_pays_the_engine_once():
+    with capture("h200") as cap:
+        with cap.paused():
+            model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1)).cuda()
+            x = torch.randn(8, 64, device="cuda")
+        loss = model(x).sum()
+        nodes = count_graph_nodes((loss,))
+        loss.backward()
+    # Sum, 2 x (Addmm, T, AccumulateGrad x 2), Relu: 10 nodes. Each is charged once: at its first op, or
+    # through the marker for nodes that dispatch none.
+    assert nodes == 10
+    backward = [o for o in cap.capture.ops if o.phase == "backward"]
+    engine = [o for o in backward if o.op == ENGINE_NODES_OP]
+    assert len(engine) == 1
+    assert sum("node" in o.tags for o in backward) + engine[0].args["nodes"] == nodes
+
+
+def test_tiny_ops_are_launch_bound_and_host_speed_moves_the_step():
+    with capture("h200") as cap:
+        with cap.paused():
+            x = torch.randn(256, device="cuda")
+        for _ in range(100):
+            x = x * 1.0001
+    pred = predict_capture(cap.capture, "h200")
+    assert pred.bound == "host"
+    assert pred.launch_bound_ops == 100
+    slower = dict(pred.step_time_by_host_speed)[2.0]
+    assert slower == pytest.approx(2 * pred.step_time_us, rel=0.05)  # host-bound: the step follows the CPU
