@@ -2,7 +2,8 @@
 # One device call for the docs: calibrate (the profile then ships), the GPU-time suite with that profile, and
 # the wall-time evidence in two separate processes (measure, capture on this machine, predict).
 #   (device tool) bash scripts/device_final.sh   -> files under $OUT; then, on the development machine:
-#   cp $OUT/h200.json src/kernelcast/profiles/; cp $OUT/{suite,host_final_run1,host_final_run2}.json validation/
+#   cp $OUT/h200.json src/kernelcast/profiles/; cp $OUT/suite.json validation/; copy host_final_run{1,2}.json to
+#   validation/wall_runN.json after the earlier runs (the report takes the spread over all of them)
 #   python3 scripts/report_validation.py validation/ docs/validation.md
 set -uo pipefail
 export PYTHONPATH=src PYTHONUNBUFFERED=1

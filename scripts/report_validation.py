@@ -117,7 +117,7 @@ def _measured_verdict(measurements: list[dict]) -> tuple[str, list[float]]:
     return "mixed", busy
 
 
-def wall_time_section(runs: list[dict], local: dict | None) -> list[str]:
+def wall_time_section(runs: list[dict], local: dict | None, device: dict | None = None) -> list[str]:
     """Issue 4's evidence: wall time per step, measured over several device runs and predicted."""
     measured: dict[str, list[dict]] = {}
     predicted: dict[str, dict] = {}
@@ -132,6 +132,8 @@ def wall_time_section(runs: list[dict], local: dict | None) -> list[str]:
             if "predicted" in row and run is runs[-1]:
                 predicted[row["name"]] = row["predicted"]
     local_pred = {r["name"]: r["predicted"] for r in (local or {}).get("steps", []) if "predicted" in r}
+    if device is not None:  # the device's captures re-predicted with the shipped profile
+        predicted = {r["name"]: r["predicted"] for r in device.get("steps", []) if "predicted" in r}
     lines = ["## Wall time per step: host-bound and GPU-bound steps (the async half)", "",
              f"Measured on the H200 machine in {len(runs)} separate runs (each a fresh process; "
              "`kernelcast.measure`: 5 warm-up steps, then 5 timings of 10 back-to-back steps between CUDA events, "
@@ -140,10 +142,13 @@ def wall_time_section(runs: list[dict], local: dict | None) -> list[str]:
               f"{r['meta'].get('python_bench_us', 0) / 1000:.1f} ms)" for r in runs]
     lines += ["",
               "Predicted: `kernelcast predict` of the same step with the shipped H200 profile (its host section "
-              "gives the per-op CPU costs), from a capture on the device's CPU (the last run's) and, in the last "
-              "columns, from a capture on the 2-core development machine (`python3 scripts/validate_host.py "
-              "--predict-only validation/host_final_run2.json --captures <empty folder> --out "
-              "validation/host_local_predictions.json`), whose model-Python time is scaled by the two CPUs' "
+              "gives the per-op CPU costs: the per-case median of four host calibrations, "
+              "`scripts/merge_host_runs.py`), from the captures the last device run took on the device's CPU "
+              "(`validate_host.py --predict-only validation/wall_run5.json --captures <the device's captures> --out "
+              "validation/wall_device_predictions.json`) and, in the last columns, from a capture on the 2-core "
+              "development machine (`python3 scripts/validate_host.py "
+              "--predict-only validation/wall_run5.json --captures <empty folder> --out "
+              "validation/wall_local_predictions.json`), whose model-Python time is scaled by the two CPUs' "
               "Python speed. Measured verdict: GPU busy share of the step in every run ≥ "
               f"{CLEAR_GPU_BOUND_BUSY:.0%} (gpu) or ≤ {CLEAR_HOST_BOUND_BUSY:.0%} (host), else mixed. "
               "Spread: lowest to highest of all timings over all runs.", "",
@@ -361,10 +366,11 @@ def write_report(folder: str, out: str) -> None:
         earlier_path = folder / "suite_earlier.json"
         earlier = json.loads(earlier_path.read_text()) if earlier_path.exists() else None
         lines += suite_section(json.loads((folder / "suite.json").read_text()), earlier)
-    wall_runs = [json.loads(p.read_text()) for p in sorted(folder.glob("host_final_run*.json"))]
+    wall_runs = [json.loads(p.read_text()) for p in sorted(folder.glob("wall_run*.json"))]
     if wall_runs:
-        local = folder / "host_local_predictions.json"
-        lines += wall_time_section(wall_runs, json.loads(local.read_text()) if local.exists() else None)
+        local, device = folder / "wall_local_predictions.json", folder / "wall_device_predictions.json"
+        lines += wall_time_section(wall_runs, json.loads(local.read_text()) if local.exists() else None,
+                                   json.loads(device.read_text()) if device.exists() else None)
     if (folder / "h200_calibration_raw.json").exists():
         lines += calibration_section(json.loads((folder / "h200_calibration_raw.json").read_text()))
     if (folder / "capture_speed.json").exists():

@@ -52,6 +52,63 @@ def backward_node_us() -> list[float]:
     return runs[1:]
 
 
+MIXED_LAYERS = 8  # blocks in the mixed chain
+MIXED_WIDTH = 64
+
+
+def _mixed_params() -> list:
+    def leaf(*shape):
+        return (torch.randn(*shape, device="cuda") * 0.1).requires_grad_()
+
+    return [(leaf(2 * MIXED_WIDTH, MIXED_WIDTH), leaf(2 * MIXED_WIDTH), leaf(MIXED_WIDTH, 2 * MIXED_WIDTH),
+             leaf(MIXED_WIDTH), leaf(MIXED_WIDTH)) for _ in range(MIXED_LAYERS)]
+
+
+def _mixed_forward(params: list, x: torch.Tensor) -> torch.Tensor:
+    """Tiny transformer-like blocks: norms, linears, activations, views, attention-shaped matmuls, softmax."""
+    F = torch.nn.functional
+    h = x
+    for w1, b1, w2, ln_w, ln_b in params:
+        y = F.gelu(F.linear(F.layer_norm(h, (MIXED_WIDTH,), ln_w, ln_b), w1, b1))
+        q = y.view(8, 4, 4, 2 * MIXED_WIDTH // 4).transpose(1, 2)
+        a = torch.softmax(q @ q.transpose(-1, -2) * 0.125, dim=-1) @ q
+        y = F.linear(a.transpose(1, 2).reshape(8, 4, 2 * MIXED_WIDTH), w2)
+        h = h + torch.tanh(y) * 0.5
+    return h.float().mean()
+
+
+def mixed_chain() -> dict:
+    """Host time of a chain of varied ops, forward (autograd recording) and backward, next to the ops it ran.
+
+    The per-op cases above are tight loops of one op, whose code and data stay in the CPU's caches; a model
+    cycles through many ops and so pays more per op. The host model compares this chain's time with what its
+    per-op costs predict for the same ops, and scales them by the ratio (predict/host.py)."""
+    from kernelcast.capture.recorder import Recorder
+
+    params = _mixed_params()
+    x = torch.randn(8, 4, MIXED_WIDTH, device="cuda")
+    phase = lambda: "backward" if torch._C._current_graph_task_id() != -1 else "forward"  # noqa: E731
+    recorder = Recorder(phase, lambda: "", lambda: None)
+    recorder.recording = True
+    with recorder:
+        _mixed_forward(params, x).backward()
+    forward, backward = [], []
+    for _ in range(REPEATS + 1):  # the first round warms up
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        loss = _mixed_forward(params, x)
+        torch.cuda.synchronize()
+        t1 = time.perf_counter()
+        loss.backward()
+        torch.cuda.synchronize()
+        forward.append((t1 - t0) * 1e6)
+        backward.append((time.perf_counter() - t1) * 1e6)
+        for p in (t for layer in params for t in layer):
+            p.grad = None
+    return {"forward": _summary(forward[1:]), "backward": _summary(backward[1:]),
+            "ops": [op.to_json() for op in recorder.ops]}
+
+
 def copy_bandwidth() -> dict:
     """Host-to-device and back, pinned and pageable, as bytes/s (median of REPEATS)."""
     dev = torch.empty(COPY_BYTES, dtype=torch.uint8, device="cuda")
@@ -108,5 +165,6 @@ def host_costs() -> dict:
     out["backward node"] = _summary(backward_node_us())
     out["python bench"] = _summary([python_bench_us(repeats=1) for _ in range(REPEATS)])
     out["copies"] = copy_bandwidth()
+    out["mixed chain"] = mixed_chain()
     out["foreach_tensors"] = [FOREACH_FEW, FOREACH_MANY]
     return out

@@ -39,6 +39,10 @@ class HostModel:
     foreach_per_tensor_us: float = 0.0  # and per tensor in its lists
     extra_kernel_launch_us: float = EXTRA_KERNEL_LAUNCH_US
     python_scale: float = 1.0  # target host's Python time / capture machine's (1: same speed or unknown)
+    # The per-op costs come from tight loops of one op; a chain of varied ops (calibrate/host.py, mixed_chain)
+    # takes longer per op. Its measured time over what the per-op costs predict for it, forward and backward.
+    forward_factor: float = 1.0
+    backward_factor: float = 1.0
     host: str = "H200 host (workplace device machine), fixed costs from two early runs: unvalidated"
 
     @staticmethod
@@ -71,6 +75,9 @@ class HostModel:
                 per_tensor = max((many - few) / (few_many[1] - few_many[0]), 0.0)
                 values["foreach_per_tensor_us"] = per_tensor
                 values["foreach_op_us"] = max(few - per_tensor * few_many[0], 0.0)
+        chain = section.get("mixed chain")
+        if isinstance(chain, dict) and chain.get("ops"):
+            values.update(_chain_factors(chain, HostModel(**values)))
         bench_case = section.get("python bench")
         bench = float(bench_case["min_us"]) if isinstance(bench_case, dict) and "min_us" in bench_case else None
         if bench and capture_python_bench_us:  # both are the fastest of their runs (capture/cpu_speed.py)
@@ -79,6 +86,10 @@ class HostModel:
 
     def dispatch_us(self, op: OpRecord, cost: Cost | None) -> float:
         """CPU time of the op itself: Python binding, dispatcher, autograd bookkeeping, kernel launches."""
+        factor = self.backward_factor if op.phase == "backward" else self.forward_factor
+        return factor * self._tight_loop_us(op, cost)
+
+    def _tight_loop_us(self, op: OpRecord, cost: Cost | None) -> float:
         if op.op == ENGINE_NODES_OP:  # autograd nodes that ran without an op of their own
             return op.args.get("nodes", 0) * self.backward_node_us
         if op.op.startswith("host."):  # a sync outside aten (synchronize, tolist): its wait is the timeline's
@@ -108,3 +119,17 @@ class HostModel:
 
 def _list_length(op: OpRecord) -> int:
     return max((len(v) for v in op.args.values() if isinstance(v, tuple)), default=1)
+
+
+def _chain_factors(chain: dict, base: HostModel) -> dict[str, float]:
+    """Measured host time of the mixed chain over its per-op prediction, per pass (1 where unmeasured)."""
+    from kernelcast.costs import cost_of  # costs imports nothing from predict: no cycle, but keep it local
+
+    ops = [OpRecord.from_json(o) for o in chain["ops"]]
+    out = {}
+    for phase, name in (("forward", "forward_factor"), ("backward", "backward_factor")):
+        predicted = sum(base._tight_loop_us(op, cost_of(op)) for op in ops if op.phase == phase)
+        measured = chain.get(phase, {}).get("median_us")
+        if predicted > 0 and measured:
+            out[name] = measured / predicted
+    return out

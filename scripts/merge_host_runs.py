@@ -1,0 +1,48 @@
+"""Put the per-case median of several host calibrations into a profile's host section.
+
+    python3 scripts/merge_host_runs.py validation/host_calibration_runs.json src/kernelcast/profiles/h200.json
+
+Host-side costs on the workplace's H200 machines swing up to 2x between runs (the same case, minutes apart:
+validation/host_calibration_runs.json), far more than kernel times. One run's host section is one draw from
+that spread; the median over runs is the typical host, and the profile keeps every run's values beside it.
+Every case is a microbenchmark of calibrate/host.py: nothing here is fitted to a workload.
+"""
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+
+def merge(runs: list[dict]) -> dict:
+    hosts = [r["host"] for r in runs]
+    merged: dict = {}
+    for name, value in hosts[-1].items():
+        cases = [h[name] for h in hosts if isinstance(h.get(name), dict)]
+        if name == "mixed chain":  # only newer runs have it; their op lists are the same chain
+            merged[name] = {**value, **{part: {"median_us": statistics.median(c[part]["median_us"] for c in cases)}
+                                        for part in ("forward", "backward")}}
+        elif isinstance(value, dict) and "median_us" in value:
+            merged[name] = {"median_us": statistics.median(c["median_us"] for c in cases),
+                            "min_us": statistics.median(c["min_us"] for c in cases),
+                            "max_us": statistics.median(c["max_us"] for c in cases),
+                            "per_run_median_us": [round(c["median_us"], 3) for c in cases]}
+        elif isinstance(value, dict):  # copy bandwidths
+            merged[name] = {k: statistics.median(c[k] for c in cases if k in c) for k in value}
+        else:
+            merged[name] = value
+    merged["runs"] = [r["run"] for r in runs]
+    return merged
+
+
+def main() -> None:
+    runs = json.loads(Path(sys.argv[1]).read_text())["runs"]
+    profile_path = Path(sys.argv[2])
+    profile = json.loads(profile_path.read_text())
+    profile["host"] = merge(runs)
+    profile_path.write_text(json.dumps(profile, separators=(",", ":")) + "\n")
+    print(f"host section of {profile_path}: per-case medians of {len(runs)} runs")
+
+
+if __name__ == "__main__":
+    main()
