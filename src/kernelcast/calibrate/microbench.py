@@ -206,6 +206,25 @@ def attention(results: list, quick: bool) -> None:
             record(results, "sdpa_fwd", base, lambda: sdpa(q, k, v, is_causal=causal, dropout_p=p))
             record(results, "sdpa_fwd_bwd", base,
                    lambda: torch.autograd.grad(sdpa(q, k, v, is_causal=causal, dropout_p=p), (q, k, v), grad))
+    # Small problems (few heads x short sequences), where a fused kernel is far from its peak rate.
+    for (b, h, s, d), p in itertools.product([(8, 12, 128, 64), (4, 12, 256, 64), (2, 16, 128, 128)], (0.0, 0.1)):
+        q, k, v = (torch.randn(b, h, s, d, device=DEV, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+        base = {"b": b, "h": h, "s": s, "d": d, "backend": "CUDNN_ATTENTION", "causal": False, "dropout": p}
+        with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+            grad = torch.randn_like(q)
+            record(results, "sdpa_fwd", base, lambda: sdpa(q, k, v, dropout_p=p))
+            record(results, "sdpa_fwd_bwd", base,
+                   lambda: torch.autograd.grad(sdpa(q, k, v, dropout_p=p), (q, k, v), grad))
+    # Sequence lengths that are not a multiple of the kernels' 128-row tiles (image patches, odd prompts).
+    for (b, h, s, d), backend in itertools.product(
+            [(32, 12, 100, 64), (32, 12, 300, 64), (8, 16, 700, 64), (16, 12, 230, 64), (4, 16, 1000, 128)],
+            [SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]):
+        q, k, v = (torch.randn(b, h, s, d, device=DEV, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+        base = {"b": b, "h": h, "s": s, "d": d, "backend": backend.name, "causal": False, "dropout": 0.0}
+        with sdpa_kernel([backend]):
+            grad = torch.randn_like(q)
+            record(results, "sdpa_fwd", base, lambda: sdpa(q, k, v))
+            record(results, "sdpa_fwd_bwd", base, lambda: torch.autograd.grad(sdpa(q, k, v), (q, k, v), grad))
     # Additive masks, as encoder models pass a padding mask: (B, 1, S, S) broadcast over heads, float or bool.
     for (b, h, s, d), mask_dtype, backend in itertools.product(
             [(8, 12, 512, 64), (32, 12, 128, 64), (16, 16, 256, 64), (4, 32, 1024, 128)], (torch.bfloat16, torch.bool),

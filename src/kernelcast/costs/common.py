@@ -72,22 +72,31 @@ def casts(op: OpRecord) -> bool:
 
 
 def _dense(t: TensorMeta) -> bool:
-    """Row-major contiguous (size-1 dims may have any stride)."""
+    """Non-overlapping and dense in some memory order (row-major, channels_last, ...): no gaps, no broadcast.
+    Size-1 dims may have any stride."""
     expected = 1
-    for n, stride in reversed(list(zip(t.shape, t.stride))):
-        if n != 1 and stride != expected:
+    for n, stride in sorted(((n, st) for n, st in zip(t.shape, t.stride) if n != 1), key=lambda d: d[1]):
+        if stride != expected:
             return False
         expected *= n
     return True
 
 
+def _same_layout(a: TensorMeta, b: TensorMeta) -> bool:
+    return all(x == y for n, x, y in zip(a.shape, a.stride, b.stride) if n != 1)
+
+
 def strided_inputs(op: OpRecord) -> bool:
-    """Whether a pointwise op reads a broadcast or non-contiguous tensor (a bias, a per-row scale, a slice).
-    CUDA's TensorIterator then runs its non-vectorised kernel with per-element offset arithmetic instead of
-    16-byte vector loads (ATen native/cuda/CUDALoops.cuh: the vectorised path needs contiguous operands)."""
+    """Whether a pointwise op reads a broadcast or gapped tensor, or one laid out unlike its output (a bias, a
+    per-row scale, a slice). CUDA's TensorIterator then runs its non-vectorised kernel with per-element
+    offset arithmetic instead of 16-byte vector loads (ATen native/cuda/CUDALoops.cuh: the vectorised path
+    needs operands that are dense in one common order, as channels_last tensors are)."""
     outs = gpu_tensors(op.tensors_out())
-    shape = outs[0].shape if outs else None
-    return any(t.numel > 1 and (t.shape != shape or not _dense(t)) for t in gpu_tensors(op.tensors_in()))
+    if not outs:
+        return False
+    out = outs[0]
+    return any(t.numel > 1 and (t.shape != out.shape or not _dense(t) or not _same_layout(t, out))
+               for t in gpu_tensors(op.tensors_in()))
 
 
 def memory_key(op: OpRecord, kind: str) -> tuple[str, tuple]:

@@ -244,7 +244,7 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
     spec = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
     link = interconnect_for(spec, capture, interconnect)
     model = kernel_model or kernel_model_for(spec, capture)
-    host = host_model or host_model_for(spec, capture)
+    host = (host_model or host_model_for(spec, capture)).for_step(capture.ops)
     ctx = cost_context(spec, capture)
     preds: list[OpPrediction] = []
     launches: list[Launch] = []

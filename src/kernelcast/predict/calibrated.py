@@ -32,6 +32,21 @@ SHAPE_MISMATCH_PENALTY = 100.0  # a different conv kernel/stride or causal flag:
 MIN_CURVE_POINTS = 2
 
 
+# Fused attention kernels walk queries and keys in tiles of this many rows on sm90 (FlashAttention-3, Shah et
+# al. 2024, section 3: 128-row blocks for head dims 64-128; cuDNN's fused kernels likewise): a sequence
+# length that is not a multiple computes its last tile in full.
+ATTENTION_TILE = 128
+
+
+def _padded(length: int) -> int:
+    return -(-length // ATTENTION_TILE) * ATTENTION_TILE
+
+
+def _tile_waste(sq: int, sk: int) -> float:
+    """(query, key) pairs the tiles compute over the pairs the op needs (1 for multiples of the tile)."""
+    return _padded(sq) * _padded(sk) / (sq * sk)
+
+
 def _blend(candidates: list[tuple[float, float]]) -> float:
     """Inverse-distance-weighted mean of log values: [(distance, log value)] -> value."""
     candidates = sorted(candidates)[:NEAREST]
@@ -161,17 +176,21 @@ class CalibratedModel:
         return _blend(scored)
 
     def _attention_flops_per_us(self, cost: Cost) -> float | None:
+        """FLOP/s of the nearest measured shapes, counted over sequence lengths padded to the kernels' tiles,
+        then scaled back to this op's unpadded FLOPs (a 197-token sequence costs two 128-row tiles)."""
         backend, pass_, bh, sq, sk, d, causal, dropout, mask = cost.key
         rows = [r for r in self.profile["timings"]["attention"] if r[0] == backend and r[1] == pass_]
         if not rows:
             return None
         scored = []
+        sq_p, sk_p = _padded(sq), _padded(sk)
         for r in rows:
             has_mask = r[8] if len(r) > 11 else False  # profiles before masks were measured: no mask
             distance = SHAPE_MISMATCH_PENALTY * ((r[6] != causal) + (r[7] != dropout) + (has_mask != mask)) + math.dist(
-                (_log2(r[2]), _log2(r[3]), _log2(r[4]), _log2(r[5])), (_log2(bh), _log2(sq), _log2(sk), _log2(d)))
-            scored.append((distance, math.log(r[-1] / r[-2])))
-        return _blend(scored)
+                (_log2(r[2]), _log2(_padded(r[3])), _log2(_padded(r[4])), _log2(r[5])),
+                (_log2(bh), _log2(sq_p), _log2(sk_p), _log2(d)))
+            scored.append((distance, math.log(r[-1] * _tile_waste(r[3], r[4]) / r[-2])))
+        return _blend(scored) / _tile_waste(sq, sk)
 
     def _memory_time_us(self, cost: Cost) -> float | None:
         """Bytes over the achieved rate of the nearest measured sizes of this kind of kernel."""

@@ -11,6 +11,7 @@ H200 host (validation/host_microbench*.json, 2026-11-29), and the model says so.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from kernelcast.costs import Cost
@@ -43,6 +44,10 @@ class HostModel:
     # takes longer per op. Its measured time over what the per-op costs predict for it, forward and backward.
     forward_factor: float = 1.0
     backward_factor: float = 1.0
+    # How varied the chain was (distinct ops per pass): a step cycling through fewer kinds of op keeps more of
+    # them in cache, so its factor is interpolated between 1 (one op, the tight loops) and the chain's.
+    forward_chain_kinds: int = 1
+    backward_chain_kinds: int = 1
     host: str = "H200 host (workplace device machine), fixed costs from two early runs: unvalidated"
 
     @staticmethod
@@ -109,6 +114,19 @@ class HostModel:
             us += self.grad_extra_us
         return us
 
+    def for_step(self, ops) -> "HostModel":
+        """This model with the chain factors interpolated to the variety of the step's own ops."""
+        def factor(chain: float, chain_kinds: int, phases: tuple[str, ...]) -> float:
+            kinds = len({op.op for op in ops if op.phase in phases and not op.op.startswith("host.")})
+            if chain_kinds <= 1:
+                return chain
+            share = min(max(kinds - 1, 0) / (chain_kinds - 1), 1.0)
+            return 1.0 + (chain - 1.0) * share
+
+        return dataclasses.replace(
+            self, forward_factor=factor(self.forward_factor, self.forward_chain_kinds, ("forward", "optimizer")),
+            backward_factor=factor(self.backward_factor, self.backward_chain_kinds, ("backward",)))
+
     def python_us(self, op: OpRecord) -> float:
         """The model's own Python before this op and its module calls, on the target host."""
         return op.python_us * self.python_scale + op.modules * self.module_call_us
@@ -126,10 +144,12 @@ def _chain_factors(chain: dict, base: HostModel) -> dict[str, float]:
     from kernelcast.costs import cost_of  # costs imports nothing from predict: no cycle, but keep it local
 
     ops = [OpRecord.from_json(o) for o in chain["ops"]]
-    out = {}
-    for phase, name in (("forward", "forward_factor"), ("backward", "backward_factor")):
-        predicted = sum(base._tight_loop_us(op, cost_of(op)) for op in ops if op.phase == phase)
+    out: dict = {}
+    for phase in ("forward", "backward"):
+        mine = [op for op in ops if op.phase == phase]
+        predicted = sum(base._tight_loop_us(op, cost_of(op)) for op in mine)
         measured = chain.get(phase, {}).get("median_us")
         if predicted > 0 and measured:
-            out[name] = measured / predicted
+            out[f"{phase}_factor"] = measured / predicted
+            out[f"{phase}_chain_kinds"] = len({op.op for op in mine})
     return out
