@@ -27,12 +27,20 @@ def merge(runs: list[dict]) -> dict:
                             "min_us": statistics.median(c["min_us"] for c in cases),
                             "max_us": statistics.median(c["max_us"] for c in cases),
                             "per_run_median_us": [round(c["median_us"], 3) for c in cases]}
-        elif isinstance(value, dict):  # copy bandwidths
-            merged[name] = {k: statistics.median(c[k] for c in cases if k in c) for k in value}
+        elif isinstance(value, dict):  # copy bandwidths: runs that measured them the way the last run did
+            same = [c for c in cases if c.get("method") == value.get("method")]
+            merged[name] = {k: (statistics.median(c[k] for c in same) if isinstance(v, float) else
+                                _median_curve([c[k] for c in same]) if isinstance(v, list) else v)
+                            for k, v in value.items()}
         else:
             merged[name] = value
     merged["runs"] = [r["run"] for r in runs]
     return merged
+
+
+def _median_curve(curves: list[list]) -> list:
+    """[[size, rate], ...] per run -> the per-size median rate."""
+    return [[size, statistics.median(c[i][1] for c in curves)] for i, (size, _) in enumerate(curves[0])]
 
 
 def main() -> None:

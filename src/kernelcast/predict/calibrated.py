@@ -32,6 +32,19 @@ SHAPE_MISMATCH_PENALTY = 100.0  # a different conv kernel/stride or causal flag:
 MIN_CURVE_POINTS = 2
 
 
+def _rate_on_curve(curve: list, nbytes: float) -> float:
+    """Bytes/s at this size: log-linear between measured sizes, flat beyond them."""
+    xs = [_log2(size) for size, _ in curve]
+    x = _log2(nbytes)
+    if x <= xs[0]:
+        return curve[0][1]
+    if x >= xs[-1]:
+        return curve[-1][1]
+    i = bisect.bisect_left(xs, x)
+    t = (x - xs[i - 1]) / (xs[i] - xs[i - 1])
+    return math.exp(math.log(curve[i - 1][1]) * (1 - t) + math.log(curve[i][1]) * t)
+
+
 # Fused attention kernels walk queries and keys in tiles of this many rows on sm90 (FlashAttention-3, Shah et
 # al. 2024, section 3: 128-row blocks for head dims 64-128; cuDNN's fused kernels likewise): a sequence
 # length that is not a multiple computes its last tile in full.
@@ -233,7 +246,9 @@ class CalibratedModel:
         roofline = self._fallback.estimate(cost)
         time_us = None
         if cost.kind in TRANSFER_KINDS:
-            rate = self.profile.get("host", {}).get("copies", {}).get(f"{cost.kind}_bytes_per_s")
+            copies = self.profile.get("host", {}).get("copies", {})
+            curve = copies.get(f"{cost.kind}_curve")
+            rate = _rate_on_curve(curve, cost.bytes) if curve else copies.get(f"{cost.kind}_bytes_per_s")
             if not rate or self.transferred:  # another machine's host link says little about this one's
                 return roofline
             link_us = cost.bytes / rate * 1e6
