@@ -117,7 +117,7 @@ def _measured_verdict(measurements: list[dict]) -> tuple[str, list[float]]:
     return "mixed", busy
 
 
-def wall_time_section(runs: list[dict], local: dict | None, device: dict | None = None) -> list[str]:
+def wall_time_section(runs: list[dict], local: dict | None, device: dict | None, folder: Path) -> list[str]:
     """Issue 4's evidence: wall time per step, measured over several device runs and predicted."""
     measured: dict[str, list[dict]] = {}
     predicted: dict[str, dict] = {}
@@ -193,27 +193,45 @@ def wall_time_section(runs: list[dict], local: dict | None, device: dict | None 
     if host_inside:
         lines.append(f"Host-bound steps (device capture): prediction inside the measured spread on {sum(host_inside)} "
                      f"of {len(host_inside)}.")
-    lines += ["", HOST_MODEL_NOTES]
+    lines += ["", host_model_notes(folder)]
     return lines + [""]
 
 
-HOST_MODEL_NOTES = (
-    "How the host side is modelled and how it got here. Per-op CPU costs come from tight loops of one op "
-    "(calibrate/host.py); a chain of varied ops, forward and backward, measured about 1.7x (forward) and 1.4x "
-    "(backward) what those costs predict for it, so the costs are scaled by that ratio, interpolated by how many "
-    "kinds of op a step cycles through (a two-op loop stays in cache). The host costs swung up to 2x between "
-    "device calls minutes apart (validation/host_calibration_runs.json: an add took 7.8-11.3 us, the Python "
-    "benchmark 7.8-20.8 ms), so the shipped host section is the per-case median of 15 runs "
-    "(scripts/merge_host_runs.py). The model's Python between ops is timed during capture outside every torch "
-    "call; on the device that agreed with a real run for GPT-2 (2.9 ms captured incl. module calls vs 3.3 ms "
-    "real) but not for BERT (3.0 vs 2.1 ms) or ViT (5.0 vs 1.4 ms) "
-    "(`PYTHONPATH=src python3 scripts/probe_model_python.py`, validation/model_python_probe.json). Captures on the "
-    "2-core development machine (torch 2.13, transformers 5.24) time the same HF code at about 2x the device's "
-    "(torch 2.11, transformers 5.17), beyond what the Python benchmark ratio corrects: the local-capture column "
-    "over-predicts the forward-only HF steps. Host-to-device copies were first calibrated as a uint8 copy_ at "
-    "64 MB (copy_pageable predicted 26% fast), then, after that miss, as `.to()` of float tensors over a "
-    "4-256 MB size curve, dense between 16 and 64 MB where the rate falls by half; copy_pageable still "
-    "misses by 32% against the median of its runs, inside their spread.")
+def host_model_notes(folder: Path) -> str:
+    """How the host side is modelled and how it got here, with the figures read from the JSON."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+    from kernelcast.predict.host import HostModel
+
+    profile = json.loads((Path(__file__).resolve().parent.parent / "src/kernelcast/profiles/h200.json").read_text())
+    model = HostModel.from_profile(profile["host"], "")
+    runs = json.loads((folder / "host_calibration_runs.json").read_text())["runs"]
+    adds = [r["host"]["add (1 kernel)"]["median_us"] for r in runs]
+    bench = [r["host"]["python bench"]["min_us"] / 1000 for r in runs]
+    probe = {r["name"]: r for r in json.loads((folder / "model_python_probe.json").read_text())["steps"]}
+
+    def probe_text(name: str, label: str) -> str:
+        r = probe[name]
+        captured = (r["capture_python_us"] + r["module_calls"] * model.module_call_us) / 1000
+        return f"{label} {captured:.1f} ms captured (module calls included) vs {r['model_python_us'] / 1000:.1f} ms real"
+
+    return (
+        "How the host side is modelled and how it got here. Per-op CPU costs come from tight loops of one op "
+        f"(calibrate/host.py); a chain of varied ops measured {model.forward_factor:.2f}x (forward) and "
+        f"{model.backward_factor:.2f}x (backward) what those costs predict for it, so the costs are scaled by "
+        "that ratio, interpolated by how many kinds of op a step cycles through (a two-op loop stays in cache). "
+        f"Host costs swung about 2x between device calls minutes apart ({len(runs)} runs in "
+        f"validation/host_calibration_runs.json: an add took {min(adds):.1f}-{max(adds):.1f} us, the Python "
+        f"benchmark {min(bench):.1f}-{max(bench):.1f} ms), so the shipped host section is the per-case median of "
+        "the runs (scripts/merge_host_runs.py). The model's Python between ops is timed during capture outside "
+        "every torch call; on the device (`PYTHONPATH=src python3 scripts/probe_model_python.py`, "
+        f"validation/model_python_probe.json) that gave {probe_text('gpt2_forward_b1', 'GPT-2')}, "
+        f"{probe_text('bert_forward_fp16_b32', 'BERT')}, {probe_text('vit_forward_b8', 'ViT')}. Captures on "
+        "the 2-core development machine (torch 2.13, transformers 5.24) time the same HF code at about 2x the "
+        "device's (torch 2.11, transformers 5.17), beyond what the Python benchmark ratio corrects, so the "
+        "local-capture column over-predicts the forward-only HF steps. Host-to-device copies were first "
+        "calibrated as a uint8 copy_ at 64 MB (copy_pageable then predicted 26% fast); after that miss, as "
+        "`.to()` of float tensors over a 4-256 MB size curve, dense between 16 and 64 MB where the rate falls "
+        "by about half.")
 
 
 def speed_section(data: dict) -> list[str]:
@@ -398,7 +416,7 @@ def write_report(folder: str, out: str) -> None:
     if wall_runs:
         local, device = folder / "wall_local_predictions.json", folder / "wall_device_predictions.json"
         lines += wall_time_section(wall_runs, json.loads(local.read_text()) if local.exists() else None,
-                                   json.loads(device.read_text()) if device.exists() else None)
+                                   json.loads(device.read_text()) if device.exists() else None, folder)
     if (folder / "h200_calibration_raw.json").exists():
         lines += calibration_section(json.loads((folder / "h200_calibration_raw.json").read_text()))
     if (folder / "capture_speed.json").exists():

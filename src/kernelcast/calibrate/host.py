@@ -142,7 +142,6 @@ def copy_bandwidth() -> dict:
             out.setdefault(f"{name}_curve", []).append([nbytes, nbytes / statistics.median(times)])
             if nbytes == COPY_BYTES:
                 out[name + "_bytes_per_s"] = nbytes / statistics.median(times)
-        del pinned, pageable, dev
     return out
 
 

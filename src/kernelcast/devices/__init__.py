@@ -89,14 +89,21 @@ def _normalise(name: str) -> str:
     return " ".join(name.strip().lower().replace("_", "-").split())
 
 
+def find_by_name(name: str, entries: dict) -> tuple[object | None, str]:
+    """(the entry whose id, name or alias is `name`, or None; "; closest: ..." naming the nearest spellings).
+    Entries have .id, .name and .aliases."""
+    wanted = _normalise(name)
+    for entry in entries.values():
+        if wanted in (entry.id, _normalise(entry.name), *entry.aliases):
+            return entry, ""
+    names = sorted({*entries, *(a for e in entries.values() for a in e.aliases)})
+    close = difflib.get_close_matches(wanted, names, n=3, cutoff=0.4)
+    return None, (f"; closest: {', '.join(close)}" if close else "")
+
+
 def get_gpu(name: str) -> GPU:
     """Look a GPU up by id, alias or full name; an unknown name raises with the closest names."""
-    gpus = all_gpus()
-    wanted = _normalise(name)
-    for gpu in gpus.values():
-        if wanted in (gpu.id, _normalise(gpu.name), *gpu.aliases):
-            return gpu
-    names = sorted({*gpus, *(a for g in gpus.values() for a in g.aliases)})
-    close = difflib.get_close_matches(wanted, names, n=3, cutoff=0.4)
-    hint = f"; closest: {', '.join(close)}" if close else ""
-    raise UnknownGPUError(f"unknown GPU {name!r}{hint} (run `kernelcast devices` for the list)")
+    gpu, hint = find_by_name(name, all_gpus())
+    if gpu is None:
+        raise UnknownGPUError(f"unknown GPU {name!r}{hint} (run `kernelcast devices` for the list)")
+    return gpu

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
@@ -10,7 +9,7 @@ from importlib import resources
 
 from kernelcast.errors import UnknownInterconnectError
 
-from . import GPU
+from . import GPU, find_by_name
 
 DATA_FILE = "interconnects.toml"
 NCCL_HW_CLASSES = ("nvlink", "pci", "net")  # NCCL's tuning model has latencies for these three
@@ -49,21 +48,13 @@ def all_interconnects() -> dict[str, Interconnect]:
     return links
 
 
-def _normalise(name: str) -> str:
-    return " ".join(name.strip().lower().replace("_", "-").split())
-
-
 def get_interconnect(name: str) -> Interconnect:
     """Look an interconnect up by id or alias; an unknown name raises with the closest names."""
     links = all_interconnects()
-    wanted = _normalise(name)
-    for link in links.values():
-        if wanted in (link.id, _normalise(link.name), *link.aliases):
-            return link
-    names = sorted({*links, *(a for link in links.values() for a in link.aliases)})
-    close = difflib.get_close_matches(wanted, names, n=3, cutoff=0.4)
-    hint = f"; closest: {', '.join(close)}" if close else ""
-    raise UnknownInterconnectError(f"unknown interconnect {name!r}{hint} (known: {', '.join(sorted(links))})")
+    link, hint = find_by_name(name, links)
+    if link is None:
+        raise UnknownInterconnectError(f"unknown interconnect {name!r}{hint} (known: {', '.join(sorted(links))})")
+    return link
 
 
 def natural_interconnect(gpu: GPU) -> Interconnect:

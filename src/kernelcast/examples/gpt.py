@@ -55,8 +55,8 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, VOCAB), targets.view(-1))
 
 
-def build():
-    model = GPT().to("cuda")
+def training_step(model: nn.Module):
+    """(step, args): one AdamW step with bf16 autocast on a random batch (also used by the DDP/FSDP2 examples)."""
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
     idx = torch.randint(0, VOCAB, (BATCH, SEQ), device="cuda")
     targets = torch.randint(0, VOCAB, (BATCH, SEQ), device="cuda")
@@ -69,3 +69,7 @@ def build():
         opt.zero_grad(set_to_none=True)
 
     return step, (idx, targets)
+
+
+def build():
+    return training_step(GPT().to("cuda"))

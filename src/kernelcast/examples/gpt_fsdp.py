@@ -6,11 +6,10 @@ one rank's step (parameters all-gathered before each block, gradients reduce-sca
 Under torchrun on GPUs the same build() runs for real (scripts/validate_distributed.py).
 """
 
-import torch
 import torch.distributed as dist
 from torch.distributed.fsdp import fully_shard
 
-from kernelcast.examples.gpt import BATCH, GPT, SEQ, VOCAB
+from kernelcast.examples.gpt import GPT, training_step
 
 
 def build():
@@ -20,15 +19,4 @@ def build():
     for block in model.blocks:
         fully_shard(block)
     fully_shard(model)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
-    idx = torch.randint(0, VOCAB, (BATCH, SEQ), device="cuda")
-    targets = torch.randint(0, VOCAB, (BATCH, SEQ), device="cuda")
-
-    def step(idx, targets):
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(idx, targets)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-
-    return step, (idx, targets)
+    return training_step(model)

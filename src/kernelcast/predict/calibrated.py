@@ -32,17 +32,21 @@ SHAPE_MISMATCH_PENALTY = 100.0  # a different conv kernel/stride or causal flag:
 MIN_CURVE_POINTS = 2
 
 
-def _rate_on_curve(curve: list, nbytes: float) -> float:
-    """Bytes/s at this size: log-linear between measured sizes, flat beyond them."""
-    xs = [_log2(size) for size, _ in curve]
-    x = _log2(nbytes)
+def _interp(curve: list[tuple[float, float]], x: float) -> float:
+    """Piecewise-linear y at x on points sorted by x, held flat beyond the ends."""
+    xs = [cx for cx, _ in curve]
     if x <= xs[0]:
         return curve[0][1]
     if x >= xs[-1]:
         return curve[-1][1]
     i = bisect.bisect_left(xs, x)
-    t = (x - xs[i - 1]) / (xs[i] - xs[i - 1])
-    return math.exp(math.log(curve[i - 1][1]) * (1 - t) + math.log(curve[i][1]) * t)
+    (x0, y0), (x1, y1) = curve[i - 1], curve[i]
+    return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+
+
+def _rate_on_curve(curve: list, nbytes: float) -> float:
+    """Bytes/s at this size: log-linear between measured sizes, flat beyond them."""
+    return math.exp(_interp([(_log2(size), math.log(rate)) for size, rate in curve], _log2(nbytes)))
 
 
 # Fused attention kernels walk queries and keys in tiles of this many rows on sm90 (FlashAttention-3, Shah et
@@ -106,15 +110,7 @@ def _along_bytes(points: list["_MemoryPoint"], log_bytes: float, log_itemsize: f
     by_size: dict[float, list[float]] = {}
     for p in same:
         by_size.setdefault(p.log_bytes, []).append(p.log_rate)
-    curve = sorted((x, sum(ys) / len(ys)) for x, ys in by_size.items())
-    xs = [x for x, _ in curve]
-    if log_bytes <= xs[0]:
-        return curve[0][1]
-    if log_bytes >= xs[-1]:
-        return curve[-1][1]
-    i = bisect.bisect_left(xs, log_bytes)
-    (x0, y0), (x1, y1) = curve[i - 1], curve[i]
-    return y0 + (y1 - y0) * (log_bytes - x0) / (x1 - x0)
+    return _interp(sorted((x, sum(ys) / len(ys)) for x, ys in by_size.items()), log_bytes)
 
 
 @dataclass(frozen=True)
@@ -230,15 +226,7 @@ class CalibratedModel:
         table = self.profile["timings"].get("l2_speedup") or []
         if not table or nbytes <= 0:
             return 1.0
-        xs = [_log2(b) for b, _ in table]
-        x = _log2(nbytes)
-        if x <= xs[0]:
-            return table[0][1]
-        if x >= xs[-1]:
-            return table[-1][1]
-        i = next(j for j in range(1, len(xs)) if xs[j] >= x)
-        t = (x - xs[i - 1]) / (xs[i] - xs[i - 1])
-        return table[i - 1][1] + t * (table[i][1] - table[i - 1][1])
+        return _interp([(_log2(b), speedup) for b, speedup in table], _log2(nbytes))
 
     def estimate(self, cost: Cost, l2_warm: float = 0.0) -> KernelEstimate:
         if cost.kernels == 0:
