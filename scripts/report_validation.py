@@ -323,6 +323,11 @@ def suite_section(data: dict, earlier: dict | None) -> list[str]:
     if gpu_errors:
         lines += ["", f"GPU time per step over {len(gpu_errors)} steps: median |error| "
                       f"{statistics.median(gpu_errors):.1%}, worst {max(gpu_errors):.1%} (targets: 5% and 15%)."]
+    spread = [abs(w["measured"]["gpu_time_us"] / before[w["name"]]["measured"]["gpu_time_us"] - 1)
+              for w in data["workloads"] if "measured" in w and w["name"] in before]
+    if spread:
+        lines.append(f"Run-to-run spread of the measured GPU time (this run vs the earlier run): median "
+                     f"{statistics.median(spread):.1%}, at most {max(spread):.1%}.")
     return lines + class_section(data)
 
 

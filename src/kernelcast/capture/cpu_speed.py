@@ -11,7 +11,7 @@ import functools
 import time
 
 BENCH_ROUNDS = 2000
-BENCH_REPEATS = 9
+BENCH_REPEATS = 5
 
 
 class _Layer:
