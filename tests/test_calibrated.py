@@ -103,3 +103,35 @@ def test_gpu_commands_without_a_gpu_fail_cleanly(command, tmp_path):
     result = subprocess.run([sys.executable, "-m", "kernelcast", *command], capture_output=True, text=True,
                             cwd=tmp_path)
     assert result.returncode == 2 and "no CUDA GPU" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_gemm_alignment_classes():
+    from kernelcast.costs.launch_table import gemm_alignment
+
+    # bf16 x @ w.t(): lda = K = 768 (1536 B), ldb = K, ldc = N
+    assert gemm_alignment(("bfloat16", False, True, False, 8192, 50304, 768)) == 16  # 100608 B = 16 x 6288
+    assert gemm_alignment(("bfloat16", False, True, False, 8192, 30522, 768)) == 4  # 61044 B = 4 x 15261
+    assert gemm_alignment(("bfloat16", False, True, False, 8192, 50257, 768)) == 2  # 100514 B = 2 x 50257
+    assert gemm_alignment(("float32", False, False, False, 64, 64, 3)) == 4  # lda = 3 x 4 B
+
+
+def test_attention_tiles_and_curves():
+    from kernelcast.predict.calibrated import _interp, _tile_waste
+
+    assert _tile_waste(128, 512) == 1.0
+    assert _tile_waste(197, 197) == pytest.approx(256 * 256 / (197 * 197))  # two 128-row tiles each way
+    assert _interp([(0.0, 1.0), (2.0, 3.0)], 1.0) == 2.0
+    assert _interp([(0.0, 1.0), (2.0, 3.0)], -5.0) == 1.0 and _interp([(0.0, 1.0), (2.0, 3.0)], 9.0) == 3.0
+
+
+def test_broadcast_and_strided_pointwise_operands():
+    from kernelcast.costs.common import strided_inputs
+
+    x, bias = contiguous((64, 128), "bfloat16"), contiguous((128,), "bfloat16")
+    assert strided_inputs(op("aten.add.Tensor", {"self": x, "other": bias}, [x]))  # a broadcast bias
+    assert not strided_inputs(op("aten.add.Tensor", {"self": x, "other": x}, [x]))
+    nhwc = TensorMeta((8, 16, 4, 4), "bfloat16", (256, 1, 64, 16))  # channels_last in and out: dense
+    assert not strided_inputs(op("aten.add.Tensor", {"self": nhwc, "other": nhwc}, [nhwc]))
+    half = TensorMeta((64, 64), "bfloat16", (128, 1))  # x[:, :64]: rows with gaps
+    out = contiguous((64, 64), "bfloat16")
+    assert strided_inputs(op("aten.mul.Tensor", {"self": half, "other": out}, [out]))
