@@ -19,9 +19,10 @@ def merge(runs: list[dict]) -> dict:
     merged: dict = {}
     for name, value in hosts[-1].items():
         cases = [h[name] for h in hosts if isinstance(h.get(name), dict)]
-        if name == "mixed chain":  # only newer runs have it; their op lists are the same chain
-            merged[name] = {**value, **{part: {"median_us": statistics.median(c[part]["median_us"] for c in cases)}
-                                        for part in ("forward", "backward")}}
+        if name == "mixed chain":  # only newer runs have it (and its parts); their op lists are the same chain
+            merged[name] = {**value, **{part: {"median_us": statistics.median(c[part]["median_us"] for c in cases
+                                                                              if part in c)}
+                                        for part in ("forward", "backward", "forward_no_grad") if part in value}}
         elif isinstance(value, dict) and "median_us" in value:
             merged[name] = {"median_us": statistics.median(c["median_us"] for c in cases),
                             "min_us": statistics.median(c["min_us"] for c in cases),

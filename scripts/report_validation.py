@@ -216,8 +216,9 @@ def host_model_notes(folder: Path) -> str:
 
     return (
         "How the host side is modelled and how it got here. Per-op CPU costs come from tight loops of one op "
-        f"(calibrate/host.py); a chain of varied ops measured {model.forward_factor:.2f}x (forward) and "
-        f"{model.backward_factor:.2f}x (backward) what those costs predict for it, so the costs are scaled by "
+        f"(calibrate/host.py); a chain of varied ops measured {model.forward_factor:.2f}x (forward, recording "
+        f"autograd), {model.no_grad_factor:.2f}x (forward without autograd) and {model.backward_factor:.2f}x "
+        "(backward) what those costs predict for it, so the costs are scaled by "
         "that ratio, interpolated by how many kinds of op a step cycles through (a two-op loop stays in cache). "
         f"Host costs swung about 2x between device calls minutes apart ({len(runs)} runs in "
         f"validation/host_calibration_runs.json: an add took {min(adds):.1f}-{max(adds):.1f} us, the Python "

@@ -92,6 +92,20 @@ def mixed_chain() -> dict:
     recorder.recording = True
     with recorder:
         _mixed_forward(params, x).backward()
+    inference = Recorder(phase, lambda: "", lambda: None)
+    inference.recording = True
+    with inference, torch.no_grad():
+        _mixed_forward(params, x)
+    for p in (t for layer in params for t in layer):
+        p.grad = None
+    no_grad = []
+    for _ in range(REPEATS + 1):  # without autograd recording, as an inference step runs
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            _mixed_forward(params, x)
+        torch.cuda.synchronize()
+        no_grad.append((time.perf_counter() - t0) * 1e6)
     forward, backward = [], []
     for _ in range(REPEATS + 1):  # the first round warms up
         torch.cuda.synchronize()
@@ -106,7 +120,8 @@ def mixed_chain() -> dict:
         for p in (t for layer in params for t in layer):
             p.grad = None
     return {"forward": _summary(forward[1:]), "backward": _summary(backward[1:]),
-            "ops": [op.to_json() for op in recorder.ops]}
+            "forward_no_grad": _summary(no_grad[1:]), "ops": [op.to_json() for op in recorder.ops],
+            "ops_no_grad": [op.to_json() for op in inference.ops]}
 
 
 COPY_METHOD = "fp32 tensor .to(device), sizes 4-256 MB, dense 16-64 MB"  # as a training loop moves a batch

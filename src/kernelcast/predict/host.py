@@ -42,8 +42,9 @@ class HostModel:
     python_scale: float = 1.0  # target host's Python time / capture machine's (1: same speed or unknown)
     # The per-op costs come from tight loops of one op; a chain of varied ops (calibrate/host.py, mixed_chain)
     # takes longer per op. Its measured time over what the per-op costs predict for it, forward and backward.
-    forward_factor: float = 1.0
+    forward_factor: float = 1.0  # ops that record autograd nodes (and the optimizer's)
     backward_factor: float = 1.0
+    no_grad_factor: float = 1.0  # forward ops with autograd off, as in inference
     # How varied the chain was (distinct ops per pass): a step cycling through fewer kinds of op keeps more of
     # them in cache, so its factor is interpolated between 1 (one op, the tight loops) and the chain's.
     forward_chain_kinds: int = 1
@@ -91,7 +92,12 @@ class HostModel:
 
     def dispatch_us(self, op: OpRecord, cost: Cost | None) -> float:
         """CPU time of the op itself: Python binding, dispatcher, autograd bookkeeping, kernel launches."""
-        factor = self.backward_factor if op.phase == "backward" else self.forward_factor
+        if op.phase == "backward":
+            factor = self.backward_factor
+        elif op.phase == "forward" and "grad" not in op.tags:
+            factor = self.no_grad_factor
+        else:
+            factor = self.forward_factor
         return factor * self._tight_loop_us(op, cost)
 
     def _tight_loop_us(self, op: OpRecord, cost: Cost | None) -> float:
@@ -125,6 +131,7 @@ class HostModel:
 
         return dataclasses.replace(
             self, forward_factor=factor(self.forward_factor, self.forward_chain_kinds, ("forward", "optimizer")),
+            no_grad_factor=factor(self.no_grad_factor, self.forward_chain_kinds, ("forward",)),
             backward_factor=factor(self.backward_factor, self.backward_chain_kinds, ("backward",)))
 
     def python_us(self, op: OpRecord) -> float:
@@ -144,12 +151,15 @@ def _chain_factors(chain: dict, base: HostModel) -> dict[str, float]:
     from kernelcast.costs import cost_of  # costs imports nothing from predict: no cycle, but keep it local
 
     ops = [OpRecord.from_json(o) for o in chain["ops"]]
+    no_grad_ops = [OpRecord.from_json(o) for o in chain.get("ops_no_grad", ())]
     out: dict = {}
-    for phase in ("forward", "backward"):
-        mine = [op for op in ops if op.phase == phase]
+    for part, mine, name in (("forward", [op for op in ops if op.phase == "forward"], "forward"),
+                             ("backward", [op for op in ops if op.phase == "backward"], "backward"),
+                             ("forward_no_grad", no_grad_ops, "no_grad")):
         predicted = sum(base._tight_loop_us(op, cost_of(op)) for op in mine)
-        measured = chain.get(phase, {}).get("median_us")
+        measured = chain.get(part, {}).get("median_us")
         if predicted > 0 and measured:
-            out[f"{phase}_factor"] = measured / predicted
-            out[f"{phase}_chain_kinds"] = len({op.op for op in mine})
+            out[f"{name}_factor"] = measured / predicted
+            if name != "no_grad":
+                out[f"{name}_chain_kinds"] = len({op.op for op in mine})
     return out
