@@ -235,6 +235,26 @@ def host_model_notes(folder: Path) -> str:
         "by about half.")
 
 
+def repredicted_section(data: dict) -> list[str]:
+    """The suite's device measurements re-predicted here by the code as committed (changes after the run)."""
+    errors = [abs(w["errors"]["gpu_time"]) for w in data["workloads"]]
+    sums: dict[str, list[float]] = {}
+    for w in data["workloads"]:
+        for c in w["classes"]:
+            pair = sums.setdefault(c["kind"], [0.0, 0.0])
+            pair[0] += c["predicted_us"]
+            pair[1] += c["measured_us"]
+    classes = ", ".join(f"{kind} {_pct(p / m - 1)}" for kind, (p, m) in sorted(sums.items(), key=lambda kv: -kv[1][1])[:8]
+                        if m)
+    return ["### The same measurements, re-predicted by the code as committed", "",
+            f"After the device run above, the attention lookup changed (shapes compared by tile work, chosen by "
+            f"left-one-out error over the calibration points). `{data['meta']['command']}` re-captures the suite "
+            f"on the development machine (torch {data['meta']['torch']}) and predicts it against the device "
+            f"measurements in {data['meta']['measured_in']}: GPU time per step median |error| "
+            f"{statistics.median(errors):.1%}, worst {max(errors):.1%}. Summed per class (largest eight): "
+            f"{classes}.", ""]
+
+
 def speed_section(data: dict) -> list[str]:
     meta = data["meta"]
     lines = ["", "## Capture speed and memory (no GPU)", "",
@@ -418,6 +438,8 @@ def write_report(folder: str, out: str) -> None:
         earlier_path = folder / "suite_earlier.json"
         earlier = json.loads(earlier_path.read_text()) if earlier_path.exists() else None
         lines += suite_section(json.loads((folder / "suite.json").read_text()), earlier)
+    if (folder / "suite_repredicted.json").exists():
+        lines += repredicted_section(json.loads((folder / "suite_repredicted.json").read_text()))
     wall_runs = [json.loads(p.read_text()) for p in sorted(folder.glob("wall_run*.json"))]
     if wall_runs:
         local, device = folder / "wall_local_predictions.json", folder / "wall_device_predictions.json"
