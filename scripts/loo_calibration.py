@@ -8,7 +8,6 @@ nearest-point blend; for attention, how shapes are compared and whether sequence
 """
 
 import json
-import math
 import statistics
 import sys
 
@@ -20,7 +19,6 @@ from kernelcast.records import CaptureSettings
 
 def memory_errors(profile: dict) -> dict[str, tuple[float, int]]:
     """Median left-one-out error per memory-bound kind, with the model's own lookup."""
-    floor = profile["timings"]["work_item_floor_us"]
     out = {}
     for kind, points in sorted(profile["timings"]["memory"].items()):
         errors = []

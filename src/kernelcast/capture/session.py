@@ -1,10 +1,12 @@
 """A capture session: everything that must be in force while the user's code runs without a GPU.
 
 Layers, outermost first:
-- the torch.cuda facade (answers for the target GPU, records synchronize);
+- the torch.cuda facade (answers for the target GPU, records synchronize; streams and events as ids);
 - module tracking and optimizer-step hooks (for the module path and the phase of each op);
 - FakeTensorMode (tensors have shapes, dtypes and a "cuda" device, but no memory);
 - the Recorder (TorchDispatchMode, records aten ops) and the Router (TorchFunctionMode, routes attention).
+The Recorder's HostClock times the model's own Python between ops; the Router and the module tracker book
+their time as the capture's, and measure_gap_baselines takes out the capture's constant shares per call.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from kernelcast.records import Capture, CaptureSettings, OpRecord
 
 from .compat import real_run_paths
 from .cpu_speed import this_machine_bench_us
-from .host_clock import BASELINE_CALLS, BASELINE_LOOPS, GapBaselines, HostClock, fastest_mean
 from .cuda_facade import TargetDevice, cuda_facade
+from .host_clock import BASELINE_CALLS, BASELINE_LOOPS, GapBaselines, HostClock, fastest_mean
 from .recorder import Recorder
 from .router import Router, origin_of_current_backward_node
 
