@@ -9,7 +9,10 @@ sizes, among rows of the same dtype and layout.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from kernelcast.records import DTYPE_BYTES
 
 # A different kernel size or stride is a different kind of convolution: weigh it above any size difference.
 CONV_SHAPE_MISMATCH_PENALTY = 100.0
@@ -24,17 +27,16 @@ def log2_size(x: float) -> float:
 # picks slower kernels (cuBLAS docs, "Tensor Core usage": lda/ldb/ldc alignment). Measured on the H200: the
 # GPT-2 lm_head with N = 50257 runs 7.5x slower than with N = 50304 (docs/validation.md).
 LEADING_DIM_ALIGNMENT_BYTES = 16
-DTYPE_ITEMSIZE = {"float32": 4, "tf32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1,
-                  "float64": 8}
 
 
-def gemm_alignment(key) -> int:
+@lru_cache(maxsize=None)  # looked up for every profile row on every GEMM: compute each shape once
+def gemm_alignment(key: tuple) -> int:
     """Bytes (1 to 16) that every leading dimension of A (M x K), B (K x N) and the row-major output C is a
     multiple of. Measured on the H200 (bf16): 16 gets cuBLAS's fast kernels; an even vocabulary (4 bytes) a
     CUTLASS sm80 kernel at about a third of their speed; an odd one (2 bytes) an sm75 kernel at about a
     seventh (validation/h200_calibration_raw.json)."""
     dtype, a_t, b_t, _, m, n, k = key
-    itemsize = DTYPE_ITEMSIZE.get(dtype, 2)
+    itemsize = DTYPE_BYTES.get("float32" if dtype == "tf32" else dtype, 2)
     lda = m if a_t else k
     ldb = k if b_t else n
     alignment = LEADING_DIM_ALIGNMENT_BYTES
@@ -44,19 +46,14 @@ def gemm_alignment(key) -> int:
     return max(alignment, 1)
 
 
-def gemm_aligned(key) -> bool:
-    """Whether every leading dimension is a multiple of 16 bytes."""
-    return gemm_alignment(key) == LEADING_DIM_ALIGNMENT_BYTES
-
-
-def same_alignment(rows: list, key) -> list:
+def same_alignment(rows: list, key: tuple) -> list:
     """The rows measured at the key's alignment class, else at the nearest one, else all of them."""
     if not rows:
         return rows
-    want = gemm_alignment(key)
-    classes = {gemm_alignment(r[:7]) for r in rows}
-    nearest = min(classes, key=lambda a: (abs(math.log2(a) - math.log2(want)), -a))
-    return [r for r in rows if gemm_alignment(r[:7]) == nearest]
+    want = gemm_alignment(tuple(key))
+    by_row = [(gemm_alignment(tuple(r[:7])), r) for r in rows]
+    nearest = min({a for a, _ in by_row}, key=lambda a: (abs(math.log2(a) - math.log2(want)), -a))
+    return [r for a, r in by_row if a == nearest]
 
 
 @dataclass(frozen=True)
@@ -64,6 +61,8 @@ class LaunchTable:
     gemm: tuple[tuple, ...]  # (dtype, a_transposed, b_transposed, bias, M, N, K, work_items)
     conv: tuple[tuple, ...]  # (pass, dtype, channels_last, c_in, c_out, kernel, stride, size, work_items)
     source: str = ""
+    # gemm_items by key: a step repeats its few GEMM shapes many times
+    _gemm_items: dict = field(default_factory=dict, compare=False, repr=False)
 
     @staticmethod
     def from_profile(section: dict) -> "LaunchTable":
@@ -71,6 +70,12 @@ class LaunchTable:
                            tuple(tuple(r) for r in section.get("conv", ())), section.get("source", ""))
 
     def gemm_items(self, dtype: str, a_t: bool, b_t: bool, bias: bool, m: int, n: int, k: int) -> int | None:
+        key = (dtype, a_t, b_t, bias, m, n, k)
+        if key not in self._gemm_items:
+            self._gemm_items[key] = self._lookup_gemm_items(*key)
+        return self._gemm_items[key]
+
+    def _lookup_gemm_items(self, dtype: str, a_t: bool, b_t: bool, bias: bool, m: int, n: int, k: int) -> int | None:
         def same(row, with_bias: bool) -> bool:
             return row[0] == dtype and row[1] == a_t and row[2] == b_t and (row[3] == bias or not with_bias)
 

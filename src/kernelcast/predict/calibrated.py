@@ -150,6 +150,7 @@ class CalibratedModel:
     profiled_gpu: GPU
     source: str = ""
     _memory: dict = field(default_factory=dict)
+    _gemm_rates: dict = field(default_factory=dict)  # by key: a step repeats its few GEMM shapes many times
 
     def __post_init__(self) -> None:
         timings = self.profile["timings"]
@@ -170,6 +171,11 @@ class CalibratedModel:
 
     # -- lookups on the profiled GPU ----------------------------------------------------------------------
     def _gemm_flops_per_us(self, key: tuple) -> float | None:
+        if key not in self._gemm_rates:
+            self._gemm_rates[key] = self._lookup_gemm_flops_per_us(key)
+        return self._gemm_rates[key]
+
+    def _lookup_gemm_flops_per_us(self, key: tuple) -> float | None:
         dtype, a_t, b_t, bias, m, n, k = key
         if dtype == "float32" and self.settings.matmul_allow_tf32:
             dtype = "tf32"
