@@ -10,8 +10,8 @@ from kernelcast.capture import capture
 from kernelcast.capture.router import count_graph_nodes
 from kernelcast.costs import cost_of
 from kernelcast.predict import predict_capture
-from kernelcast.predict.host import ENGINE_NODES_OP, HostModel
-from kernelcast.records import OpRecord
+from kernelcast.predict.host import HostModel
+from kernelcast.records import ENGINE_NODES_OP, OpRecord
 
 from helpers import contiguous, op
 

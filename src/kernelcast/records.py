@@ -23,6 +23,13 @@ DTYPE_BYTES = {
 
 PHASES = ("forward", "backward", "optimizer")
 
+# Host-side markers the capture records beside aten ops ("host." + what): syncs outside aten (host.synchronize,
+# host.tolist), event records and waits that order streams, and the autograd nodes a backward ran without an op.
+HOST_OP_PREFIX = "host."
+RECORD_EVENT_OP = HOST_OP_PREFIX + "record_event"
+WAIT_EVENT_OP = HOST_OP_PREFIX + "wait_event"
+ENGINE_NODES_OP = HOST_OP_PREFIX + "autograd_nodes"
+
 # The stream id collectives are recorded on. NCCL runs them on a stream of its own (ProcessGroupNCCL keeps one
 # per device and process group), so they can overlap compute on stream 0; a number well above the ids a capture
 # gives user-created streams keeps the two apart.

@@ -15,7 +15,7 @@ from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils.weak import WeakIdKeyDictionary
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from kernelcast.records import OpRecord, TensorMeta
+from kernelcast.records import ENGINE_NODES_OP, HOST_OP_PREFIX, OpRecord, TensorMeta
 
 from .host_clock import HostClock
 from .source import current_source
@@ -35,7 +35,6 @@ def _is_inplace(func: torch._ops.OpOverload) -> bool:
 
 
 UNRECORDED_NAMESPACES = {"prim", "profiler"}  # device queries and profiler markers: no device work
-HOST_SYNC_PREFIX = "host."  # op names of sync points that are not aten ops: host.synchronize, host.tolist
 # What a bool read back from the GPU most likely is, by the op that made it: checks of the form "all tokens
 # valid" / "sum == numel" hold, checks of the form "any NaN" / "a != b" do not. Anything else: False.
 BOOL_HINTS = {aten.all: True, aten.eq: True, aten.any: False, aten.ne: False}
@@ -237,47 +236,36 @@ class Recorder(TorchDispatchMode):
             return ("grad",)
         return ()
 
-    def record_stream_marker(self, kind: str, stream: int, event: int) -> None:
+    def record_stream_marker(self, op: str, stream: int, event: int) -> None:
         """An event record or wait on a stream (torch.cuda.Event / Stream.wait_event / wait_stream)."""
-        if not self.recording:
-            return
-        self.clock.ours_begin()
-        python_us, torch_calls, modules = self.clock.take()
-        self.torch_calls.append(torch_calls)
-        self.ops.append(OpRecord(
-            index=len(self.ops), op=f"{HOST_SYNC_PREFIX}{kind}", args={"event": event}, outputs=(), tags=("host",),
-            phase=self._phase_of(), module=self._module_of(), source=current_source(), python_us=python_us,
-            modules=modules, stream=stream,
-        ))
-        self.clock.ours_end()
+        if self.recording:
+            self._record_marker(op, {"event": event}, stream=stream)
 
     def record_engine_nodes(self, nodes: int) -> None:
         """After a backward: the autograd nodes that ran without dispatching an op (each costs the engine
         host time all the same), as a host-only marker."""
         with_ops = 0
         for op in reversed(self.ops):  # this backward's ops: back to the forward, or to the previous marker
-            if op.phase != "backward" or op.op == f"{HOST_SYNC_PREFIX}autograd_nodes":
+            if op.phase != "backward" or op.op == ENGINE_NODES_OP:
                 break
             with_ops += "node" in op.tags
-        self.clock.ours_begin()
-        python_us, torch_calls, modules = self.clock.take()
-        self.torch_calls.append(torch_calls)
-        self.ops.append(OpRecord(
-            index=len(self.ops), op=f"{HOST_SYNC_PREFIX}autograd_nodes", args={"nodes": max(nodes - with_ops, 0)},
-            outputs=(), tags=("host",), phase="backward", module="", source=current_source(),
-            python_us=python_us, modules=modules, stream=self.current_stream,
-        ))
-        self.clock.ours_end()
+        self._record_marker(ENGINE_NODES_OP, {"nodes": max(nodes - with_ops, 0)}, phase="backward", module="")
 
     def record_host_sync(self, kind: str) -> None:
         """A sync that does not pass through aten: torch.cuda.synchronize, tolist, numpy, printing."""
+        self._record_marker(f"{HOST_OP_PREFIX}{kind}", {}, sync=kind)
+
+    def _record_marker(self, op: str, args: dict, stream: int | None = None, sync: str | None = None,
+                       phase: str | None = None, module: str | None = None) -> None:
+        """A host-only record, with the model's Python since the previous op (its own time is ours)."""
         self.clock.ours_begin()
         python_us, torch_calls, modules = self.clock.take()
         self.torch_calls.append(torch_calls)
         self.ops.append(OpRecord(
-            index=len(self.ops), op=f"{HOST_SYNC_PREFIX}{kind}", args={}, outputs=(), tags=("host",),
-            phase=self._phase_of(), module=self._module_of(), source=current_source(), sync=kind,
-            python_us=python_us, modules=modules, stream=self.current_stream,
+            index=len(self.ops), op=op, args=args, outputs=(), tags=("host",),
+            phase=self._phase_of() if phase is None else phase,
+            module=self._module_of() if module is None else module, source=current_source(), sync=sync,
+            python_us=python_us, modules=modules, stream=self.current_stream if stream is None else stream,
         ))
         self.clock.ours_end()
 

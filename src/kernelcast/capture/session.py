@@ -23,7 +23,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from torch.utils.module_tracker import ModuleTracker
 
 from kernelcast import _fake_cuda
-from kernelcast.records import Capture, CaptureSettings, OpRecord
+from kernelcast.records import RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, CaptureSettings, OpRecord
 
 from .compat import real_run_paths
 from .cpu_speed import this_machine_bench_us
@@ -219,11 +219,11 @@ class CaptureSession:
 
     def record_event(self, event: int, stream: int) -> None:
         if self.recorder is not None:
-            self.recorder.record_stream_marker("record_event", stream, event)
+            self.recorder.record_stream_marker(RECORD_EVENT_OP, stream, event)
 
     def wait_event(self, stream: int, event: int) -> None:
         if self.recorder is not None:
-            self.recorder.record_stream_marker("wait_event", stream, event)
+            self.recorder.record_stream_marker(WAIT_EVENT_OP, stream, event)
 
     def synchronize(self, kind: str) -> None:
         self._host_sync(kind)
@@ -265,11 +265,9 @@ class CaptureSession:
         """Each op's Python time with the capture's shares taken out. Backward runs in torch's C++ engine:
         the capture's time there is its own, so backward ops get none."""
         assert self.recorder is not None
-        calls, base = self.recorder.torch_calls, self.gap_baselines
-        if len(calls) != len(ops):
-            return ops
+        calls, base = self.recorder.torch_calls, self.gap_baselines  # one entry per record, appended with it
         return tuple(dataclasses.replace(op, python_us=0.0 if op.phase == "backward" else round(
-            base.model_us(op.python_us, n, op.modules), 3)) for op, n in zip(ops, calls))
+            base.model_us(op.python_us, n, op.modules), 3)) for op, n in zip(ops, calls, strict=True))
 
     # -- result ----------------------------------------------------------------------------------------
     def result(self, workload: str = "") -> Capture:

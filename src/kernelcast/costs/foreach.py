@@ -46,14 +46,14 @@ def multi_tensor_launches(numels: list[int], depth: int, scalar_list: bool = Fal
     return launches + (1 if blocks else 0)
 
 
-def _lists(op: OpRecord) -> list[tuple[TensorMeta, ...]]:
+def tensor_lists(op: OpRecord) -> list[tuple[TensorMeta, ...]]:
     return [v for v in op.args.values()
             if isinstance(v, tuple) and v and all(isinstance(t, TensorMeta) for t in v)]
 
 
 def _foreach(op: OpRecord, ctx: CostContext, flops_per_element: float = FOREACH_FLOPS_PER_ELEMENT,
              extra_kernels: int = 0) -> Cost:
-    lists = _lists(op)
+    lists = tensor_lists(op)
     if not lists:
         return Cost(kernels=0)
     first = lists[0]

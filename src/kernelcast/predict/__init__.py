@@ -11,7 +11,7 @@ from kernelcast.costs.launch_table import LaunchTable
 from kernelcast.devices import GPU, get_gpu
 from kernelcast.devices.interconnects import Interconnect, get_interconnect, natural_interconnect
 from kernelcast.profiles import PROFILED_GPUS, launch_profile, load_profile
-from kernelcast.records import COMM_STREAM, Capture, OpRecord
+from kernelcast.records import COMM_STREAM, RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, OpRecord
 
 from .host import HostModel
 from .kernel_model import NO_KERNEL, KernelEstimate, KernelModel, RooflineModel
@@ -151,9 +151,9 @@ USER_EVENT_BASE = 1 << 40
 
 
 def _stream_marker(op: OpRecord) -> dict:
-    if op.op == "host.record_event":
+    if op.op == RECORD_EVENT_OP:
         return {"record_event": USER_EVENT_BASE + op.args["event"]}
-    if op.op == "host.wait_event":
+    if op.op == WAIT_EVENT_OP:
         return {"wait_event": USER_EVENT_BASE + op.args["event"]}
     return {}
 

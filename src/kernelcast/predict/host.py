@@ -14,14 +14,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from kernelcast.costs import Cost
-from kernelcast.records import OpRecord
+from kernelcast.costs import Cost, cost_of
+from kernelcast.costs.foreach import tensor_lists
+from kernelcast.records import ENGINE_NODES_OP, HOST_OP_PREFIX, OpRecord
 
 # One more cudaLaunchKernel from an op that already launched one. Not isolated by a microbenchmark: a few µs
 # is CUDA's documented order; foreach ops, the main multi-launch ops, have a measured cost of their own.
 EXTRA_KERNEL_LAUNCH_US = 3.0
 FOREACH_PREFIX = "_foreach_"
-ENGINE_NODES_OP = "host.autograd_nodes"
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ class HostModel:
     def _tight_loop_us(self, op: OpRecord, cost: Cost | None) -> float:
         if op.op == ENGINE_NODES_OP:  # autograd nodes that ran without an op of their own
             return op.args.get("nodes", 0) * self.backward_node_us
-        if op.op.startswith("host."):  # a sync outside aten (synchronize, tolist): its wait is the timeline's
+        if op.op.startswith(HOST_OP_PREFIX):  # a sync outside aten (synchronize, tolist): its wait is the timeline's
             return 0.0
         # the autograd engine's own cost per node, paid at the node's first op whatever that op launches
         engine_us = self.backward_node_us if "node" in op.tags else 0.0
@@ -112,7 +112,7 @@ class HostModel:
         if cost is None or cost.kernels == 0:
             return self.view_op_us + engine_us
         if op.name.startswith(FOREACH_PREFIX):
-            return self.foreach_op_us + self.foreach_per_tensor_us * _list_length(op)
+            return self.foreach_op_us + self.foreach_per_tensor_us * max(map(len, tensor_lists(op)), default=1)
         us = self.kernel_op_us + (cost.kernels - 1) * self.extra_kernel_launch_us + engine_us
         if cost.kind == "gemm":
             us += self.gemm_extra_us
@@ -123,7 +123,7 @@ class HostModel:
     def for_step(self, ops) -> "HostModel":
         """This model with the chain factors interpolated to the variety of the step's own ops."""
         def factor(chain: float, chain_kinds: int, phases: tuple[str, ...]) -> float:
-            kinds = len({op.op for op in ops if op.phase in phases and not op.op.startswith("host.")})
+            kinds = len({op.op for op in ops if op.phase in phases and not op.op.startswith(HOST_OP_PREFIX)})
             if chain_kinds <= 1:
                 return chain
             share = min(max(kinds - 1, 0) / (chain_kinds - 1), 1.0)
@@ -138,18 +138,9 @@ class HostModel:
         """The model's own Python before this op and its module calls, on the target host."""
         return op.python_us * self.python_scale + op.modules * self.module_call_us
 
-    def op_us(self, op: OpRecord, cost: Cost | None) -> float:
-        return self.dispatch_us(op, cost) + self.python_us(op)
-
-
-def _list_length(op: OpRecord) -> int:
-    return max((len(v) for v in op.args.values() if isinstance(v, tuple)), default=1)
-
 
 def _chain_factors(chain: dict, base: HostModel) -> dict[str, float]:
     """Measured host time of the mixed chain over its per-op prediction, per pass (1 where unmeasured)."""
-    from kernelcast.costs import cost_of  # costs imports nothing from predict: no cycle, but keep it local
-
     ops = [OpRecord.from_json(o) for o in chain["ops"]]
     no_grad_ops = [OpRecord.from_json(o) for o in chain.get("ops_no_grad", ())]
     out: dict = {}
