@@ -10,7 +10,7 @@ from kernelcast.costs.collectives import COLLECTIVE_KIND, collective_of
 from kernelcast.costs.launch_table import LaunchTable
 from kernelcast.devices import GPU, get_gpu
 from kernelcast.devices.interconnects import Interconnect, get_interconnect, natural_interconnect
-from kernelcast.profiles import PROFILED_GPUS, launch_profile, load_profile
+from kernelcast.profiles import launch_profile, profile_with
 from kernelcast.records import COMM_STREAM, RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, OpRecord
 
 from .host import HostModel
@@ -161,19 +161,17 @@ def _stream_marker(op: OpRecord) -> dict:
 def host_model_for(gpu: GPU, capture: Capture) -> HostModel:
     """Host costs from the profile of this GPU's machine, else of a profiled one (its CPU stands in for this
     machine's, and the label says so); the capture's Python time scaled by the two CPUs' Python speed."""
-    for gpu_id in (gpu.id, *PROFILED_GPUS):
-        profile = load_profile(gpu_id)
-        section = profile.data.get("host") if profile is not None else None
-        if section:
-            label = f"the CPU of the {profile.device_name} machine that calibrated ({profile.date})"
-            if gpu_id != gpu.id:
-                label += f", standing in for the {gpu.name}'s host: unvalidated"
-            model = HostModel.from_profile(section, label, capture.settings.python_bench_us)
-            if model.python_scale != 1.0:
-                model = dataclasses.replace(model, host=f"{model.host}; model Python scaled by "
-                                                         f"{model.python_scale:.2f} from the capture machine")
-            return model
-    return HostModel()
+    profile = profile_with(gpu.id, "host")
+    if profile is None:
+        return HostModel()
+    label = f"the CPU of the {profile.device_name} machine that calibrated ({profile.date})"
+    if profile.gpu != gpu.id:
+        label += f", standing in for the {gpu.name}'s host: unvalidated"
+    model = HostModel.from_profile(profile.data["host"], label, capture.settings.python_bench_us)
+    if model.python_scale != 1.0:
+        model = dataclasses.replace(model, host=f"{model.host}; model Python scaled by "
+                                                 f"{model.python_scale:.2f} from the capture machine")
+    return model
 
 
 # multi_tensor_apply took its 32 KB kernel-argument tables in the CUDA 13 builds of torch 2.12 (2.11+cu130 was
@@ -202,10 +200,9 @@ def kernel_model_for(gpu: GPU, capture: Capture, model: str = "calibrated") -> K
     if model == "calibrated":
         from .calibrated import CalibratedModel
 
-        for gpu_id in (gpu.id, *PROFILED_GPUS):
-            profile = load_profile(gpu_id)
-            if profile is not None and "timings" in profile.data:
-                return CalibratedModel(gpu, capture.settings, profile.data, get_gpu(profile.gpu))
+        profile = profile_with(gpu.id, "timings")
+        if profile is not None:
+            return CalibratedModel(gpu, capture.settings, profile.data, get_gpu(profile.gpu))
     return RooflineModel(gpu, capture.settings)
 
 

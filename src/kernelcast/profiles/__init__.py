@@ -47,3 +47,13 @@ def load_profile(gpu_id: str) -> Profile | None:
 def launch_profile(gpu_id: str) -> Profile | None:
     """The profile whose measured launch counts apply to this GPU, if any."""
     return load_profile(gpu_id) or load_profile(LAUNCH_PROXY.get(gpu_id, ""))
+
+
+def profile_with(gpu_id: str, section: str) -> Profile | None:
+    """This GPU's profile if it has the section, else the first profiled GPU's that has it (which then
+    stands in for this one), else None."""
+    for candidate in (gpu_id, *PROFILED_GPUS):
+        profile = load_profile(candidate)
+        if profile is not None and profile.data.get(section):
+            return profile
+    return None
