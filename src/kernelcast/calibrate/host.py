@@ -23,16 +23,21 @@ FOREACH_FEW, FOREACH_MANY = 8, 256  # tensors per foreach call, to split the fix
 COPY_BYTES = 64 << 20
 
 
+def synced_us(fn: Callable[[], object]) -> float:
+    """µs of wall time for fn(), with the GPU synchronized before and after (so the GPU's work is in it)."""
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) * 1e6
+
+
 def per_op_us(fn: Callable, n: int) -> list[float]:
-    runs = []
-    for _ in range(REPEATS + 1):  # the first loop warms up
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
+    def loop() -> None:
         for _ in range(n):
             fn()
-        torch.cuda.synchronize()
-        runs.append((time.perf_counter() - t0) / n * 1e6)
-    return runs[1:]
+
+    return [synced_us(loop) / n for _ in range(REPEATS + 1)][1:]  # the first loop warms up
 
 
 def backward_node_us() -> list[float]:
@@ -43,12 +48,7 @@ def backward_node_us() -> list[float]:
         y = x
         for _ in range(BACKWARD_CHAIN):
             y = y * 1.0001
-        loss = y.sum()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        loss.backward()
-        torch.cuda.synchronize()
-        runs.append((time.perf_counter() - t0) / (BACKWARD_CHAIN + 1) * 1e6)
+        runs.append(synced_us(y.sum().backward) / (BACKWARD_CHAIN + 1))
     return runs[1:]
 
 
@@ -83,45 +83,41 @@ def mixed_chain() -> dict:
     The per-op cases above are tight loops of one op, whose code and data stay in the CPU's caches; a model
     cycles through many ops and so pays more per op. The host model compares this chain's time with what its
     per-op costs predict for the same ops, and scales them by the ratio (predict/host.py)."""
-    from kernelcast.capture.recorder import Recorder
-
     params = _mixed_params()
     x = torch.randn(8, 4, MIXED_WIDTH, device="cuda")
+
+    def step() -> None:
+        _mixed_forward(params, x).backward()
+        for p in (t for layer in params for t in layer):
+            p.grad = None
+
+    def inference() -> None:  # without autograd recording, as an inference step runs
+        with torch.no_grad():
+            _mixed_forward(params, x)
+
+    ops, ops_no_grad = _ops_of(step), _ops_of(inference)
+    forward, backward = [], []
+    for _ in range(REPEATS + 1):  # the first round warms up
+        out: dict = {}
+        forward.append(synced_us(lambda: out.update(loss=_mixed_forward(params, x))))
+        backward.append(synced_us(out["loss"].backward))
+        for p in (t for layer in params for t in layer):
+            p.grad = None
+    no_grad = [synced_us(inference) for _ in range(REPEATS + 1)]
+    return {"forward": _summary(forward[1:]), "backward": _summary(backward[1:]),
+            "forward_no_grad": _summary(no_grad[1:]), "ops": ops, "ops_no_grad": ops_no_grad}
+
+
+def _ops_of(fn: Callable[[], None]) -> list[dict]:
+    """The op records of one call, as a capture records them (phase from the autograd engine)."""
+    from kernelcast.capture.recorder import Recorder
+
     phase = lambda: "backward" if torch._C._current_graph_task_id() != -1 else "forward"  # noqa: E731
     recorder = Recorder(phase, lambda: "", lambda: None)
     recorder.recording = True
     with recorder:
-        _mixed_forward(params, x).backward()
-    inference = Recorder(phase, lambda: "", lambda: None)
-    inference.recording = True
-    with inference, torch.no_grad():
-        _mixed_forward(params, x)
-    for p in (t for layer in params for t in layer):
-        p.grad = None
-    no_grad = []
-    for _ in range(REPEATS + 1):  # without autograd recording, as an inference step runs
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        with torch.no_grad():
-            _mixed_forward(params, x)
-        torch.cuda.synchronize()
-        no_grad.append((time.perf_counter() - t0) * 1e6)
-    forward, backward = [], []
-    for _ in range(REPEATS + 1):  # the first round warms up
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        loss = _mixed_forward(params, x)
-        torch.cuda.synchronize()
-        t1 = time.perf_counter()
-        loss.backward()
-        torch.cuda.synchronize()
-        forward.append((t1 - t0) * 1e6)
-        backward.append((time.perf_counter() - t1) * 1e6)
-        for p in (t for layer in params for t in layer):
-            p.grad = None
-    return {"forward": _summary(forward[1:]), "backward": _summary(backward[1:]),
-            "forward_no_grad": _summary(no_grad[1:]), "ops": [op.to_json() for op in recorder.ops],
-            "ops_no_grad": [op.to_json() for op in inference.ops]}
+        fn()
+    return [op.to_json() for op in recorder.ops]
 
 
 COPY_METHOD = "fp32 tensor .to(device), sizes 4-256 MB, dense 16-64 MB"  # as a training loop moves a batch
@@ -147,16 +143,10 @@ def copy_bandwidth() -> dict:
         }
         for name, fn in cases.items():
             fn()
-            times = []
-            for _ in range(REPEATS):
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                fn()
-                torch.cuda.synchronize()
-                times.append(time.perf_counter() - t0)
-            out.setdefault(f"{name}_curve", []).append([nbytes, nbytes / statistics.median(times)])
+            rate = nbytes / (statistics.median(synced_us(fn) for _ in range(REPEATS)) / 1e6)
+            out.setdefault(f"{name}_curve", []).append([nbytes, rate])
             if nbytes == COPY_BYTES:
-                out[name + "_bytes_per_s"] = nbytes / statistics.median(times)
+                out[name + "_bytes_per_s"] = rate
     return out
 
 
