@@ -193,8 +193,29 @@ def wall_time_section(runs: list[dict], local: dict | None, device: dict | None,
     if host_inside:
         lines.append(f"Host-bound steps (device capture): prediction inside the measured spread on {sum(host_inside)} "
                      f"of {len(host_inside)}.")
+    lines += _fix_saving_lines(measured, predicted)
     lines += ["", host_model_notes(folder)]
     return lines + [""]
+
+
+# Steps measured before and after following one of the tool's sync-point advices: (before, after, advice).
+FIX_PAIRS = [("copy_pageable", "copy_pinned", "pin the host batch and copy it with non_blocking=True")]
+
+
+def _fix_saving_lines(measured: dict[str, list[dict]], predicted: dict[str, dict]) -> list[str]:
+    """The advice's predicted saving (the sync table's column: the step with the fix applied) against the
+    measured difference of the two steps, run by run (both were measured in the same process)."""
+    lines = []
+    for before, after, advice in FIX_PAIRS:
+        if before not in measured or after not in measured or before not in predicted or after not in predicted:
+            continue
+        saved = [statistics.median(b["step_ms"]) - statistics.median(a["step_ms"])
+                 for b, a in zip(measured[before], measured[after])]
+        guess = (predicted[before]["step_time_us"] - predicted[after]["step_time_us"]) / 1000
+        lines.append(f"Advice check, {before} -> {after} ({advice}): measured saving per run "
+                     f"{' / '.join(f'{x:.2f}' for x in saved)} ms (median {statistics.median(saved):.2f}); "
+                     f"predicted {guess:.2f} ms ({_pct(guess / statistics.median(saved) - 1)}).")
+    return [""] + lines if lines else []
 
 
 def host_model_notes(folder: Path) -> str:

@@ -95,6 +95,7 @@ def predict_one(spec: str, capture_path: str, gpu: str) -> dict:
             "python_us": p.python_time_us, "naive_host_timer_us": p.naive_host_timer_us, "bound": p.bound,
             "gpu_idle_fraction": p.gpu_idle_fraction, "host": p.host, "sync_points": p.sync_points,
             "kernels": p.kernels, "launch_bound_ops": p.launch_bound_ops,
+            "sync_groups": [{"kind": g.kind, "source": g.source, "saving_us": g.saving_us} for g in p.sync_groups],
             "capture_python_bench_us": cap.settings.python_bench_us}
 
 

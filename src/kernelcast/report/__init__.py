@@ -105,7 +105,7 @@ def sync_table(pred: Prediction) -> Table | None:
         return None
     table = Table(title="Sync points (the host waits for the GPU)", title_justify="left")
     for name, justify in (("kind", "left"), ("source", "left"), ("× per step", "right"), ("stall", "right"),
-                          ("saving if removed", "right"), ("fix", "left")):
+                          ("saving with the fix", "right"), ("fix", "left")):
         table.add_column(name, justify=justify, overflow="fold")
     for g in pred.sync_groups:
         table.add_row(g.kind, g.source or "-", str(g.count), _us(g.stall_us), _us(g.saving_us), g.advice)
