@@ -1,6 +1,9 @@
 """Ground truth for the capture's model-Python time: the same clock on a real run, no capture.
 
-    PYTHONPATH=src python3 scripts/probe_model_python.py [--device cuda|cpu] [--out FILE]
+    PYTHONPATH=src python3 scripts/probe_model_python.py [--device cuda|meta] [--out FILE]
+
+--device meta runs the model on meta tensors (no data, no kernels), so a machine with no GPU can compare its
+capture with a real run of the same Python: a CPU run would not do, its kernels evict the Python's caches.
 
 A TorchFunctionMode books every torch call as torch's time (as the capture's router does); what is left on the
 main thread between calls is the model's Python, module calls included. Its per-call hand-over cost is
@@ -43,6 +46,25 @@ class Timed(TorchFunctionMode):
             self.clock.ours_end()
 
 
+class OnDevice(TorchFunctionMode):
+    """Builds an example written for "cuda" on another device: every device argument that says cuda is
+    swapped for it (module moves included: Module.to calls Tensor.to per parameter)."""
+
+    def __init__(self, device: str) -> None:
+        super().__init__()
+        self.device = torch.device(device)
+
+    def _swap(self, value):
+        is_cuda = (isinstance(value, str) and value.startswith("cuda")) or (
+            isinstance(value, torch.device) and value.type == "cuda")
+        return self.device if is_cuda else value
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        args = tuple(self._swap(a) for a in args)
+        kwargs = {k: self._swap(v) for k, v in (kwargs or {}).items()}
+        return func(*args, **kwargs)
+
+
 def model_python_us(step, args, mode: Timed) -> float:
     mode.clock.restart()
     mode.clock.ours_begin()
@@ -76,7 +98,11 @@ def main() -> None:
     for name, spec, env in STEPS:
         os.environ.update(env)
         build, _ = load_build(spec)
-        step, step_args = build()
+        if args.device == "cuda":
+            step, step_args = build()
+        else:
+            with OnDevice(args.device):
+                step, step_args = build()
         for _ in range(3):
             step(*step_args)
         mode = Timed()

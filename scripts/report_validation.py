@@ -228,10 +228,14 @@ def host_model_notes(folder: Path) -> str:
     runs = json.loads((folder / "host_calibration_runs.json").read_text())["runs"]
     adds = [r["host"]["add (1 kernel)"]["median_us"] for r in runs]
     bench = [r["host"]["python bench"]["min_us"] / 1000 for r in runs]
-    probe = {r["name"]: r for r in json.loads((folder / "model_python_probe.json").read_text())["steps"]}
+    probe = {r["name"]: r for r in json.loads((folder / "model_python_probe.json").read_text())["steps"]}  # device
 
-    def probe_text(name: str, label: str) -> str:
-        r = probe[name]
+    device_probe = json.loads((folder / "model_python_probe.json").read_text())
+    local_file = folder / "model_python_probe_local.json"
+    local = json.loads(local_file.read_text()) if local_file.exists() else None
+
+    def probe_text(name: str, label: str, rows: dict = probe) -> str:
+        r = rows[name]
         captured = (r["capture_python_us"] + r["module_calls"] * model.module_call_us) / 1000
         return f"{label} {captured:.1f} ms captured (module calls included) vs {r['model_python_us'] / 1000:.1f} ms real"
 
@@ -247,13 +251,31 @@ def host_model_notes(folder: Path) -> str:
         "the runs (scripts/merge_host_runs.py). The model's Python between ops is timed during capture outside "
         "every torch call; on the device (`PYTHONPATH=src python3 scripts/probe_model_python.py`, "
         f"validation/model_python_probe.json) that gave {probe_text('gpt2_forward_b1', 'GPT-2')}, "
-        f"{probe_text('bert_forward_fp16_b32', 'BERT')}, {probe_text('vit_forward_b8', 'ViT')}. Captures on "
-        "the 2-core development machine (torch 2.13, transformers 5.24) time the same HF code at about 2x the "
-        "device's (torch 2.11, transformers 5.17), beyond what the Python benchmark ratio corrects, so the "
-        "local-capture column over-predicts the forward-only HF steps. Host-to-device copies were first "
+        f"{probe_text('bert_forward_fp16_b32', 'BERT')}, {probe_text('vit_forward_b8', 'ViT')}. "
+        + _local_probe_text(local, device_probe, probe_text) +
+        "Host-to-device copies were first "
         "calibrated as a uint8 copy_ at 64 MB (copy_pageable then predicted 26% fast); after that miss, as "
         "`.to()` of float tensors over a 4-256 MB size curve, dense between 16 and 64 MB where the rate falls "
         "by about half.")
+
+
+def _local_probe_text(local: dict | None, device: dict, probe_text) -> str:
+    """The development machine's capture against a real run of the same Python there (on meta tensors), and
+    its real run against the device's: where the local-capture column's error comes from."""
+    if not local:
+        return ""
+    names = [("gpt2_forward_b1", "GPT-2"), ("bert_forward_fp16_b32", "BERT"), ("vit_forward_b8", "ViT")]
+    here = {r["name"]: r for r in local["steps"]}
+    there = {r["name"]: r for r in device["steps"]}
+    slower = [here[n]["model_python_us"] / there[n]["model_python_us"] for n, _ in names]
+    bench = local["meta"]["python_bench_us"] / device["meta"]["python_bench_us"]
+    return (f"On the development machine, a real run of the same steps on meta tensors (`{local['meta']['command']}`"
+            f", torch {local['meta']['torch']}, validation/model_python_probe_local.json) against that machine's "
+            f"capture: {', '.join(probe_text(n, label, here) for n, label in names)}: the capture times the "
+            f"Python it runs faithfully. That Python ran {min(slower):.1f}-{max(slower):.1f}x as long there as on "
+            f"the device (one device run, on CUDA tensors; host times there swing about 2x), while the Python benchmark put the development machine at {bench:.2f}x the device's "
+            "time; so the local-capture column's error comes from carrying the time across CPUs with one "
+            "benchmark ratio, not from the capture. ")
 
 
 def repredicted_section(data: dict) -> list[str]:
