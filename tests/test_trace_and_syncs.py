@@ -1,5 +1,6 @@
 """Perfetto trace export, sync-point advice and the naive host timer."""
 
+import dataclasses
 import json
 
 import torch
@@ -54,6 +55,8 @@ def test_naive_host_timer_reads_the_cpu_side_only():
             a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
         for _ in range(10):
             a @ a  # ~1 ms each on the GPU, ~9 us each to launch
-    pred = predict_capture(cap.capture, "h200")
+    # The model Python timed on this machine is left out: a preempted CI runner could stretch a gap past 1 ms.
+    ops = tuple(dataclasses.replace(op, python_us=0.0) for op in cap.capture.ops)
+    pred = predict_capture(dataclasses.replace(cap.capture, ops=ops), "h200")
     assert pred.bound == "gpu"
     assert pred.naive_host_timer_us < pred.first_step_us / 10
