@@ -156,7 +156,7 @@ def wall_time_section(runs: list[dict], local: dict | None, device: dict | None,
               "measured verdict | predicted (device capture) | verdict | error | in spread | predicted (local "
               "capture) | error | in spread |",
               "|---|---|---:|---:|---:|---|---:|---|---:|---|---:|---:|---|"]
-    gpu_errors, host_inside, verdicts = [], [], []
+    gpu_errors, host_inside, verdicts, gpu_spreads = [], [], [], []
     for name in order:
         ms = measured[name]
         medians = [statistics.median(m["step_ms"]) for m in ms]
@@ -174,6 +174,8 @@ def wall_time_section(runs: list[dict], local: dict | None, device: dict | None,
                 verdicts.append(device["bound"] == verdict)
             if verdict == "gpu":
                 gpu_errors.append(abs(step / middle - 1))
+                kernel_us = [m["gpu_time_us"] for m in ms]
+                gpu_spreads.append((name, (max(kernel_us) - min(kernel_us)) / statistics.median(kernel_us)))
             elif verdict == "host":
                 host_inside.append(inside)
         if here is not None:
@@ -189,7 +191,9 @@ def wall_time_section(runs: list[dict], local: dict | None, device: dict | None,
         lines.append(f"Verdict right on {sum(verdicts)} of {len(verdicts)} steps with a clear measured verdict.")
     if gpu_errors:
         lines.append(f"GPU-bound steps (device capture): wall-time |error| median {_pct(statistics.median(gpu_errors))}, "
-                     f"worst {_pct(max(gpu_errors))} (targets 10% and 20%).")
+                     f"worst {_pct(max(gpu_errors))} (targets 10% and 20%). Their measured GPU kernel time, "
+                     "max-min over the runs: " + ", ".join(f"{n} {x:.0%}" for n, x in gpu_spreads)
+                     + " (a pageable copy is staged through host memory by the CPU, so its time moves with the host).")
     if host_inside:
         lines.append(f"Host-bound steps (device capture): prediction inside the measured spread on {sum(host_inside)} "
                      f"of {len(host_inside)}.")
