@@ -8,6 +8,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from kernelcast.predict import GPU_BOUND_BUSY_FRACTION, HOST_BOUND_BUSY_FRACTION, step_verdict
+
 
 def family(op: str) -> str:
     """In-place and out-of-place variants launch the same kernel: add_ and add are one family."""
@@ -102,10 +104,11 @@ def host_section(runs: list[dict]) -> list[str]:
     return lines
 
 
-# A measured verdict is clear when every run agrees by a margin: the GPU busy at least this share of the
-# step (GPU-bound) or at most that one (host-bound). Between them, or when runs disagree, it is mixed.
-CLEAR_GPU_BOUND_BUSY = 0.85
-CLEAR_HOST_BOUND_BUSY = 0.6
+# A measured verdict is clear when every run agrees: the GPU busy at least this share of the step
+# (GPU-bound) or at most that one (host-bound), the thresholds the prediction's verdict uses. Between them,
+# or when runs disagree, it is mixed.
+CLEAR_GPU_BOUND_BUSY = GPU_BOUND_BUSY_FRACTION
+CLEAR_HOST_BOUND_BUSY = HOST_BOUND_BUSY_FRACTION
 
 
 def _measured_verdict(measurements: list[dict]) -> tuple[str, list[float]]:
@@ -150,7 +153,8 @@ def wall_time_section(runs: list[dict], local: dict | None, device: dict | None,
               "--predict-only validation/wall_run5.json --captures <empty folder> --out "
               "validation/wall_local_predictions.json`), whose model-Python time is scaled by the two CPUs' "
               "Python speed. Measured verdict: GPU busy share of the step in every run ≥ "
-              f"{CLEAR_GPU_BOUND_BUSY:.0%} (gpu) or ≤ {CLEAR_HOST_BOUND_BUSY:.0%} (host), else mixed. "
+              f"{CLEAR_GPU_BOUND_BUSY:.0%} (gpu) or ≤ {CLEAR_HOST_BOUND_BUSY:.0%} (host), else mixed; the predicted "
+              "verdict applies the same thresholds to the predicted GPU time over the predicted step. "
               "Spread: lowest to highest of all timings over all runs.", "",
               "| step | measured step, ms: per-run medians | spread (min-max) | GPU kernels ms | GPU busy | "
               "measured verdict | predicted (device capture) | verdict | error | in spread | predicted (local "
@@ -169,9 +173,10 @@ def wall_time_section(runs: list[dict], local: dict | None, device: dict | None,
         if device is not None:
             step = device["step_time_us"] / 1000
             inside = lo <= step <= hi
-            cells = [f"{step:.2f} ms", device["bound"], _pct(step / middle - 1), "yes" if inside else "no"]
+            bound = step_verdict(device["gpu_time_us"], device["step_time_us"])  # today's rule on saved numbers
+            cells = [f"{step:.2f} ms", bound, _pct(step / middle - 1), "yes" if inside else "no"]
             if verdict != "mixed":
-                verdicts.append(device["bound"] == verdict)
+                verdicts.append(bound == verdict)
             if verdict == "gpu":
                 gpu_errors.append(abs(step / middle - 1))
                 kernel_us = [m["gpu_time_us"] for m in ms]

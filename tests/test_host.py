@@ -9,7 +9,7 @@ import torch
 from kernelcast.capture import capture
 from kernelcast.capture.router import count_graph_nodes
 from kernelcast.costs import cost_of
-from kernelcast.predict import predict_capture
+from kernelcast.predict import predict_capture, step_verdict
 from kernelcast.predict.host import HostModel
 from kernelcast.records import ENGINE_NODES_OP, OpRecord
 
@@ -173,3 +173,10 @@ def test_tiny_ops_are_launch_bound_and_host_speed_moves_the_step():
     assert pred.launch_bound_ops == 100
     slower = dict(pred.step_time_by_host_speed)[2.0]
     assert slower == pytest.approx(2 * pred.step_time_us, rel=0.05)  # host-bound: the step follows the CPU
+
+
+def test_verdict_has_a_mixed_band_between_gpu_and_host_bound():
+    assert step_verdict(gpu_time_us=90.0, step_time_us=100.0) == "gpu"
+    assert step_verdict(gpu_time_us=70.0, step_time_us=100.0) == "mixed"
+    assert step_verdict(gpu_time_us=50.0, step_time_us=100.0) == "host"
+    assert step_verdict(gpu_time_us=250.0, step_time_us=100.0) == "gpu"  # two streams busy at once

@@ -69,11 +69,18 @@ def _us(value: float) -> str:
     return f"{value / 1000:.2f} ms" if value >= 1000 else f"{value:.1f} µs"
 
 
+def verdict_text(pred: Prediction) -> str:
+    idle = f"GPU idle {pred.gpu_idle_fraction:.0%}"
+    if pred.bound == "mixed":
+        return f"mixed ({idle}: the CPU and the GPU are both near the step; speeding up either one helps)"
+    return f"{pred.bound}-bound ({idle})"
+
+
 def summary_line(pred: Prediction) -> str:
     return (
         f"step {_us(pred.step_time_us)} on {pred.gpu.name}: GPU {_us(pred.gpu_time_us)}, "
         f"host {_us(pred.host_time_us)}, {pred.kernels} kernels, {pred.sync_points} syncs -> "
-        f"{pred.bound}-bound (GPU idle {pred.gpu_idle_fraction:.0%}); a host timer without synchronize would "
+        f"{verdict_text(pred)}; a host timer without synchronize would "
         f"read {_us(pred.naive_host_timer_us)}; kernel times: {pred.kernel_model}"
     )
 
