@@ -92,6 +92,29 @@ def test_zero_element_ops_launch_nothing():
     assert cost_of(op("aten._to_copy.default", {"self": empty}, [empty])).kernels == 0
 
 
+def test_cat_batches_inputs_of_one_dtype_and_copies_mixed_ones():
+    # ViT's class token and patch embeddings: one batched kernel in bf16; under autocast the fp32 token and
+    # bf16 patches go one copy each (as measured on the H200).
+    cls, patches = contiguous((32, 1, 768), "bfloat16"), contiguous((32, 196, 768), "bfloat16")
+    out = contiguous((32, 197, 768), "bfloat16")
+    same = cost_of(op("aten.cat.default", {"tensors": (cls, patches), "dim": 1}, [out]))
+    mixed = cost_of(op("aten.cat.default", {"tensors": (contiguous((32, 1, 768)), patches), "dim": 1}, [out]))
+    expanded = type(cls)((32, 1, 768), "bfloat16", (0, 768, 1))  # cls_token.expand(batch, -1, -1)
+    strided = cost_of(op("aten.cat.default", {"tensors": (expanded, patches), "dim": 1}, [out]))
+    five_d = contiguous((2, 2, 2, 2, 2))
+    many_dims = cost_of(op("aten.cat.default", {"tensors": (five_d, five_d), "dim": 0}, [contiguous((4, 2, 2, 2, 2))]))
+    assert (same.kernels, mixed.kernels, strided.kernels, many_dims.kernels) == (1, 2, 1, 2)
+
+
+def test_slice_backward_and_padding_fill_then_copy():
+    grad, full = contiguous((2, 512, 4096)), contiguous((2, 513, 4096))
+    cost = cost_of(op("aten.slice_backward.default", {"grad_output": grad, "input_sizes": (2, 513, 4096), "dim": 1,
+                                                      "start": 0, "end": 512, "step": 1}, [full]))
+    assert cost.kernels == 2 and cost.bytes_written == full.nbytes + grad.nbytes
+    x, padded, cropped = contiguous((8, 100)), contiguous((8, 128)), contiguous((8, 90))
+    assert cost_of(op("aten.constant_pad_nd.default", {"self": x, "pad": (0, 28)}, [padded])).kernels == 2
+    assert cost_of(op("aten.constant_pad_nd.default", {"self": x, "pad": (0, -10)}, [cropped])).kernels == 1
+
 def test_multi_tensor_apply_launches():
     # 4 KB tables: 110 tensors per launch at depth 1, 320 blocks of 65536 elements
     assert multi_tensor_launches([4096] * 200, depth=1, large_args=False) == 2

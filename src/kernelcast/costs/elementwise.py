@@ -9,6 +9,8 @@ validation/capture_validation.json); the rest follow the CUDA kernels in PyTorch
 
 from __future__ import annotations
 
+import dataclasses
+
 from kernelcast.records import OpRecord, TensorMeta
 
 from .common import (arg, bytes_written, channels_last, host_transfer, memory_key, memory_op, out_dtype,
@@ -41,6 +43,7 @@ EMBEDDING_DIRECT_MAX_INDICES = 3072
 EMBEDDING_DIRECT_KERNELS = 2
 EMBEDDING_SORTED_KERNELS = 31
 REDUCE_SEMAPHORE_MEMSETS = 1  # a global reduce zeroes its semaphores first
+MAX_POOL_BACKWARD_KERNELS = 2  # zero the input gradient, then scatter into it (measured)
 
 
 def pointwise(op: OpRecord, ctx: CostContext) -> Cost:
@@ -143,18 +146,81 @@ def _memory(op: OpRecord, ctx: CostContext) -> Cost:
 
 
 # Data movement: no math.
-register("aten.clone", "aten.cat", "aten.index_select", "aten.gather", "aten.scatter",
+register("aten.clone", "aten.index_select", "aten.gather", "aten.scatter",
          "aten.scatter_add", "aten.scatter_reduce", "aten.index", "aten._unsafe_index", "aten.index_add",
-         "aten.index_copy", "aten.constant_pad_nd", "aten.flip", "aten.roll", "aten.repeat",
+         "aten.index_copy", "aten.flip", "aten.roll", "aten.repeat",
          "aten.embedding", "aten.masked_scatter", "aten.slice_scatter", "aten.select_scatter",
          "aten.diagonal_scatter", "aten.as_strided_scatter", "aten.cumsum", "aten.cumprod", "aten.sort",
          "aten.topk", "aten.upsample_nearest2d", "aten.upsample_bilinear2d", "aten.upsample_nearest2d_backward",
          "aten.upsample_bilinear2d_backward", "aten.max_pool2d_with_indices",
-         "aten.max_pool2d_with_indices_backward", "aten.avg_pool2d", "aten.avg_pool2d_backward",
+         "aten.avg_pool2d", "aten.avg_pool2d_backward",
          "aten._adaptive_avg_pool2d", "aten._adaptive_avg_pool2d_backward", "aten.masked_select", "aten.nonzero",
          "aten.im2col", "aten.col2im", "aten.native_dropout_backward", "aten.unfold_backward",
-         "aten.select_backward", "aten.slice_backward", "aten.index_put", "aten.index_put_",
+         "aten.index_put", "aten.index_put_",
          "aten._index_put_impl_", "aten.split_with_sizes_copy", "aten.expand_copy")(_memory)
+
+
+# torch.cat on CUDA (aten/src/ATen/native/cuda/Cat.cu): one batched kernel per CAT_ARRAY_BATCH_SIZE inputs
+# (half as many when some input is not contiguous) when there are several inputs of the output's dtype and
+# at most CAT_ARRAY_MAX_INPUT_DIMS dims; otherwise a copy per non-empty input. Measured on the ViT training
+# step under autocast: an fp32 class token and bf16 patches, two copies.
+CAT_ARRAY_BATCH_SIZE = 128
+CAT_ARRAY_MAX_INPUT_DIMS = 4
+INT32_MAX = 2**31 - 1
+
+
+def _row_major(t: TensorMeta) -> bool:
+    expected = 1
+    for n, stride in reversed(list(zip(t.shape, t.stride))):
+        if n != 1 and stride != expected:
+            return False
+        expected *= n
+    return True
+
+
+def cat_kernels(inputs: list[TensorMeta], out: TensorMeta) -> int:
+    """Work items of one torch.cat, by the CUDA implementation's choice of path."""
+    parts = [t for t in inputs if t.numel > 0]
+    batched = (len(inputs) > 1 and len(out.shape) <= CAT_ARRAY_MAX_INPUT_DIMS and out.numel <= INT32_MAX
+               and all(t.dtype == out.dtype and t.numel <= INT32_MAX for t in inputs))
+    if batched and all(_row_major(t) or (channels_last(out) and channels_last(t)) for t in inputs):
+        return -(-len(parts) // CAT_ARRAY_BATCH_SIZE)
+    if batched and not channels_last(out):
+        return -(-len(parts) // (CAT_ARRAY_BATCH_SIZE // 2))
+    return len(parts)
+
+
+@register("aten.cat")
+def cat(op: OpRecord, ctx: CostContext) -> Cost:
+    outs = op.tensors_out()
+    inputs = [t for t in op.tensors_in() if t.on_gpu]
+    if not outs or not inputs:
+        return memory_op(op)
+    return dataclasses.replace(memory_op(op), kernels=max(cat_kernels(inputs, outs[0]), 1))
+
+
+# Backward of a slice or select, and constant padding: a fill of the whole output, then a copy of the input
+# into its part of it (two work items, measured on the GPT-2 and Llama training steps and ViT's class-token
+# select; validation/capture_validation.json). The copy writes the input's bytes a second time.
+FILL_THEN_COPY_KERNELS = 2
+
+
+@register("aten.slice_backward", "aten.select_backward", "aten.constant_pad_nd")
+def fill_then_copy(op: OpRecord, ctx: CostContext) -> Cost:
+    base = memory_op(op)
+    part = next((t for t in op.tensors_in() if t.on_gpu), None)
+    if part is None or (op.op.startswith("aten.constant_pad_nd") and base.bytes_written <= part.nbytes):
+        return base  # padding that only crops: one copy
+    return dataclasses.replace(base, bytes_written=base.bytes_written + part.nbytes, kernels=FILL_THEN_COPY_KERNELS)
+
+
+@register("aten.max_pool2d_with_indices_backward")
+def max_pool2d_backward(op: OpRecord, ctx: CostContext) -> Cost:
+    """Zero-fills the input gradient, then writes the pooled gradients into it: two work items (measured on
+    the CNN example's channels_last step, validation/capture_validation.json). The generic byte count reads
+    the forward input, which neither kernel reads; it has the size of the zero-fill's write, so the total
+    stands."""
+    return memory_op(op) + Cost(kernels=MAX_POOL_BACKWARD_KERNELS - 1)
 
 
 @register("aten._to_copy")
