@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from kernelcast.capture import capture, capture_workload
 from kernelcast.capture.attention import SdpaCall, choose_backend
 from kernelcast.costs import cost_of
+from kernelcast.predict import predict_capture
 
 
 def _ops(cap):
@@ -137,3 +138,19 @@ def test_capture_roundtrips_through_json(tmp_path):
 
     again = Capture.load(path)
     assert again.ops == cap.ops and again.settings == cap.settings
+
+
+def test_silu_backward_is_one_op_as_on_a_cuda_build():
+    # A CPU-only torch would run silu_backward's CompositeImplicitAutograd formula on fake CUDA tensors (seven
+    # ops); a CUDA build runs its one kernel.
+    with capture("h200") as cap:
+        with cap.paused():
+            x = torch.randn(8, 64, device="cuda", requires_grad=True)
+        torch.nn.functional.silu(x).sum().backward()
+    backward = [o.op for o in cap.capture.ops if o.phase == "backward"]
+    assert "aten.silu_backward.default" in backward and "aten.sigmoid.default" not in backward
+    pred = predict_capture(cap.capture, "h200")
+    assert not pred.uncosted
+    x = torch.randn(4, requires_grad=True)  # after the capture, CPU autograd is untouched
+    torch.nn.functional.silu(x).sum().backward()
+    assert x.grad.shape == (4,)

@@ -31,6 +31,7 @@ from .cuda_facade import TargetDevice, cuda_facade
 from .host_clock import BASELINE_CALLS, BASELINE_LOOPS, GapBaselines, HostClock, fastest_mean
 from .recorder import Recorder
 from .router import Router, origin_of_current_backward_node
+from .whole_ops import cuda_kernels_kept_whole
 
 NO_BACKWARD_MESSAGE = (
     "this torch is a CPU build and kernelcast could not make autograd work on fake CUDA tensors ({why}); "
@@ -150,6 +151,7 @@ class CaptureSession:
             stack.callback(register_optimizer_step_post_hook(self._optimizer_exit).remove)
             stack.enter_context(_foreach_accepts_fake_tensors())
             stack.enter_context(real_run_paths())
+            stack.enter_context(cuda_kernels_kept_whole())
             self.fake_mode = _CaptureFakeMode(allow_non_fake_inputs=True)
             stack.enter_context(_swappable_fake_tensors(self.fake_mode))
             stack.enter_context(self.fake_mode)
