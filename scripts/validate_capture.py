@@ -4,6 +4,12 @@ Run on a machine with a CUDA GPU, from the repository root:
 
     PYTHONPATH=src python3 scripts/validate_capture.py --out $OUT/capture_validation.json
 
+or, on any machine, re-capture the same workloads with the code as it is now and compare them with the
+kernels a device run measured (the capture is told the torch version of that run, whose launch rules differ):
+
+    python3 scripts/validate_capture.py --predict-only validation/capture_validation.json \
+        --out validation/capture_repredicted.json
+
 For each workload it (1) captures the step with kernelcast under fake CUDA, as on a laptop, and counts the
 GPU work items (kernels, memcpys, memsets) the cost registry says each op launches; (2) builds the model for
 real, warms up, and profiles one step with torch.profiler, attributing every GPU work item to the aten op
@@ -15,6 +21,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -54,6 +61,22 @@ def predicted_kernels(cap, pred) -> dict:
             "step_time_us": pred.step_time_us, "gpu_time_us": pred.gpu_time_us, "ops": len(cap.ops)}
 
 
+def repredict_one(saved: dict, gpu: str, torch_version: str) -> dict:
+    """The saved workload captured here, its kernels predicted as for the torch the device ran."""
+    os.environ.update(saved["env"])
+    result = {key: saved[key] for key in ("name", "workload", "env", "measured")}
+    try:
+        build, folder = load_build(saved["workload"])
+        with on_sys_path(folder) if folder else contextlib.nullcontext():
+            cap = capture_workload(build, gpu, workload=saved["workload"])
+        cap = dataclasses.replace(cap, settings=dataclasses.replace(cap.settings, torch_version=torch_version))
+        result["predicted"] = predicted_kernels(cap, predict_capture(cap, gpu))
+    finally:
+        for key in saved["env"]:
+            os.environ.pop(key, None)
+    return result
+
+
 def run_one(name: str, spec: str, env: dict, gpu: str) -> dict:
     os.environ.update(env)
     result: dict = {"name": name, "workload": spec, "env": env}
@@ -87,7 +110,20 @@ def main() -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--gpu", default="h200")
     parser.add_argument("--only", nargs="*", help="workload names to run")
+    parser.add_argument("--predict-only", help="re-capture here the workloads measured in this JSON")
     args = parser.parse_args()
+    if args.predict_only:
+        saved = json.loads(Path(args.predict_only).read_text())
+        rows = [repredict_one(w, args.gpu, saved["torch"]) for w in saved["workloads"]
+                if "measured" in w and (not args.only or w["name"] in args.only)]
+        for r in rows:
+            p, m = r["predicted"]["kernels"], r["measured"]["kernels"]
+            print(f"{r['name']:18s} kernels predicted {p:6d} measured {m:6d} ({(p - m) / m:+.1%})", flush=True)
+        meta = {key: saved[key] for key in ("device", "torch", "cuda", "cudnn", "date")}
+        Path(args.out).write_text(json.dumps({
+            **meta, "measured_in": args.predict_only, "captured_with_torch": torch.__version__,
+            "command": "python3 scripts/validate_capture.py " + " ".join(sys.argv[1:]), "workloads": rows}, indent=1))
+        return 0
     results = {
         "device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
         "cudnn": torch.backends.cudnn.version(), "date": time.strftime("%Y-%m-%d"),
