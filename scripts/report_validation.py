@@ -223,9 +223,32 @@ def wall_time_section(runs: list[dict], local: dict | None, device: dict | None,
     if host_inside:
         lines.append(f"Host-bound steps (device capture): prediction inside the measured spread on {sum(host_inside)} "
                      f"of {len(host_inside)}.")
+    lines += _local_repeat_lines(folder, order)
     lines += _fix_saving_lines(measured, predicted)
     lines += ["", host_model_notes(folder)]
     return lines + [""]
+
+
+def _local_repeat_lines(folder: Path, order: list[str]) -> list[str]:
+    """How much the local-capture column moves when the captures are simply taken again."""
+    paths = [folder / "wall_local_predictions.json", *sorted(folder.glob("wall_local_predictions_*.json"))]
+    runs = [json.loads(p.read_text()) for p in paths if p.exists()]
+    if len(runs) < 2:
+        return []
+    moves = []
+    for name in order:
+        steps = [r["predicted"]["step_time_us"] for run in runs for r in run["steps"]
+                 if r["name"] == name and "predicted" in r]
+        if len(steps) == len(runs):
+            moves.append((name, (max(steps) - min(steps)) / statistics.median(steps)))
+    benches = [run["meta"].get("python_bench_us", 0) / 1000 for run in runs]
+    worst = sorted(moves, key=lambda m: -m[1])[:3]
+    return ["", f"The local-capture column is one of {len(runs)} capture runs on the development machine "
+                f"(`{runs[-1]['meta']['command'].split(' --captures')[0]}`, fresh captures each, "
+                f"validation/wall_local_predictions*.json). Between them the predicted step moved by up to "
+                + ", ".join(f"{n} {x:.0%}" for n, x in worst)
+                + f" (max-min over median); that machine's Python benchmark read {min(benches):.1f}-{max(benches):.1f} ms "
+                "across the runs, and it scales the captured Python."]
 
 
 # Steps measured before and after following one of the tool's sync-point advices: (before, after, advice).
