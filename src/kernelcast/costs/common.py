@@ -82,6 +82,12 @@ def _dense(t: TensorMeta) -> bool:
     return True
 
 
+def row_major(t: TensorMeta) -> bool:
+    """Contiguous in the default (row-major) order: dense, innermost dim fastest. Size-1 dims may have any
+    stride."""
+    return _dense(t) and _stride_order(t) == tuple(i for i in reversed(range(len(t.shape))) if t.shape[i] > 1)
+
+
 def _same_layout(a: TensorMeta, b: TensorMeta) -> bool:
     return all(x == y for n, x, y in zip(a.shape, a.stride, b.stride) if n != 1)
 

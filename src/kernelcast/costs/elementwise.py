@@ -14,7 +14,7 @@ import dataclasses
 from kernelcast.records import OpRecord, TensorMeta
 
 from .common import (arg, bytes_written, channels_last, host_transfer, memory_key, memory_op, out_dtype,
-                     write_only)
+                     row_major, write_only)
 from .reduce_config import is_global_reduce, reduced_dims, reduces_fastest_dim
 from .registry import Cost, CostContext, register, register_tag, register_zero_cost
 
@@ -169,21 +169,12 @@ CAT_ARRAY_MAX_INPUT_DIMS = 4
 INT32_MAX = 2**31 - 1
 
 
-def _row_major(t: TensorMeta) -> bool:
-    expected = 1
-    for n, stride in reversed(list(zip(t.shape, t.stride))):
-        if n != 1 and stride != expected:
-            return False
-        expected *= n
-    return True
-
-
 def cat_kernels(inputs: list[TensorMeta], out: TensorMeta) -> int:
     """Work items of one torch.cat, by the CUDA implementation's choice of path."""
     parts = [t for t in inputs if t.numel > 0]
     batched = (len(inputs) > 1 and len(out.shape) <= CAT_ARRAY_MAX_INPUT_DIMS and out.numel <= INT32_MAX
                and all(t.dtype == out.dtype and t.numel <= INT32_MAX for t in inputs))
-    if batched and all(_row_major(t) or (channels_last(out) and channels_last(t)) for t in inputs):
+    if batched and all(row_major(t) or (channels_last(out) and channels_last(t)) for t in inputs):
         return -(-len(parts) // CAT_ARRAY_BATCH_SIZE)
     if batched and not channels_last(out):
         return -(-len(parts) // (CAT_ARRAY_BATCH_SIZE // 2))
