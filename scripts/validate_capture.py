@@ -28,6 +28,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Callable, Iterator
 
 import kernelcast  # noqa: F401  (before torch)
 import torch
@@ -61,28 +62,38 @@ def predicted_kernels(cap, pred) -> dict:
             "step_time_us": pred.step_time_us, "gpu_time_us": pred.gpu_time_us, "ops": len(cap.ops)}
 
 
+@contextlib.contextmanager
+def _loaded(spec: str, env: dict) -> Iterator[Callable]:
+    """The workload's build(), with its environment variables set and its folder importable."""
+    os.environ.update(env)
+    try:
+        build, folder = load_build(spec)
+        with on_sys_path(folder) if folder else contextlib.nullcontext():
+            yield build
+    finally:
+        for key in env:
+            os.environ.pop(key, None)
+
+
+# What the re-prediction keeps of a device measurement (the kernel list stays in the device run's JSON).
+REPREDICT_MEASURED_KEYS = ("kernels", "by_op")
+
+
 def repredict_one(saved: dict, gpu: str, torch_version: str) -> dict:
     """The saved workload captured here, its kernels predicted as for the torch the device ran."""
-    os.environ.update(saved["env"])
-    result = {key: saved[key] for key in ("name", "workload", "env", "measured")}
-    try:
-        build, folder = load_build(saved["workload"])
-        with on_sys_path(folder) if folder else contextlib.nullcontext():
-            cap = capture_workload(build, gpu, workload=saved["workload"])
-        cap = dataclasses.replace(cap, settings=dataclasses.replace(cap.settings, torch_version=torch_version))
-        result["predicted"] = predicted_kernels(cap, predict_capture(cap, gpu))
-    finally:
-        for key in saved["env"]:
-            os.environ.pop(key, None)
+    result = {key: saved[key] for key in ("name", "workload", "env")}
+    result["measured"] = {key: saved["measured"][key] for key in REPREDICT_MEASURED_KEYS}
+    with _loaded(saved["workload"], saved["env"]) as build:
+        cap = capture_workload(build, gpu, workload=saved["workload"])
+    cap = dataclasses.replace(cap, settings=dataclasses.replace(cap.settings, torch_version=torch_version))
+    result["predicted"] = predicted_kernels(cap, predict_capture(cap, gpu))
     return result
 
 
 def run_one(name: str, spec: str, env: dict, gpu: str) -> dict:
-    os.environ.update(env)
     result: dict = {"name": name, "workload": spec, "env": env}
     try:
-        build, folder = load_build(spec)
-        with on_sys_path(folder) if folder else contextlib.nullcontext():
+        with _loaded(spec, env) as build:
             t0 = time.perf_counter()
             cap = capture_workload(build, gpu, workload=spec)
             result["capture_s"] = round(time.perf_counter() - t0, 2)
@@ -99,8 +110,6 @@ def run_one(name: str, spec: str, env: dict, gpu: str) -> dict:
         result["error"] = f"{type(exc).__name__}: {exc}"[:2000]
         result["traceback"] = traceback.format_exc()[-4000:]
     finally:
-        for key in env:
-            os.environ.pop(key, None)
         torch.cuda.empty_cache()
     return result
 
