@@ -115,6 +115,7 @@ def test_slice_backward_and_padding_fill_then_copy():
     assert cost_of(op("aten.constant_pad_nd.default", {"self": x, "pad": (0, 28)}, [padded])).kernels == 2
     assert cost_of(op("aten.constant_pad_nd.default", {"self": x, "pad": (0, -10)}, [cropped])).kernels == 1
 
+
 def test_multi_tensor_apply_launches():
     # 4 KB tables: 110 tensors per launch at depth 1, 320 blocks of 65536 elements
     assert multi_tensor_launches([4096] * 200, depth=1, large_args=False) == 2

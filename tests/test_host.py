@@ -127,7 +127,6 @@ def test_host_copies_sync_unless_pinned_and_non_blocking():
     assert copy_us[1] > 4 * 1024 * 1024 / 80e9 * 1e6  # 4 MiB over a link well under 80 GB/s
 
 
-
 def _copy_then_matmul(pinned: bool):
     with capture("h200") as cap:
         with cap.paused():
@@ -144,6 +143,7 @@ def test_pageable_copy_saving_prices_the_pinned_copy_its_advice_asks_for():
     assert group.kind == "h2d pageable" and "pin" in group.advice
     # following the advice gives the pinned step: the saving is the difference, not only the host's wait
     assert group.saving_us == pytest.approx(pageable.step_time_us - pinned.step_time_us, rel=0.02)
+
 
 def test_every_autograd_node_pays_the_engine_once():
     with capture("h200") as cap:

@@ -140,6 +140,8 @@ def step_verdict(gpu_time_us: float, step_time_us: float) -> str:
     if busy >= GPU_BOUND_BUSY_FRACTION:
         return "gpu"
     return "host" if busy <= HOST_BOUND_BUSY_FRACTION else "mixed"
+
+
 # How much a different CPU would change the step: its CPU work this many times as long. Host-side times on
 # the workplace's H200 machines swung about 2x between runs (docs/validation.md), so the report spans that.
 HOST_SPEED_FACTORS = (0.5, 2.0)
