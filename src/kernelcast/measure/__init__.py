@@ -29,6 +29,7 @@ class KernelTime:
     name: str
     duration_us: float
     launched_us: float = 0.0  # when the launching op started on the CPU (orders kernels as the ops ran)
+    chain: tuple[str, ...] = ()  # every aten op on the launch stack, outermost first (re-attribution later)
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,8 @@ def attribute(events, recorded_ops: set[str] | None = None) -> tuple[list[Kernel
             op = AUTOCAST_CAST  # autocast casts run inside the scope of the op they feed, as separate dispatches
         else:
             op = chain[known[0]] if recorded_ops is not None else chain[-1]
-        out.extend(KernelTime(op, module, k.name, k.duration, event.time_range.start) for k in kernels)
+        out.extend(KernelTime(op, module, k.name, k.duration, event.time_range.start, tuple(chain))
+                   for k in kernels)
     return sorted(out, key=lambda k: k.launched_us), total
 
 

@@ -1,0 +1,198 @@
+"""Measure the validation zoo on a real GPU: kernels per step with the aten op chain of each, GPU kernel time,
+step time, and device memory. No kernelcast capture runs here: the measurement does not depend on the code it
+checks, and is re-predicted elsewhere with scripts/zoo_validate.py.
+
+    PYTHONPATH=src python3 scripts/zoo_measure.py --out $OUT/zoo_measured.json.gz
+
+Per workload, after WARMUP steps:
+- step_ms: REPEATS timings of STEPS back-to-back steps between two CUDA events, each divided by STEPS;
+- synced_ms: SYNCED single steps, each between torch.cuda.synchronize() calls, on a host timer;
+- memory: memory_allocated() before a step, max_memory_allocated() over it after reset_peak_memory_stats(),
+  memory_reserved() after it (what issue 12's memory model must predict);
+- one step under torch.profiler: each GPU work item with its duration, the aten ops on its launch stack
+  (outermost first), the module, and the order it launched in; every aten op the CPU ran, with its depth; the
+  CUDA runtime calls that block the host (synchronize, blocking memcpy).
+Also the host CPU and three CPU-bound microbenchmarks (for carrying host times across CPUs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import gzip
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples" / "zoo"))
+from registry import ZOO  # noqa: E402
+
+from kernelcast.capture.workload import load_build, on_sys_path  # noqa: E402
+from kernelcast.measure import _module_ranges, attribute, packet  # noqa: E402
+
+WARMUP = 3
+STEPS = 5
+REPEATS = 5
+SYNCED = 10
+BLOCKING_RUNTIME_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
+                          "cudaMemcpy", "cudaMemcpyAsync")
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def cpu_microbenchmarks() -> dict:
+    """Three CPU-bound loops, fastest of 5 (µs): plain Python, small-tensor dispatch (CPU tensors), and
+    module-call overhead (nn.Module __call__ with hooks machinery)."""
+    from kernelcast.capture.cpu_speed import python_bench_us
+
+    def fastest(fn, n=5):
+        fn()
+        runs = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            fn()
+            runs.append((time.perf_counter() - t0) * 1e6)
+        return min(runs)
+
+    a, b = torch.ones(4), torch.ones(4)
+    lin = torch.nn.Identity()
+
+    def dispatch():
+        for _ in range(2000):
+            torch.add(a, b)
+
+    def modules():
+        for _ in range(5000):
+            lin(a)
+
+    return {"python_bench_us": python_bench_us(), "dispatch_add_2000_us": fastest(dispatch),
+            "module_call_5000_us": fastest(modules)}
+
+
+def _profile(step, args) -> dict:
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    with _module_ranges(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        step(*args)
+        torch.cuda.synchronize()
+    events = prof.events()
+    kernels, total = attribute(events, None)
+    aten = []
+    blocking: dict[str, int] = {}
+    for e in sorted(events, key=lambda e: e.time_range.start):
+        if e.device_type != DeviceType.CPU:
+            continue
+        if e.name.startswith("aten::"):
+            depth, parent = 0, e.cpu_parent
+            while parent is not None:
+                depth += parent.name.startswith("aten::")
+                parent = parent.cpu_parent
+            aten.append([depth, packet(e.name)])
+        elif e.name in BLOCKING_RUNTIME_CALLS:
+            blocking[e.name] = blocking.get(e.name, 0) + 1
+    return {"work_items": total,
+            "kernels": [[list(k.chain), k.module, k.name[:160], round(k.duration_us, 3)] for k in kernels],
+            "aten_ops": aten, "runtime_calls": blocking}
+
+
+def measure(build) -> dict:
+    step, args = build()
+    args = tuple(args)
+    for _ in range(WARMUP):
+        step(*args)
+    torch.cuda.synchronize()
+    step_ms = []
+    for _ in range(REPEATS):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(STEPS):
+            step(*args)
+        end.record()
+        torch.cuda.synchronize()
+        step_ms.append(start.elapsed_time(end) / STEPS)
+    synced_ms = []
+    for _ in range(SYNCED):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        step(*args)
+        torch.cuda.synchronize()
+        synced_ms.append((time.perf_counter() - t0) * 1e3)
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    step(*args)
+    torch.cuda.synchronize()
+    memory = {"allocated_before": before, "max_allocated": torch.cuda.max_memory_allocated(),
+              "reserved": torch.cuda.memory_reserved(), "allocated_after": torch.cuda.memory_allocated()}
+    prof = _profile(step, args)
+    gpu_us = sum(k[3] for k in prof["kernels"])
+    return {"step_ms": step_ms, "step_ms_median": statistics.median(step_ms), "synced_ms": synced_ms,
+            "synced_ms_median": statistics.median(synced_ms), "gpu_time_us": round(gpu_us, 3),
+            "memory": memory, **prof}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--only", nargs="*")
+    args = parser.parse_args()
+    doc = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
+           "cudnn": torch.backends.cudnn.version(), "date": time.strftime("%Y-%m-%d"), "cpu": cpu_name(),
+           "cpu_count": os.cpu_count(), "python": platform.python_version(),
+           "command": "PYTHONPATH=src python3 scripts/zoo_measure.py " + " ".join(sys.argv[1:]),
+           "cpu_microbenchmarks": cpu_microbenchmarks(), "workloads": []}
+    try:
+        import transformers
+        doc["transformers"] = transformers.__version__
+    except ImportError:
+        pass
+    root = Path(__file__).resolve().parent.parent
+    for name, family, spec in ZOO:
+        if args.only and name not in args.only:
+            continue
+        entry = {"name": name, "family": family, "workload": spec}
+        t0 = time.perf_counter()
+        try:
+            build, folder = load_build(str(root / spec.split(":")[0]) + ":" + spec.split(":")[1])
+            with on_sys_path(folder):
+                entry["measured"] = measure(build)
+        except Exception as exc:  # keep going: one broken workload must not lose the others' results
+            entry["error"] = f"{type(exc).__name__}: {exc}"[:2000]
+            entry["traceback"] = traceback.format_exc()[-3000:]
+        entry["seconds"] = round(time.perf_counter() - t0, 1)
+        doc["workloads"].append(entry)
+        gc.collect()
+        torch.cuda.empty_cache()
+        m = entry.get("measured")
+        line = (f"kernels {m['work_items']:6d} gpu {m['gpu_time_us'] / 1e3:8.2f} ms step {m['step_ms_median']:8.2f} ms"
+                if m else "ERROR " + entry["error"][:200])
+        print(f"{name:32s} {line} ({entry['seconds']} s)", flush=True)
+        _write(doc, args.out)  # after every workload: a run stopped at its time limit keeps what it measured
+    return 0
+
+
+def _write(doc: dict, path: str) -> None:
+    tmp = path + ".tmp"
+    with gzip.open(tmp, "wt") as f:
+        json.dump(doc, f, separators=(",", ":"))
+    os.replace(tmp, path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
