@@ -106,16 +106,19 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     if args.from_raw:  # rebuild a profile from saved microbenchmark results: no GPU needed
         from kernelcast.calibrate import build_profile
 
+        from kernelcast.calibrate import read_raw
+
         try:
-            raw = json.loads(Path(args.from_raw).read_text())
-        except (OSError, ValueError) as exc:
+            raw = read_raw(args.from_raw)
+        except (OSError, ValueError, EOFError) as exc:
             raise KernelcastError(f"could not read {args.from_raw}: {exc}") from exc
         profile = build_profile(raw, gpu.id)
         Path(args.out).write_text(json.dumps(profile, separators=(",", ":")) + "\n")
     else:
         from kernelcast.calibrate import calibrate
 
-        profile = calibrate(args.out, gpu.id, quick=args.quick, raw_out=args.raw)
+        profile = calibrate(args.out, gpu.id, quick=args.quick, raw_out=args.raw, sweep=args.sweep,
+                            sweep_budget_s=args.sweep_budget)
     timings = profile["timings"]
     print(f"profile for {gpu.name} ({profile['device_name']}, torch {profile['torch']}): "
           f"{len(timings['gemm'])} GEMM, {len(timings['conv'])} conv, {len(timings['attention'])} attention shapes, "
@@ -214,6 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--quick", action="store_true", help="fewer shapes (a smoke test)")
     k.add_argument("--raw", metavar="OUT", help="also save the raw microbenchmark results")
     k.add_argument("--from-raw", metavar="RAW", help="rebuild the profile from saved raw results (no GPU needed)")
+    k.add_argument("--sweep", action="store_true",
+                   help="also the designed sweep of GEMM, conv and attention shapes (a few minutes)")
+    k.add_argument("--sweep-budget", type=float, metavar="S", help="stop the sweep after S seconds")
     k.set_defaults(func=_cmd_calibrate)
 
     m = sub.add_parser("measure", help="time a step on this machine's GPU: step time, kernels per op (GPU)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import time
@@ -11,7 +12,7 @@ from kernelcast.errors import KernelcastError
 
 from .profile import build_profile
 
-__all__ = ["calibrate", "build_profile", "require_gpu"]
+__all__ = ["calibrate", "build_profile", "require_gpu", "read_raw", "write_raw"]
 
 
 def require_gpu() -> None:
@@ -31,7 +32,27 @@ def _driver() -> str:
         return ""
 
 
-def calibrate(out: str, gpu: str, quick: bool = False, raw_out: str | None = None) -> dict:
+def write_raw(raw: dict, path: str) -> None:
+    """Raw results as JSON, gzip-compressed when the path ends in .gz (a sweep's are tens of MB)."""
+    text = json.dumps(raw, separators=(",", ":"))
+    if path.endswith(".gz"):
+        with gzip.open(path, "wt") as f:
+            f.write(text)
+    else:
+        Path(path).write_text(text)
+
+
+def read_raw(path: str) -> dict:
+    if path.endswith(".gz"):
+        with gzip.open(path, "rt") as f:
+            return json.load(f)
+    return json.loads(Path(path).read_text())
+
+
+def calibrate(out: str, gpu: str, quick: bool = False, raw_out: str | None = None, sweep: bool = False,
+              sweep_budget_s: float | None = None) -> dict:
+    """Microbenchmarks -> device profile. `sweep` adds the designed sweep of GEMM, convolution and attention
+    shapes (calibrate/sweep.py; a few minutes on an H200), stopped after `sweep_budget_s` seconds if given."""
     require_gpu()
     import torch
 
@@ -41,13 +62,21 @@ def calibrate(out: str, gpu: str, quick: bool = False, raw_out: str | None = Non
     t0 = time.perf_counter()
     cases = run_all(quick=quick)
     host = host_costs()
+    sweep_results = None
+    if sweep:
+        from .sweep import run_sweep, sweep_cases
+
+        sweep_results = run_sweep(sweep_cases(scale=0.1 if quick else 1.0), time_budget_s=sweep_budget_s)
     raw = {"meta": {"device": torch.cuda.get_device_name(), "driver": _driver(), "torch": torch.__version__,
                     "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
                     "date": time.strftime("%Y-%m-%d"), "seconds": round(time.perf_counter() - t0, 1),
                     "command": f"kernelcast calibrate --gpu {gpu} --out {Path(out).name}" + (" --quick" if quick else "")},
            "cases": cases, "host": host}
+    if sweep_results is not None:
+        raw["sweep"] = sweep_results
+        raw["meta"]["command"] += " --sweep"
     if raw_out:
-        Path(raw_out).write_text(json.dumps(raw))
+        write_raw(raw, raw_out)
     profile = build_profile(raw, gpu)
     Path(out).write_text(json.dumps(profile, separators=(",", ":")) + "\n")
     return profile

@@ -355,8 +355,70 @@ def elementwise(results: list, quick: bool) -> None:
         record(results, "foreach_addcmul_", base, lambda: torch._foreach_addcmul_(xs, ys, ys, 0.1))
 
 
+def extras(results: list, quick: bool) -> None:
+    """Memory-bound kinds the first profile did not cover (issue 10): norms at widths that are not a multiple
+    of the vector size, group norm, RMS norm, embedding bags, index and scatter ops, sort/topk/cumsum."""
+    for width, dtype in itertools.product([96, 192, 384, 770, 1023, 2040, 2041, 4095], (torch.float32, torch.bfloat16)):
+        rows = max((1 << 24) // width, 1)
+        x, w, b = randn(rows, width, dtype=dtype), randn(width, dtype=dtype), randn(width, dtype=dtype)
+        out, mean, rstd = aten.native_layer_norm(x, [width], w, b, 1e-5)
+        g = torch.randn_like(out)
+        base = {"rows": rows, "width": width, "dtype": str(dtype)[6:]}
+        record(results, "layer_norm_fwd", base, lambda: aten.native_layer_norm(x, [width], w, b, 1e-5))
+        record(results, "layer_norm_bwd", base, lambda: aten.native_layer_norm_backward(
+            g, x, [width], mean, rstd, w, b, [True, True, True]))
+        if hasattr(aten, "_fused_rms_norm"):
+            xr = x.detach().requires_grad_(True)
+            record(results, "rms_norm_fwd", base, lambda: aten._fused_rms_norm(x, [width], w, 1e-5))
+            record(results, "rms_norm_fwd_bwd", base,
+                   lambda: torch.autograd.grad(torch.nn.functional.rms_norm(xr, [width], w, 1e-5), xr, g))
+    for (n, c, hw), dtype in itertools.product([(8, 128, 32), (8, 256, 32), (16, 256, 64), (4, 512, 16), (32, 64, 56)],
+                                              (torch.float32, torch.bfloat16)):
+        x, w, b = randn(n, c, hw, hw, dtype=dtype), randn(c, dtype=dtype), randn(c, dtype=dtype)
+        out, mean, rstd = aten.native_group_norm(x, w, b, n, c, hw * hw, 32, 1e-5)
+        g = torch.randn_like(out)
+        base = {"n": n, "c": c, "size": hw, "dtype": str(dtype)[6:]}
+        record(results, "group_norm_fwd", base, lambda: aten.native_group_norm(x, w, b, n, c, hw * hw, 32, 1e-5))
+        record(results, "group_norm_bwd", base, lambda: aten.native_group_norm_backward(
+            g, x, mean, rstd, w, n, c, hw * hw, 32, [True, True, True]))
+    for (rows, dim, batch, bag), mode in itertools.product([(100_000, 64, 2048, 20), (1_000_000, 128, 4096, 8),
+                                                             (10_000, 32, 512, 50)], (0, 1)):
+        weight = randn(rows, dim, dtype=torch.float32)
+        idx = torch.randint(0, rows, (batch * bag,), device=DEV)
+        offsets = torch.arange(0, batch * bag, bag, device=DEV)
+        base = {"rows": rows, "dim": dim, "batch": batch, "bag": bag, "mode": ["sum", "mean"][mode]}
+        record(results, "embedding_bag_fwd", base, lambda: aten._embedding_bag(weight, idx, offsets, False, mode))
+        wg = weight.detach().requires_grad_(True)
+        gbag = randn(batch, dim, dtype=torch.float32)
+        record(results, "embedding_bag_fwd_bwd", base, lambda: torch.autograd.grad(
+            torch.nn.functional.embedding_bag(idx, wg, offsets, mode=["sum", "mean"][mode]), wg, gbag))
+    for (n_src, n_idx, dim), dtype in itertools.product([(50_000, 500_000, 128), (20_000, 200_000, 64),
+                                                          (4096, 8192, 512), (100_000, 1000, 256)],
+                                                         (torch.float32, torch.bfloat16)):
+        src = randn(n_src, dim, dtype=dtype)
+        idx = torch.randint(0, n_src, (n_idx,), device=DEV)
+        upd = randn(n_idx, dim, dtype=dtype)
+        base = {"rows": n_src, "indices": n_idx, "dim": dim, "dtype": str(dtype)[6:]}
+        record(results, "index_select", base, lambda: aten.index_select(src, 0, idx))
+        record(results, "index_add_", base, lambda: src.index_add_(0, idx, upd))
+        record(results, "index_put_accumulate", base, lambda: aten._index_put_impl_(src, (idx,), upd, True, False))
+        idx2 = idx[:, None].expand(-1, dim)
+        record(results, "scatter_add_", base, lambda: src.scatter_add_(0, idx2, upd))
+        record(results, "gather", base, lambda: aten.gather(upd, 0, torch.remainder(idx2, n_idx)))
+        record(results, "scatter_reduce_amax", base, lambda: src.scatter_reduce(0, idx2, upd, "amax"))
+    for (rows, cols), dtype in itertools.product([(1, 1 << 20), (4096, 1024), (65536, 8), (256, 32000), (1024, 50304)],
+                                                 (torch.float32, torch.bfloat16)):
+        x = randn(rows, cols, dtype=dtype)
+        base = {"rows": rows, "cols": cols, "dtype": str(dtype)[6:]}
+        record(results, "sort", base, lambda: aten.sort(x, -1))
+        record(results, "cumsum", base, lambda: aten.cumsum(x, -1))
+        for k in (2, 8, 50):
+            if k < cols:
+                record(results, "topk", {**base, "k": k}, lambda: aten.topk(x, k, -1))
+
+
 SECTIONS = {"gemm": gemms, "conv": convs, "reduce": reductions, "attention": attention, "norms": norms_and_more,
-            "elementwise": elementwise}
+            "elementwise": elementwise, "extras": extras}
 
 
 def run_all(quick: bool = False, sections: list[str] | None = None, log: Callable[[str], None] = print) -> list:

@@ -1,0 +1,458 @@
+"""A designed sweep of the shape space for the compute-bound kernels (GEMM, batched GEMM, convolution, attention),
+run by `kernelcast calibrate --sweep`. Microbenchmarks only: no workload is measured.
+
+Design (issue 10: "cover the shape space, not the suite"):
+- Sizes come from pools: log-spaced values (two per octave), the decode-shaped small M (1-64, densely), and the odd
+  and unaligned values real models use (vocabularies such as 50257, widths such as 770 or 2041). Each case draws its
+  sizes from the pools with a seeded generator, so the design is the same on every run and can be re-created here
+  (`sweep_cases(...)` is pure) without the device's output.
+- Every transpose/alignment class of a linear layer's three GEMMs (x @ W^T, grad @ W, grad^T @ x), plus A @ B and
+  addmm with a bias; fp32 with TF32 off and on, bf16, fp16, fp8.
+- Convolutions: 1-D and 2-D, kernel 1/3/5/7 (and audio front ends' 10/2), stride 1/2, dense, grouped (32) and
+  depthwise, NCHW and NHWC, forward, input gradient and weight gradient measured separately (a backward that wants
+  both runs both).
+- Attention: each backend CUDA picks, query length 1 (decode) to 8k, head dims 32-256, causal, masked, GQA.
+
+Timing: each case runs once (warm-up, and the op records the cost registry keys it by), then REPS times between CUDA
+events, with L2 flushed before each (as triton.testing.do_bench does); the median is kept with the raw times. One
+more call per case runs under torch.profiler (in chunks of cases, each inside a record_function range) for the names
+and durations of the kernels it launched, which give the launch counts (split-K reduce kernels, cuDNN's layout
+transposes) the cost registry looks up.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+REPS = 5
+PROFILE_CHUNK = 100  # cases per profiler session (post-processing time grows with the session's events)
+CASE_RANGE = "kc_case:"
+SEED = 20261130
+# A case's FLOPs and bytes are capped so one call stays under a few milliseconds and the sweep under minutes.
+MAX_GEMM_FLOPS = {"bfloat16": 4e12, "float16": 4e12, "tf32": 1.5e12, "float32": 2.5e11}  # ~5 ms at each roof
+MAX_CONV_FLOPS = 2e12
+MAX_BYTES = 1 << 31
+
+# -- size pools ----------------------------------------------------------------------------------------------
+DECODE_M = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 40, 48, 64]
+LOG_SIZES = [96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384]
+MODEL_WIDTHS = [384, 640, 768, 896, 1024, 1280, 2304, 2560, 3584, 4864, 5120, 5632, 11008, 13824, 14336, 32000,
+                50304, 65536]
+ODD_SIZES = [7, 77, 100, 197, 770, 999, 1000, 1001, 1023, 2041, 3001, 4095, 5000, 32001, 50257]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One microbenchmark: what it is (kind and sizes, as JSON-able params) and how to build its call."""
+
+    kind: str
+    params: dict
+    build: Callable[[], Callable[[], object]]  # returns the zero-argument call to time
+
+
+def _pick(rng: random.Random, *pools: list[int]) -> int:
+    return rng.choice(rng.choice(pools))
+
+
+# -- GEMM ----------------------------------------------------------------------------------------------------
+GEMM_LAYOUTS = ("linear", "grad_input", "grad_weight", "nn", "addmm_linear")
+GEMM_PLAN = {  # dtype -> (cases per layout, layouts)
+    "bfloat16": (420, GEMM_LAYOUTS),
+    "float32": (160, GEMM_LAYOUTS),
+    "tf32": (100, ("linear", "grad_input", "grad_weight")),
+    "float16": (100, ("linear", "grad_weight", "nn")),
+}
+BMM_PLAN = {"bfloat16": 300, "float32": 80, "float16": 60}
+
+
+class Pool:
+    """One flat random buffer per dtype on the device; operands are views of its start (offset 0: 256-byte
+    aligned, like the caching allocator's blocks), so the sweep allocates nothing per case."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+        self._flat: dict = {}
+
+    def tensor(self, shape: tuple[int, ...], dtype, slot: int = 0):
+        import torch
+
+        numel = math.prod(shape)
+        key = (dtype, slot)
+        flat = self._flat.get(key)
+        if flat is None or flat.numel() < numel:
+            size = max(numel, 1 << 20)
+            flat = torch.randn(size, device=self.device, dtype=torch.float32).to(dtype)
+            self._flat[key] = flat
+        return flat[:numel].view(shape)
+
+
+def _gemm_sizes(rng: random.Random, dtype: str) -> tuple[int, int, int]:
+    itemsize = 4 if dtype in ("float32", "tf32") else 2
+    while True:
+        m = _pick(rng, DECODE_M, LOG_SIZES, LOG_SIZES, ODD_SIZES)
+        n = _pick(rng, LOG_SIZES, MODEL_WIDTHS, ODD_SIZES)
+        k = _pick(rng, LOG_SIZES, MODEL_WIDTHS, ODD_SIZES)
+        if 2.0 * m * n * k <= MAX_GEMM_FLOPS[dtype] and (m * k + k * n + m * n) * itemsize <= MAX_BYTES:
+            return m, n, k
+
+
+def gemm_cases(pool: Pool, scale: float = 1.0) -> Iterator[Case]:
+    import torch
+
+    aten = torch.ops.aten
+    rng = random.Random(SEED)
+    for dtype_name, (count, layouts) in GEMM_PLAN.items():
+        dtype = torch.float32 if dtype_name == "tf32" else getattr(torch, dtype_name)
+        for layout in layouts:
+            for _ in range(max(1, int(count * scale))):
+                m, n, k = _gemm_sizes(rng, dtype_name)
+                params = {"dtype": dtype_name, "layout": layout, "m": m, "n": n, "k": k}
+
+                def build(m=m, n=n, k=k, layout=layout, dtype=dtype):
+                    if layout == "linear":  # x (m, k) @ W (n, k)^T
+                        a, w = pool.tensor((m, k), dtype, 0), pool.tensor((n, k), dtype, 1)
+                        return lambda: aten.mm(a, w.t())
+                    if layout == "addmm_linear":
+                        a, w, bias = pool.tensor((m, k), dtype, 0), pool.tensor((n, k), dtype, 1), pool.tensor((n,), dtype, 2)
+                        return lambda: aten.addmm(bias, a, w.t())
+                    if layout == "grad_input":  # grad (m, n) @ W (n, k)... named so that output is (m, k)
+                        g, w = pool.tensor((m, n), dtype, 0), pool.tensor((n, k), dtype, 1)
+                        return lambda: aten.mm(g, w)
+                    if layout == "grad_weight":  # grad^T (n, m)^T-view @ x (m, k): output (n, k)
+                        g, x = pool.tensor((m, n), dtype, 0), pool.tensor((m, k), dtype, 1)
+                        return lambda: aten.mm(g.t(), x)
+                    a, b = pool.tensor((m, k), dtype, 0), pool.tensor((k, n), dtype, 1)
+                    return lambda: aten.mm(a, b)
+
+                yield Case("gemm", params, _with_tf32(build, dtype_name == "tf32"))
+    for dtype_name, count in BMM_PLAN.items():
+        dtype = getattr(torch, dtype_name)
+        for _ in range(max(1, int(count * scale))):
+            batch = rng.choice([2, 4, 8, 12, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512])
+            m = _pick(rng, DECODE_M, LOG_SIZES[:10], [197, 77, 1000, 100])
+            n = _pick(rng, DECODE_M, LOG_SIZES[:10], [197, 77, 1000, 100])
+            k = rng.choice([32, 64, 80, 96, 128, 256, 197, 512, 1024, 2048])
+            if 2.0 * batch * m * n * k > MAX_GEMM_FLOPS[dtype_name] or batch * (m * k + k * n + m * n) * 2 > MAX_BYTES:
+                continue
+            transposed_b = rng.random() < 0.5  # q @ k^T takes B as a transposed view
+            params = {"dtype": dtype_name, "layout": "bmm_nt" if transposed_b else "bmm_nn", "batch": batch,
+                      "m": m, "n": n, "k": k}
+
+            def build(batch=batch, m=m, n=n, k=k, t=transposed_b, dtype=dtype):
+                a = pool.tensor((batch, m, k), dtype, 0)
+                b = pool.tensor((batch, n, k), dtype, 1).transpose(1, 2) if t else pool.tensor((batch, k, n), dtype, 1)
+                return lambda: aten.bmm(a, b)
+
+            yield Case("bmm", params, build)
+    if hasattr(torch, "float8_e4m3fn"):
+        for _ in range(max(1, int(60 * scale))):
+            m, n, k = (rng.choice([16, 64, 256, 1024, 2048, 4096, 8192]) for _ in range(3))
+            params = {"dtype": "float8_e4m3fn", "layout": "scaled_mm", "m": m, "n": n, "k": k}
+
+            def build(m=m, n=n, k=k):
+                a = pool.tensor((m, k), torch.bfloat16, 0).to(torch.float8_e4m3fn)
+                b = pool.tensor((n, k), torch.bfloat16, 1).to(torch.float8_e4m3fn).t()  # column-major B
+                one = torch.ones((), device=pool.device)
+                return lambda: torch._scaled_mm(a, b, one, one, out_dtype=torch.bfloat16)
+
+            yield Case("gemm", params, build)
+
+
+def _with_tf32(build: Callable, tf32: bool) -> Callable:
+    """A build whose call runs with TF32 matmuls allowed (and restores the setting after each call)."""
+    if not tf32:
+        return build
+
+    def built():
+        import torch
+
+        call = build()
+
+        def call_tf32():
+            previous = torch.backends.cuda.matmul.allow_tf32
+            torch.backends.cuda.matmul.allow_tf32 = True
+            try:
+                return call()
+            finally:
+                torch.backends.cuda.matmul.allow_tf32 = previous
+
+        return call_tf32
+
+    return built
+
+
+# -- convolution ---------------------------------------------------------------------------------------------
+CONV2D_CHANNELS = [3, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 2048]
+CONV2D_SIZES = [7, 14, 28, 56, 112, 224]
+CONV_PASSES = ("forward", "input_grad", "weight_grad")
+CONV2D_CASES = 420
+CONV1D_CASES = 120
+CONV_TRANSPOSED_CASES = 30
+
+
+def _conv2d_params(rng: random.Random) -> dict:
+    while True:
+        kernel = rng.choice([1, 1, 3, 3, 3, 5, 7])
+        stride = rng.choice([1, 1, 2])
+        groups_mode = rng.choice(["dense", "dense", "dense", "depthwise", "grouped"])
+        c_in = rng.choice(CONV2D_CHANNELS)
+        if groups_mode == "depthwise":
+            c_out, groups = c_in, c_in
+        else:
+            c_out = rng.choice(CONV2D_CHANNELS[1:])
+            groups = 32 if groups_mode == "grouped" and c_in % 32 == 0 and c_out % 32 == 0 and c_in >= 64 else 1
+        size = rng.choice(CONV2D_SIZES)
+        batch = rng.choice([1, 8, 16, 32, 64, 128])
+        dtype = rng.choice(["bfloat16", "bfloat16", "float16", "float32"])
+        channels_last = rng.random() < 0.5
+        out = (size + 2 * (kernel // 2) - kernel) // stride + 1
+        flops = 2.0 * batch * c_out * (c_in // groups) * kernel * kernel * out * out
+        nbytes = batch * (c_in * size * size + c_out * out * out) * (4 if dtype == "float32" else 2)
+        if flops <= MAX_CONV_FLOPS and nbytes <= MAX_BYTES // 2 and out >= 1:
+            return {"dims": 2, "batch": batch, "c_in": c_in, "c_out": c_out, "kernel": kernel, "stride": stride,
+                    "groups": groups, "size": size, "dtype": dtype, "channels_last": channels_last}
+
+
+def _conv1d_params(rng: random.Random) -> dict:
+    while True:
+        kernel = rng.choice([1, 2, 3, 3, 5, 10])
+        stride = rng.choice([1, 1, 2, 5]) if kernel > 1 else 1
+        depthwise = rng.random() < 0.25
+        c_in = rng.choice([1, 64, 80, 128, 256, 384, 512, 768, 1024]) if not depthwise else rng.choice([256, 512, 768])
+        c_out = c_in if depthwise else rng.choice([64, 128, 256, 384, 512, 768, 1024])
+        length = rng.choice([100, 500, 1500, 3000, 10000, 48000])
+        batch = rng.choice([1, 4, 8, 16, 32])
+        dtype = rng.choice(["bfloat16", "float32", "float16"])
+        out = (length + 2 * (kernel // 2) - kernel) // stride + 1
+        flops = 2.0 * batch * c_out * (1 if depthwise else c_in) * kernel * out
+        nbytes = batch * (c_in * length + c_out * out) * (4 if dtype == "float32" else 2)
+        if flops <= MAX_CONV_FLOPS and nbytes <= MAX_BYTES // 2 and out >= 1:
+            return {"dims": 1, "batch": batch, "c_in": c_in, "c_out": c_out, "kernel": kernel, "stride": stride,
+                    "groups": c_in if depthwise else 1, "size": length, "dtype": dtype, "channels_last": False}
+
+
+def conv_cases(device: str, scale: float = 1.0) -> Iterator[Case]:
+    rng = random.Random(SEED + 1)
+    designs = [_conv2d_params(rng) for _ in range(max(1, int(CONV2D_CASES * scale)))]
+    designs += [_conv1d_params(rng) for _ in range(max(1, int(CONV1D_CASES * scale)))]
+    for params in designs:
+        for pass_ in CONV_PASSES:
+            yield Case("conv", {**params, "pass": pass_}, lambda p={**params, "pass": pass_}: _conv_call(p, device))
+    for _ in range(max(1, int(CONV_TRANSPOSED_CASES * scale))):  # U-Net / decoder up-sampling
+        c = rng.choice([64, 128, 256, 512])
+        params = {"dims": 2, "batch": rng.choice([4, 16, 32]), "c_in": c, "c_out": c // 2, "kernel": rng.choice([2, 4]),
+                  "stride": 2, "groups": 1, "size": rng.choice([8, 16, 32, 64]), "dtype": rng.choice(["bfloat16", "float32"]),
+                  "channels_last": False, "transposed": True}
+        for pass_ in CONV_PASSES:
+            yield Case("conv", {**params, "pass": pass_}, lambda p={**params, "pass": pass_}: _conv_call(p, device))
+
+
+def _conv_call(p: dict, device: str) -> Callable[[], object]:
+    import torch
+
+    aten = torch.ops.aten
+    dtype = getattr(torch, p["dtype"])
+    dims, k, s, g, transposed = p["dims"], p["kernel"], p["stride"], p["groups"], p.get("transposed", False)
+    spatial = (p["size"],) * dims
+    x = torch.randn(p["batch"], p["c_in"], *spatial, device=device, dtype=dtype)
+    if transposed:
+        w = torch.randn(p["c_in"], p["c_out"] // g, *(k,) * dims, device=device, dtype=dtype)
+        pad = (k - s) // 2
+    else:
+        w = torch.randn(p["c_out"], p["c_in"] // g, *(k,) * dims, device=device, dtype=dtype)
+        pad = k // 2
+    if p["channels_last"]:
+        x, w = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
+    args = ([s] * dims, [pad] * dims, [1] * dims, transposed, [0] * dims, g)
+    if p["pass"] == "forward":
+        return lambda: aten.convolution(x, w, None, *args)
+    out = aten.convolution(x, w, None, *args)
+    grad = torch.randn_like(out)
+    mask = [True, False, False] if p["pass"] == "input_grad" else [False, True, False]
+    return lambda: aten.convolution_backward(grad, x, w, None, *args, mask)
+
+
+# -- attention -----------------------------------------------------------------------------------------------
+ATTENTION_CASES = 260
+
+
+def attention_cases(device: str, scale: float = 1.0) -> Iterator[Case]:
+    rng = random.Random(SEED + 2)
+    n = 0
+    while n < max(1, int(ATTENTION_CASES * scale)):
+        backend = rng.choice(["CUDNN_ATTENTION", "CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION"])
+        d = rng.choice([32, 64, 64, 80, 96, 128, 128, 256])
+        decode = rng.random() < 0.25
+        sk = rng.choice([128, 197, 256, 512, 1000, 1024, 2048, 4096, 8192])
+        sq = rng.choice([1, 1, 4, 16]) if decode else (sk if rng.random() < 0.8 else rng.choice([128, 512, 1024]))
+        heads = rng.choice([8, 12, 16, 32])
+        kv_heads = heads if rng.random() < 0.7 else max(1, heads // rng.choice([4, 8]))
+        batch = rng.choice([1, 2, 4, 8, 16, 32])
+        causal = (not decode) and sq == sk and rng.random() < 0.5
+        mask = "none" if causal or rng.random() < 0.7 else rng.choice(["bool", "float"])
+        dropout = 0.0 if decode or rng.random() < 0.8 else 0.1
+        dtype = rng.choice(["bfloat16", "bfloat16", "float16"])
+        flops = 4.0 * batch * heads * sq * sk * d
+        if flops > 2e12 or batch * heads * sk * d * 2 * 3 > MAX_BYTES:
+            continue
+        params = {"backend": backend, "batch": batch, "heads": heads, "kv_heads": kv_heads, "sq": sq, "sk": sk,
+                  "d": d, "causal": causal, "mask": mask, "dropout": dropout, "dtype": dtype}
+        for pass_ in ("forward", "backward"):
+            if pass_ == "backward" and decode:
+                continue
+            yield Case("attention", {**params, "pass": pass_},
+                       lambda p={**params, "pass": pass_}: _attention_call(p, device))
+        n += 1
+
+
+def _attention_call(p: dict, device: str) -> Callable[[], object]:
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    dtype = getattr(torch, p["dtype"])
+    train = p["pass"] == "backward"
+    q = torch.randn(p["batch"], p["heads"], p["sq"], p["d"], device=device, dtype=dtype, requires_grad=train)
+    k = torch.randn(p["batch"], p["kv_heads"], p["sk"], p["d"], device=device, dtype=dtype, requires_grad=train)
+    v = torch.randn(p["batch"], p["kv_heads"], p["sk"], p["d"], device=device, dtype=dtype, requires_grad=train)
+    mask = None
+    if p["mask"] != "none":
+        keep = torch.rand(p["batch"], 1, p["sq"], p["sk"], device=device) > 0.1
+        mask = keep if p["mask"] == "bool" else torch.zeros(keep.shape, device=device, dtype=dtype).masked_fill(~keep, -1e4)
+    kwargs = {"attn_mask": mask, "is_causal": p["causal"], "dropout_p": p["dropout"],
+              "enable_gqa": p["kv_heads"] != p["heads"]}
+    backend = getattr(SDPBackend, p["backend"])
+    with sdpa_kernel([backend]):
+        out = F.scaled_dot_product_attention(q, k, v, **kwargs)  # raises here if the backend refuses the case
+    if not train:
+        def forward():
+            with sdpa_kernel([backend]):
+                return F.scaled_dot_product_attention(q, k, v, **kwargs)
+        return forward
+    grad = torch.randn_like(out)
+
+    def backward():  # the backward alone, on a graph built outside the timed region
+        with sdpa_kernel([backend]):
+            o = F.scaled_dot_product_attention(q, k, v, **kwargs)
+        return o, torch.autograd.grad(o, (q, k, v), grad)
+
+    return backward
+
+
+SECTIONS = {"gemm": lambda dev, scale: gemm_cases(Pool(dev), scale),
+            "conv": conv_cases, "attention": attention_cases}
+
+
+def sweep_cases(sections: list[str] | None = None, device: str = "cuda", scale: float = 1.0) -> list[Case]:
+    """The design: every case of the named sections (all by default), in a fixed order."""
+    out: list[Case] = []
+    for name in sections or list(SECTIONS):
+        out.extend(SECTIONS[name](device, scale))
+    return out
+
+
+# -- running -------------------------------------------------------------------------------------------------
+def _events_ms(call: Callable, flush: Callable, reps: int) -> list[float]:
+    import torch
+
+    pairs = []
+    for _ in range(reps):
+        flush()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        call()
+        end.record()
+        pairs.append((start, end))
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) for s, e in pairs]
+
+
+def _kernels_by_case(prof) -> dict[int, list[tuple[str, float]]]:
+    """Kernels launched inside each case's record_function range, in launch order: [(name, µs)]."""
+    from torch.autograd import DeviceType
+
+    out: dict[int, list] = {}
+    for e in prof.events():
+        if e.device_type != DeviceType.CPU or not e.name.startswith(CASE_RANGE):
+            continue
+        seen, kernels, stack = set(), [], list(e.cpu_children)
+        for k in e.kernels:
+            kernels.append(k)
+        while stack:
+            child = stack.pop()
+            stack.extend(child.cpu_children)
+            kernels.extend(child.kernels)
+        unique = []
+        for k in sorted(kernels, key=lambda k: k.time_range.start if hasattr(k, "time_range") else 0):
+            ident = (k.name, getattr(k, "time_range", None) and k.time_range.start, k.duration)
+            if ident not in seen:
+                seen.add(ident)
+                unique.append((k.name[:100], round(k.duration, 3)))
+        out[int(e.name[len(CASE_RANGE):])] = unique
+    return out
+
+
+def run_sweep(cases: list[Case], log: Callable[[str], None] = print, time_budget_s: float | None = None) -> list[dict]:
+    """Time every case; one failing case is recorded with its error and the sweep goes on."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from .microbench import _OpSnapshot, _flush_l2
+
+    results: list[dict] = []
+    started = time.perf_counter()
+    for chunk_start in range(0, len(cases), PROFILE_CHUNK):
+        if time_budget_s is not None and time.perf_counter() - started > time_budget_s:
+            log(f"sweep: time budget spent after {chunk_start} of {len(cases)} cases")
+            break
+        chunk = cases[chunk_start:chunk_start + PROFILE_CHUNK]
+        calls: dict[int, Callable] = {}
+        for i, case in enumerate(chunk, start=chunk_start):
+            row = {"kind": case.kind, **case.params}
+            try:
+                call = case.build()
+                snapshot = _OpSnapshot()
+                with snapshot:
+                    call()
+                row["ops"] = [op.to_json() for op in snapshot.ops]
+                times = _events_ms(call, _flush_l2, REPS)
+                row["time_us"] = round(statistics.median(times) * 1e3, 3)
+                row["times_us"] = [round(t * 1e3, 3) for t in times]
+                calls[i] = call
+            except Exception as exc:  # a shape a backend refuses, or out of memory: data too
+                row["error"] = f"{type(exc).__name__}: {exc}"[:300]
+            results.append(row)
+        try:
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                for i, call in calls.items():
+                    _flush_l2()
+                    with record_function(f"{CASE_RANGE}{i}"):
+                        call()
+                torch.cuda.synchronize()
+            for i, kernels in _kernels_by_case(prof).items():
+                results[i]["kernels"] = kernels
+        except Exception as exc:
+            log(f"sweep: profiler failed on chunk at {chunk_start}: {exc}")
+        torch.cuda.empty_cache()
+        log(f"sweep: {min(chunk_start + PROFILE_CHUNK, len(cases))}/{len(cases)} cases, "
+            f"{time.perf_counter() - started:.0f} s")
+    return results
+
+
+def run_sweep_cpu_check(cases: list[Case]) -> list[dict]:
+    """Build and call every case once (on "meta" tensors: no data, no timing): checks the design's code paths
+    without a GPU."""
+    out = []
+    for case in cases:
+        row = {"kind": case.kind, **case.params}
+        try:
+            case.build()()
+        except Exception as exc:
+            row["error"] = f"{type(exc).__name__}: {exc}"[:300]
+        out.append(row)
+    return out
