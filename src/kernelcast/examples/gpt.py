@@ -1,9 +1,14 @@
 """A GPT-2-small-sized decoder (124M parameters) training step: bf16 autocast, fused attention, AdamW.
 
     kernelcast predict example:gpt --gpu h100
+
+The sizes are keyword arguments with GPT-2 small's values as defaults, so scripts can build a tiny copy
+(scripts/validate_distributed.py --dry-run-cpu); build() uses the defaults.
 """
 
+import contextlib
 import math
+from typing import Callable, ContextManager
 
 import torch
 import torch.nn.functional as F
@@ -15,36 +20,39 @@ BATCH, SEQ = 8, 1024
 
 
 class Block(nn.Module):
-    def __init__(self) -> None:
+    def __init__(self, width: int = WIDTH, heads: int = HEADS) -> None:
         super().__init__()
-        self.ln_1 = nn.LayerNorm(WIDTH)
-        self.qkv = nn.Linear(WIDTH, 3 * WIDTH)
-        self.proj = nn.Linear(WIDTH, WIDTH)
-        self.ln_2 = nn.LayerNorm(WIDTH)
-        self.fc = nn.Linear(WIDTH, 4 * WIDTH)
-        self.out = nn.Linear(4 * WIDTH, WIDTH)
+        self.width, self.heads = width, heads
+        self.ln_1 = nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.ln_2 = nn.LayerNorm(width)
+        self.fc = nn.Linear(width, 4 * width)
+        self.out = nn.Linear(4 * width, width)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, t, c = x.shape
-        q, k, v = self.qkv(self.ln_1(x)).split(WIDTH, dim=2)
-        q, k, v = (z.view(b, t, HEADS, c // HEADS).transpose(1, 2) for z in (q, k, v))
+        q, k, v = self.qkv(self.ln_1(x)).split(self.width, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = x + self.proj(y.transpose(1, 2).contiguous().view(b, t, c))
         return x + self.out(F.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
 
 
 class GPT(nn.Module):
-    def __init__(self) -> None:
+    def __init__(self, layers: int = LAYERS, width: int = WIDTH, heads: int = HEADS, vocab: int = VOCAB,
+                 context: int = CONTEXT) -> None:
         super().__init__()
-        self.wte = nn.Embedding(VOCAB, WIDTH)
-        self.wpe = nn.Embedding(CONTEXT, WIDTH)
-        self.blocks = nn.ModuleList(Block() for _ in range(LAYERS))
-        self.ln_f = nn.LayerNorm(WIDTH)
-        self.lm_head = nn.Linear(WIDTH, VOCAB, bias=False)
+        self.vocab = vocab
+        self.wte = nn.Embedding(vocab, width)
+        self.wpe = nn.Embedding(context, width)
+        self.blocks = nn.ModuleList(Block(width, heads) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(width)
+        self.lm_head = nn.Linear(width, vocab, bias=False)
         self.lm_head.weight = self.wte.weight  # tied, as in GPT-2
         for p in self.parameters():
             if p.dim() == 2:
-                nn.init.normal_(p, std=0.02 / math.sqrt(2 * LAYERS))
+                nn.init.normal_(p, std=0.02 / math.sqrt(2 * layers))
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         pos = torch.arange(idx.shape[1], device=idx.device)
@@ -52,19 +60,27 @@ class GPT(nn.Module):
         for block in self.blocks:
             x = block(x)
         logits = self.lm_head(self.ln_f(x))
-        return F.cross_entropy(logits.view(-1, VOCAB), targets.view(-1))
+        return F.cross_entropy(logits.view(-1, self.vocab), targets.view(-1))
 
 
-def training_step(model: nn.Module):
-    """(step, args): one AdamW step with bf16 autocast on a random batch (also used by the DDP/FSDP2 examples)."""
+def make_model(*, device: str = "cuda", **sizes) -> GPT:
+    """GPT(**sizes) on `device` (initialised on the CPU first, as build() has always done)."""
+    return GPT(**sizes).to(device)
+
+
+def training_step(model: nn.Module, *, batch: int = BATCH, seq: int = SEQ, vocab: int = VOCAB,
+                  device: str = "cuda", step_context: Callable[[], ContextManager] = contextlib.nullcontext):
+    """(step, args): one AdamW step with bf16 autocast on a random batch (also used by the DDP/FSDP2 examples).
+    `step_context` is entered around forward and backward (DDP's no_sync, for a step without its all-reduce)."""
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
-    idx = torch.randint(0, VOCAB, (BATCH, SEQ), device="cuda")
-    targets = torch.randint(0, VOCAB, (BATCH, SEQ), device="cuda")
+    idx = torch.randint(0, vocab, (batch, seq), device=device)
+    targets = torch.randint(0, vocab, (batch, seq), device=device)
 
     def step(idx, targets):
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(idx, targets)
-        loss.backward()
+        with step_context():
+            with torch.autocast(idx.device.type, dtype=torch.bfloat16):
+                loss = model(idx, targets)
+            loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
 
@@ -72,4 +88,4 @@ def training_step(model: nn.Module):
 
 
 def build():
-    return training_step(GPT().to("cuda"))
+    return training_step(make_model())

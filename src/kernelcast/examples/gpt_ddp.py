@@ -3,17 +3,23 @@
 
     kernelcast predict example:gpt_ddp --world-size 8 --interconnect nvlink
 
-Under torchrun on GPUs the same build() runs for real (scripts/validate_distributed.py).
+Under torchrun on GPUs the same build() runs for real; scripts/validate_distributed.py measures it through
+wrap() and example:gpt's make_model and training_step, the functions build() calls.
 """
 
 import torch.distributed as dist
+from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from kernelcast.examples.gpt import GPT, training_step
+from kernelcast.examples.gpt import make_model, training_step
+
+
+def wrap(model: nn.Module) -> DistributedDataParallel:
+    """DDP with its defaults (25 MiB buckets, buffers broadcast before each forward)."""
+    return DistributedDataParallel(model)
 
 
 def build():
     if not dist.is_initialized():  # torchrun without an initialised group; a kernelcast capture has one
         dist.init_process_group("nccl")
-    model = DistributedDataParallel(GPT().to("cuda"))
-    return training_step(model)
+    return training_step(wrap(make_model()))
