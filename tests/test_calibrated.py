@@ -116,10 +116,9 @@ def test_gemm_alignment_classes():
 
 
 def test_attention_tiles_and_curves():
-    from kernelcast.predict.calibrated import _interp, _tile_waste
+    from kernelcast.predict.calibrated import _interp, _padded
 
-    assert _tile_waste(128, 512) == 1.0
-    assert _tile_waste(197, 197) == pytest.approx(256 * 256 / (197 * 197))  # two 128-row tiles each way
+    assert _padded(128) == 128 and _padded(197) == 256  # a 197-token sequence computes two 128-row tiles
     assert _interp([(0.0, 1.0), (2.0, 3.0)], 1.0) == 2.0
     assert _interp([(0.0, 1.0), (2.0, 3.0)], -5.0) == 1.0 and _interp([(0.0, 1.0), (2.0, 3.0)], 9.0) == 3.0
 
@@ -135,3 +134,30 @@ def test_broadcast_and_strided_pointwise_operands():
     half = TensorMeta((64, 64), "bfloat16", (128, 1))  # x[:, :64]: rows with gaps
     out = contiguous((64, 64), "bfloat16")
     assert strided_inputs(op("aten.mul.Tensor", {"self": half, "other": out}, [out]))
+
+
+def test_shape_table_says_where_an_estimate_comes_from():
+    from kernelcast.predict.shape_model import ShapePoint, ShapeTable
+
+    # corrections e^0 = 1 at (10, 10, 10) and e^1 at (12, 10, 10) (log2 sizes)
+    table = ShapeTable([ShapePoint((10.0, 10.0, 10.0), (), 0.0), ShapePoint((12.0, 10.0, 10.0), (), 1.0)])
+    exact = table.estimate((10.0, 10.0, 10.0))
+    assert exact.correction == 1.0 and exact.source == "measured-near"
+    middle = table.estimate((11.0, 10.0, 10.0))  # equal distances: the mean of the logs, e^0.5
+    assert middle.correction == pytest.approx(math.exp(0.5)) and middle.source == "interpolated"
+    beyond = table.estimate((14.0, 10.0, 10.0))
+    assert beyond.source == "extrapolated" and beyond.uncertainty > middle.uncertainty
+
+
+def test_conv_backward_with_both_gradients_is_the_two_passes():
+    from kernelcast.devices import get_gpu
+    from kernelcast.predict.calibrated import CalibratedModel
+    from kernelcast.profiles import load_profile
+    from kernelcast.records import CaptureSettings
+
+    gpu = get_gpu("h200")
+    model = CalibratedModel(gpu, CaptureSettings(), load_profile("h200").data, gpu)
+    key = ("bfloat16", True, 64, 64, 3, 1, 56, 1, 32, 2, False)  # a 3x3 conv, channels_last, batch 32
+    both = model._lookup_shape("conv", ("conv_bwd", *key))[0]
+    parts = [model._lookup_shape("conv", (p, *key))[0] for p in ("conv_bwd_input", "conv_bwd_weight")]
+    assert both == pytest.approx(sum(parts))

@@ -36,9 +36,51 @@ def _main(costs: list[tuple[OpRecord, Cost]], kinds: set[str]) -> Cost | None:
     return max(chosen, key=lambda c: (c.flops, c.bytes)) if chosen else None
 
 
+def _sweep_rows(sweep: list[dict]) -> tuple[list, list, list]:
+    """GEMM, conv and attention rows ([*cost key, work items, time_us, FLOPs]) from calibrate --sweep cases.
+
+    Work items are the kernels, memsets and memcpys one profiled call launched. An attention backward case
+    times a forward and its backward together; the forward case with the same parameters is taken out."""
+    gemm, conv, attention = [], [], []
+    forward_us: dict[tuple, float] = {}
+    for case in sweep:
+        if "error" in case or not case.get("ops") or "time_us" not in case:
+            continue
+        costs = _costs(case)
+        items, time_us = len(case.get("kernels", ())), case["time_us"]
+        if case["kind"] in ("gemm", "bmm"):
+            cost = _main(costs, {"gemm"})
+            if cost is not None and cost.key:
+                key = list(cost.key)
+                if case.get("dtype") == "tf32":
+                    key[0] = "tf32"
+                gemm.append([*key, items, time_us, cost.flops])
+        elif case["kind"] == "conv":
+            cost = _main(costs, {"conv"})
+            if cost is not None and cost.key:
+                conv.append([*cost.key, items, time_us, cost.flops])
+        elif case["kind"] == "attention":
+            params = tuple(sorted((k, v) for k, v in case.items() if k in SWEEP_ATTENTION_PARAMS))
+            if case["pass"] == "forward":
+                forward_us[params] = time_us
+                cost = _main(costs, {"attention"})
+                if cost is not None:
+                    attention.append([*cost.key, items, time_us, cost.flops])
+            else:
+                backward = [c for _, c in costs if c.kind == "attention" and c.key[1] == "bwd"]
+                fwd = forward_us.get(params)
+                if backward and fwd is not None and time_us > fwd:
+                    attention.append([*backward[0].key, items, round(time_us - fwd, 3), backward[0].flops])
+    return gemm, conv, attention
+
+
+SWEEP_ATTENTION_PARAMS = ("backend", "batch", "heads", "kv_heads", "sq", "sk", "d", "causal", "mask", "dropout",
+                          "dtype")
+
+
 def build_profile(raw: dict, gpu: str) -> dict:
     cases = [c for c in raw["cases"] if "error" not in c and c.get("ops")]
-    gemm, conv, attention = [], [], []
+    gemm, conv, attention = _sweep_rows(raw.get("sweep", ()))
     memory: dict[str, list] = defaultdict(list)
     forward_time: dict[tuple, float] = {}
     warm_time: dict[int, float] = {}
@@ -56,7 +98,9 @@ def build_profile(raw: dict, gpu: str) -> dict:
                 gemm.append([*key, items, round(time_us, 3), cost.flops])
         elif kind.startswith("conv_"):
             cost = _main(costs, {"conv"})
-            if cost is not None and cost.key:
+            # a forward, or a backward that asked for one gradient: the sweep's passes; a backward with both
+            # is two lookups, so it is not a row of its own
+            if cost is not None and cost.key and cost.key[0] != "conv_bwd":
                 conv.append([*cost.key, items, round(time_us, 3), cost.flops])
         elif kind == "sdpa_fwd":
             cost = _main(costs, {"attention"})
@@ -91,13 +135,13 @@ def build_profile(raw: dict, gpu: str) -> dict:
             "gemm_columns": ["dtype", "a_transposed", "b_transposed", "bias", "M", "N", "K", "work_items"],
             "gemm": [row[:-2] for row in gemm],
             "conv_columns": ["pass", "dtype", "channels_last", "c_in", "c_out", "kernel", "stride", "size",
-                             "work_items"],
+                             "groups", "batch", "dims", "transposed", "work_items"],
             "conv": [row[:-2] for row in conv],
         },
         "timings": {
             # each row: the op's cost key, then work items, time_us, FLOPs
             "gemm": gemm,  # (dtype, a transposed, b transposed, bias, M, N, K)
-            "conv": conv,  # (pass, dtype, channels_last, C_in, C_out, kernel, stride, size)
+            "conv": conv,  # costs.matmul.conv_key
             "attention": attention,  # (backend, pass, B*H, Sq, Sk, head dim, causal)
             # per kind: [bytes moved, work items, time_us, innermost dim, item size]
             "memory": {kind: sorted(points) for kind, points in memory.items()},

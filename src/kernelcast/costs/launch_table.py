@@ -59,7 +59,7 @@ def same_alignment(rows: list, key: tuple) -> list:
 @dataclass(frozen=True)
 class LaunchTable:
     gemm: tuple[tuple, ...]  # (dtype, a_transposed, b_transposed, bias, M, N, K, work_items)
-    conv: tuple[tuple, ...]  # (pass, dtype, channels_last, c_in, c_out, kernel, stride, size, work_items)
+    conv: tuple[tuple, ...]  # (*conv_key, work_items): see costs.matmul.conv_key
     source: str = ""
     # gemm_items by key: a step repeats its few GEMM shapes many times
     _gemm_items: dict = field(default_factory=dict, compare=False, repr=False)
@@ -87,16 +87,24 @@ class LaunchTable:
                 return int(best[7])
         return None
 
-    def conv_items(self, backward: bool, dtype: str, channels_last: bool, c_in: int, c_out: int, kernel: int,
-                   stride: int, size: int) -> int | None:
-        kind = "conv_bwd" if backward else "conv_fwd"
-        rows = [r for r in self.conv if r[0] == kind and r[1] == dtype and r[2] == channels_last]
+    def conv_items(self, key: tuple) -> int | None:
+        """Work items of the nearest measured convolution of the same pass, dtype and layout (conv_key)."""
+        rows = [r for r in self.conv if tuple(r[:3]) == tuple(key[:3]) and len(r) == len(key) + 1]
         if not rows:
             return None
+        return int(min(rows, key=lambda r: conv_distance(r, key))[len(key)])
 
-        def distance(r) -> float:
-            shape = (r[5] != kernel) + (r[6] != stride)
-            return (shape * CONV_SHAPE_MISMATCH_PENALTY + (log2_size(r[3]) - log2_size(c_in)) ** 2
-                    + (log2_size(r[4]) - log2_size(c_out)) ** 2 + (log2_size(r[7]) - log2_size(size)) ** 2)
 
-        return int(min(rows, key=distance)[8])
+def conv_shape(key: tuple) -> tuple:
+    """(coordinates, kind) of a conv key: log2 of batch, channels, size and groups; and what must match for two
+    convolutions to run the same kind of kernel (dims, kernel, stride, transposed, depthwise or not)."""
+    _, _, _, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key
+    coords = (log2_size(batch), log2_size(c_in), log2_size(c_out), log2_size(size), log2_size(groups))
+    return coords, (dims, kernel, stride, transposed, groups == c_in and groups > 1)
+
+
+def conv_distance(row: tuple, key: tuple) -> float:
+    """Distance between a measured conv row and a key: log2 sizes, plus CONV_SHAPE_MISMATCH_PENALTY for each
+    difference in the kind of kernel (a 1x1 and a 7x7 convolution run different cuDNN kernels)."""
+    (a, kind_a), (b, kind_b) = conv_shape(tuple(row[:len(key)])), conv_shape(key)
+    return math.dist(a, b) + CONV_SHAPE_MISMATCH_PENALTY * sum(x != y for x, y in zip(kind_a, kind_b))

@@ -119,20 +119,41 @@ def conv_backward_flops(grad_out_shape, x_shape, w_shape, grad_in_shape, grad_w_
     return flops
 
 
-def conv_key(x: TensorMeta, w: TensorMeta, op: OpRecord, backward: bool) -> tuple:
-    """(pass, dtype, channels_last, C_in, C_out, kernel, stride, spatial size) of a 2-D convolution; () else."""
-    if len(x.shape) != 4 or bool(op.args.get("transposed", False)):
+CONV_PASSES = ("conv_fwd", "conv_bwd_input", "conv_bwd_weight", "conv_bwd")  # conv_bwd: both gradients
+
+
+def conv_key(x: TensorMeta, w: TensorMeta, op: OpRecord, pass_: str) -> tuple:
+    """How launch and time tables look a convolution up: (pass, dtype, channels_last, C_in, C_out, kernel,
+    stride, spatial size, groups, batch, spatial dims, transposed). 1-D and 2-D convolutions; () otherwise.
+    A backward that computes both gradients runs cuDNN's input- and weight-gradient kernels one after the other
+    (aten/src/ATen/native/cudnn/ConvShared.cpp, cudnn_convolution_backward), so it is looked up as the two."""
+    dims = len(x.shape) - 2
+    if dims not in (1, 2):
         return ()
+    transposed = bool(op.args.get("transposed", False))
     stride = op.args.get("stride") or (1,)
-    return ("conv_bwd" if backward else "conv_fwd", x.dtype, channels_last(x), x.shape[1], w.shape[0],
-            w.shape[-1], int(stride[0]), x.shape[-1])
+    groups = int(op.args.get("groups", 1) or 1)
+    c_out = w.shape[1] * groups if transposed else w.shape[0]
+    return (pass_, x.dtype, channels_last(x), x.shape[1], c_out, w.shape[-1], int(stride[0]), x.shape[-1],
+            groups, x.shape[0], dims, transposed)
+
+
+def conv_backward_pass(mask) -> str | None:
+    want_input, want_weight = bool(mask[0]), bool(mask[1])
+    if want_input and want_weight:
+        return "conv_bwd"
+    return "conv_bwd_input" if want_input else ("conv_bwd_weight" if want_weight else None)
 
 
 def conv_kernels(ctx: CostContext, key: tuple) -> int | None:
-    """Work items of one cuDNN convolution pass from the profile's nearest measured conv (2-D convs only)."""
+    """Work items of one cuDNN convolution pass from the profile's nearest measured conv."""
     if ctx.launches is None or not key:
         return None
-    return ctx.launches.conv_items(key[0] == "conv_bwd", *key[1:])
+    if key[0] == "conv_bwd":
+        parts = [ctx.launches.conv_items(("conv_bwd_input", *key[1:])),
+                 ctx.launches.conv_items(("conv_bwd_weight", *key[1:]))]
+        return None if None in parts else sum(parts)
+    return ctx.launches.conv_items(key)
 
 
 @register("aten.convolution", "aten.cudnn_convolution", "aten._convolution")
@@ -141,7 +162,7 @@ def convolution(op: OpRecord, ctx: CostContext) -> Cost:
     out = op.tensors_out()[0]
     transposed = bool(op.args.get("transposed", False))
     # A bias is added by a separate kernel after the cuDNN convolution.
-    key = conv_key(x, w, op, backward=False)
+    key = conv_key(x, w, op, "conv_fwd")
     kernels = (conv_kernels(ctx, key) or 1) + (op.args.get("bias") is not None)
     return _matmul_cost(op, conv_flops(x.shape, w.shape, out.shape, transposed), x.dtype, kernels, "conv", "conv", key)
 
@@ -154,7 +175,8 @@ def convolution_backward(op: OpRecord, ctx: CostContext) -> Cost:
     flops = conv_backward_flops(
         grad_out.shape, x.shape, w.shape, grad_in.shape if grad_in else x.shape,
         grad_w.shape if grad_w else w.shape, bool(op.args.get("transposed", False)), mask)
-    key = conv_key(x, w, op, backward=True)
+    pass_ = conv_backward_pass(mask)
+    key = conv_key(x, w, op, pass_) if pass_ else ()
     measured = conv_kernels(ctx, key)
     if measured is not None:  # the sweep measured input and weight gradients; a bias gradient is a reduction
         kernels = measured + bool(mask[2])

@@ -42,6 +42,8 @@ class OpPrediction:
     costed: bool
     python_us: float = 0.0  # of host_us: the model's own Python before it (and its module calls)
     launch_bound: bool = False  # its kernels take less GPU time than the CPU takes to launch them
+    time_source: str = ""  # where time_us came from: measured-near / interpolated / extrapolated / datasheet
+    time_uncertainty: float = 0.0  # relative uncertainty of time_us (0.1 = +-10%)
 
 
 # What to do about a sync point, by what caused it.
@@ -156,6 +158,7 @@ def _op_prediction(op: OpRecord, cost: Cost | None, est: KernelEstimate, host_us
         bytes=cost.bytes, intensity=cost.intensity, kernels=cost.kernels, time_us=est.time_us,
         bound=est.bound if costed else "uncosted", roof=est.roof, host_us=host_us, sync=op.sync, costed=costed,
         python_us=python_us, launch_bound=launch_bound,
+        time_source=est.source if costed and cost.kernels else "", time_uncertainty=est.uncertainty if costed else 0.0,
     )
 
 

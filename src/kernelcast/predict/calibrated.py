@@ -1,7 +1,8 @@
 """Calibrated kernel model: kernel times looked up in a device profile measured with `kernelcast calibrate`.
 
-- GEMM, convolution, attention: the achieved FLOP/s of the nearest measured shapes (inverse-distance weighting
-  of log FLOP/s over the K nearest, distance in log2 of the sizes), times the op's FLOPs.
+- GEMM, convolution, attention: the profiled GPU's roofline for the op's shape times a correction interpolated
+  from the nearest measured shapes of the designed sweep (shape_model.py), with the source of the estimate
+  (measured-near / interpolated / extrapolated / datasheet) and its uncertainty.
 - Memory-bound classes (pointwise, copy, reduction, norm, softmax, loss, fill, foreach, ...): time against bytes
   moved, interpolated log-log between the class's measured sizes; each GPU work item beyond those the
   measurement had adds the measured per-item floor.
@@ -19,16 +20,15 @@ from dataclasses import dataclass, field
 
 from kernelcast.costs import Cost
 from kernelcast.costs.common import TRANSFER_KINDS
-from kernelcast.costs.launch_table import same_alignment
 from kernelcast.costs.launch_table import log2_size as _log2
 from kernelcast.devices import GPU
 from kernelcast.records import CaptureSettings
 
 from .kernel_model import NO_KERNEL, KernelEstimate, RooflineModel
+from .shape_model import ShapeEstimate, ShapePoint, ShapeTable, build_tables
 
 NEAREST = 4  # shapes blended per lookup
 COMPUTE_KINDS = {"gemm", "conv", "attention", ""}  # looked up by shape; without a shape: the datasheet
-SHAPE_MISMATCH_PENALTY = 100.0  # a different conv kernel/stride or causal flag: a different kind of kernel
 MIN_CURVE_POINTS = 2
 
 
@@ -59,23 +59,6 @@ def _padded(length: int) -> int:
     return -(-length // ATTENTION_TILE) * ATTENTION_TILE
 
 
-def _tile_waste(sq: int, sk: int) -> float:
-    """(query, key) pairs the tiles compute over the pairs the op needs (1 for multiples of the tile)."""
-    return _padded(sq) * _padded(sk) / (sq * sk)
-
-
-# Attention shapes are compared by the work the tiles do (batch x heads x padded query x padded key rows), the
-# query length at half weight, and the head dim. Left-one-out over the calibration's attention points
-# (scripts/loo_calibration.py): median error 15.5% (lengths that are multiples of the tile) and 12.5% (odd
-# lengths); comparing batch x heads, query, key and head dim one by one gave 18%, and 20% on odd lengths
-# without the padding.
-ATTENTION_QUERY_WEIGHT = 0.5
-
-
-def _attention_point(bh: int, sq: int, sk: int, d: int) -> tuple[float, float, float]:
-    return (_log2(bh * _padded(sq) * _padded(sk)), ATTENTION_QUERY_WEIGHT * _log2(_padded(sq)), _log2(d))
-
-
 def _blend(candidates: list[tuple[float, float]]) -> float:
     """Inverse-distance-weighted mean of log values: [(distance, log value)] -> value."""
     candidates = sorted(candidates)[:NEAREST]
@@ -84,6 +67,114 @@ def _blend(candidates: list[tuple[float, float]]) -> float:
         return math.exp(sum(exact) / len(exact))
     weights = [1.0 / d for d, _ in candidates]
     return math.exp(sum(w * v for w, (_, v) in zip(weights, candidates)) / sum(weights))
+
+
+SOURCE_ORDER = ("measured-near", "interpolated", "extrapolated", "datasheet")
+# Relative uncertainty of a memory-bound kernel read off its class's size curve: the calibration's own
+# left-one-out median error for these classes was 3-16% (scripts/loo_calibration.py); the datasheet's is
+# unknown, so wide.
+MEMORY_CURVE_UNCERTAINTY = 0.15
+DATASHEET_UNCERTAINTY = 0.5
+_KEY_LENGTH = {"gemm": 7, "conv": 12, "attention": 9}
+
+
+def _itemsize(dtype: str) -> int:
+    return {"float32": 4, "tf32": 4, "float16": 2, "bfloat16": 2}.get(dtype, 1 if "float8" in dtype else 2)
+
+
+def _gemm_work(key: tuple) -> tuple[float, float, str, str]:
+    dtype, _, _, bias, m, n, k = key
+    size = _itemsize(dtype)
+    out_size = 2 if "float8" in dtype else size
+    return 2.0 * m * n * k, (m * k + k * n) * size + (m * n + (n if bias else 0)) * out_size, \
+        "float32" if dtype == "tf32" else dtype, "matmul"
+
+
+def _conv_out(size: int, kernel: int, stride: int, transposed: bool) -> int:
+    """Output length with the padding most convolutions use (kernel // 2), or stride x for a transposed one."""
+    return size * stride if transposed else max((size + 2 * (kernel // 2) - kernel) // stride + 1, 1)
+
+
+def _conv_work(key: tuple) -> tuple[float, float, str, str]:
+    pass_, dtype, _, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key
+    out = _conv_out(size, kernel, stride, transposed)
+    taps = kernel ** dims
+    positions = (size if transposed else out) ** dims
+    flops = 2.0 * batch * c_out * (c_in // max(groups, 1)) * taps * positions
+    x, y, w = batch * c_in * size ** dims, batch * c_out * out ** dims, c_out * (c_in // max(groups, 1)) * taps
+    moved = {"conv_fwd": x + w + y, "conv_bwd_input": y + w + x, "conv_bwd_weight": y + x + w}.get(pass_, x + y + w)
+    return flops, moved * _itemsize(dtype), dtype, "conv"
+
+
+# A backward pass of fused attention does about 2.5x the forward's matmul work (FlashAttention-2, Dao 2023,
+# section 3.2: five matmuls against two) and reads and writes about twice the bytes.
+ATTENTION_BACKWARD_FLOPS = 2.5
+ATTENTION_BACKWARD_BYTES = 2.0
+
+
+def _attention_work(key: tuple) -> tuple[float, float, str, str]:
+    _, pass_, bh, sq, sk, d, causal, _, _ = key
+    # the tiles' work: a sequence length that is not a multiple of the tile computes its last tile in full
+    flops = 4.0 * bh * _padded(sq) * _padded(sk) * d * (0.5 if causal and sq == sk else 1.0)
+    nbytes = 2.0 * bh * (2 * sq + 2 * sk) * d
+    if pass_ == "bwd":
+        flops, nbytes = flops * ATTENTION_BACKWARD_FLOPS, nbytes * ATTENTION_BACKWARD_BYTES
+    return flops, nbytes, "bfloat16", "attention"
+
+
+def _gemm_group(key: tuple, settings) -> tuple:
+    dtype, a_t, b_t, bias = key[:4]
+    if dtype == "float32" and settings is not None and settings.matmul_allow_tf32:
+        dtype = "tf32"
+    from kernelcast.costs.launch_table import gemm_alignment
+
+    return ("gemm", dtype, a_t, b_t, bias, gemm_alignment(("tf32" if dtype == "tf32" else dtype, *key[1:])))
+
+
+def _gemm_point(key: tuple) -> tuple[tuple, tuple]:
+    return (_log2(key[4]), _log2(key[5]), _log2(key[6])), ()
+
+
+def _conv_group(key: tuple, settings) -> tuple:
+    return ("conv", key[0], key[1], key[2])
+
+
+def _conv_point(key: tuple) -> tuple[tuple, tuple]:
+    _, _, _, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key
+    return ((_log2(batch), _log2(c_in), _log2(c_out), _log2(size), _log2(groups)),
+            (dims, kernel, stride, transposed, groups == c_in and groups > 1))
+
+
+def _attention_group(key: tuple, settings) -> tuple:
+    return ("attention", key[0], key[1])
+
+
+def _attention_point(key: tuple) -> tuple[tuple, tuple]:
+    _, _, bh, sq, sk, d, causal, dropout, mask = key
+    return ((_log2(bh), _log2(_padded(sq)), _log2(_padded(sk)), _log2(d)), (bool(causal), bool(dropout), bool(mask)))
+
+
+_WORK = {"gemm": _gemm_work, "conv": _conv_work, "attention": _attention_work}
+_GROUPS = {"gemm": _gemm_group, "conv": _conv_group, "attention": _attention_group}
+_POINTS = {"gemm": _gemm_point, "conv": _conv_point, "attention": _attention_point}
+
+
+def _nearest_table(tables: dict[tuple, ShapeTable], group: tuple) -> ShapeTable | None:
+    """The group's table; else, for a GEMM, the same dtype and layout at the nearest alignment class, then any
+    layout of the dtype; for other kinds the group must match."""
+    if group in tables:
+        return tables[group]
+    if group[0] != "gemm":
+        return None
+    _, dtype, a_t, b_t, bias, alignment = group
+    candidates = [g for g in tables if g[1] == dtype]
+    if not candidates:
+        return None
+
+    def rank(g):
+        return ((g[2], g[3]) != (a_t, b_t), abs(math.log2(g[5]) - math.log2(alignment)), g[4] != bias)
+
+    return tables[min(candidates, key=rank)]
 
 
 # Memory-bound lookups: distance in log2 of bytes moved and item size; for kernels that work row by row
@@ -150,7 +241,8 @@ class CalibratedModel:
     profiled_gpu: GPU
     source: str = ""
     _memory: dict = field(default_factory=dict)
-    _gemm_rates: dict = field(default_factory=dict)  # by key: a step repeats its few GEMM shapes many times
+    _gemm_rates: dict = field(default_factory=dict)  # by key: a step repeats its few shapes many times
+    _shape_tables: dict = field(default_factory=dict)  # by kind: built on first use
 
     def __post_init__(self) -> None:
         timings = self.profile["timings"]
@@ -169,54 +261,56 @@ class CalibratedModel:
         else:
             self.source = f"calibrated ({self.profile['gpu']} profile, torch {torch_version}, {self.profile['date']})"
 
-    # -- lookups on the profiled GPU ----------------------------------------------------------------------
-    def _gemm_flops_per_us(self, key: tuple) -> float | None:
-        if key not in self._gemm_rates:
-            self._gemm_rates[key] = self._lookup_gemm_flops_per_us(key)
-        return self._gemm_rates[key]
+    # -- compute-bound lookups on the profiled GPU: prior x interpolated correction (shape_model.py) ---------
+    def _shape_estimate(self, cost: Cost) -> tuple[float, ShapeEstimate] | None:
+        """(time on the profiled GPU in µs, how it was found) of a GEMM, convolution or attention kernel."""
+        cache_key = (cost.kind, cost.key)
+        if cache_key not in self._gemm_rates:
+            self._gemm_rates[cache_key] = self._lookup_shape(cost.kind, cost.key)
+        return self._gemm_rates[cache_key]
 
-    def _lookup_gemm_flops_per_us(self, key: tuple) -> float | None:
-        dtype, a_t, b_t, bias, m, n, k = key
-        if dtype == "float32" and self.settings.matmul_allow_tf32:
-            dtype = "tf32"
-        rows = [r for r in self.profile["timings"]["gemm"] if r[0] == dtype]
-        # the same alignment first (a different kernel family otherwise), then the same layout
-        rows = same_alignment(rows, (dtype, a_t, b_t, bias, m, n, k))
-        same_layout = [r for r in rows if (r[1], r[2], r[3]) == (a_t, b_t, bias)] or \
-            [r for r in rows if (r[1], r[2]) == (a_t, b_t)] or rows
-        if not same_layout:
+    def _lookup_shape(self, kind: str, key: tuple) -> tuple[float, ShapeEstimate] | None:
+        if kind == "conv" and key and key[0] == "conv_bwd":  # both gradients: the two passes, one after the other
+            parts = [self._lookup_shape(kind, (p, *key[1:])) for p in ("conv_bwd_input", "conv_bwd_weight")]
+            if None in parts:
+                return None
+            (t1, e1), (t2, e2) = parts
+            source = max((e1.source, e2.source), key=SOURCE_ORDER.index)
+            return t1 + t2, ShapeEstimate((t1 + t2) / (self._prior_us(kind, key)), source,
+                                           max(e1.uncertainty, e2.uncertainty))
+        tables = self._tables(kind)
+        group = _GROUPS[kind](key, self.settings)
+        table = _nearest_table(tables, group)
+        if table is None:
             return None
-        return _blend([(math.dist((_log2(r[4]), _log2(r[5]), _log2(r[6])), (_log2(m), _log2(n), _log2(k))),
-                        math.log(r[-1] / r[-2])) for r in same_layout])
+        coords, shape_kind = _POINTS[kind](key)
+        est = table.estimate(coords, shape_kind)
+        return self._prior_us(kind, key) * est.correction, est
 
-    def _conv_flops_per_us(self, cost: Cost) -> float | None:
-        kind, dtype, cl, c_in, c_out, kernel, stride, size = cost.key
-        rows = [r for r in self.profile["timings"]["conv"] if r[0] == kind and r[1] == dtype and r[2] == cl]
-        if not rows:
-            return None
-        scored = []
-        for r in rows:
-            penalty = SHAPE_MISMATCH_PENALTY * ((r[5] != kernel) + (r[6] != stride))
-            distance = penalty + math.dist((_log2(r[3]), _log2(r[4]), _log2(r[7])),
-                                           (_log2(c_in), _log2(c_out), _log2(size)))
-            scored.append((distance, math.log(r[-1] / r[-2])))
-        return _blend(scored)
+    def _tables(self, kind: str) -> dict[tuple, ShapeTable]:
+        if kind not in self._shape_tables:
+            rows = self.profile["timings"].get(kind, ())
+            group_of, point_of = _GROUPS[kind], _POINTS[kind]
 
-    def _attention_flops_per_us(self, cost: Cost) -> float | None:
-        """FLOP/s of the nearest measured shapes, counted over sequence lengths padded to the kernels' tiles,
-        then scaled back to this op's unpadded FLOPs (a 197-token sequence costs two 128-row tiles)."""
-        backend, pass_, bh, sq, sk, d, causal, dropout, mask = cost.key
-        rows = [r for r in self.profile["timings"]["attention"] if r[0] == backend and r[1] == pass_]
-        if not rows:
-            return None
-        scored = []
-        here = _attention_point(bh, sq, sk, d)
-        for r in rows:
-            has_mask = r[8] if len(r) > 11 else False  # profiles before masks were measured: no mask
-            distance = SHAPE_MISMATCH_PENALTY * ((r[6] != causal) + (r[7] != dropout) + (has_mask != mask)) + math.dist(
-                _attention_point(r[2], r[3], r[4], r[5]), here)
-            scored.append((distance, math.log(r[-1] * _tile_waste(r[3], r[4]) / r[-2])))
-        return _blend(scored) / _tile_waste(sq, sk)
+            def point(row):
+                key, time_us = tuple(row[:_KEY_LENGTH[kind]]), row[_KEY_LENGTH[kind] + 1]
+                prior = self._prior_us(kind, key)
+                if time_us <= 0 or prior <= 0:
+                    return None
+                coords, shape_kind = point_of(key)
+                return ShapePoint(coords, shape_kind, math.log(time_us / prior))
+
+            self._shape_tables[kind] = build_tables(
+                [r for r in rows if len(r) == _KEY_LENGTH[kind] + 3],
+                lambda r: group_of(tuple(r[:_KEY_LENGTH[kind]]), None), point)
+        return self._shape_tables[kind]
+
+    def _prior_us(self, kind: str, key: tuple) -> float:
+        """The profiled GPU's roofline for the work the key implies, plus the measured floor."""
+        flops, nbytes, dtype, math_kind = _WORK[kind](key)
+        cost = Cost(flops=flops, bytes_read=nbytes, math=math_kind, dtype=dtype)
+        peak = self._profiled_roofline.peak(cost)[0]
+        return max(flops / peak, nbytes / self.profiled_gpu.mem_bw_bytes_per_s) * 1e6 + self.floor_us
 
     def _memory_time_us(self, cost: Cost) -> float | None:
         """Bytes over the achieved rate of the nearest measured sizes of this kind of kernel."""
@@ -258,15 +352,12 @@ class CalibratedModel:
                 return roofline
             link_us = cost.bytes / rate * 1e6
             return KernelEstimate(max(link_us, self.floor_us), "host link", "measured host link", 0.0, link_us)
-        if cost.kind == "gemm" and cost.key:
-            rate = self._gemm_flops_per_us(cost.key)
-            time_us = cost.flops / rate * self._compute_ratio(cost) if rate else None
-        elif cost.kind == "conv" and cost.key:
-            rate = self._conv_flops_per_us(cost)
-            time_us = cost.flops / rate * self._compute_ratio(cost) if rate else None
-        elif cost.kind == "attention" and cost.key:
-            rate = self._attention_flops_per_us(cost)
-            time_us = cost.flops / rate * self._compute_ratio(cost) if rate else None
+        source, uncertainty = "interpolated", MEMORY_CURVE_UNCERTAINTY
+        if cost.kind in ("gemm", "conv", "attention") and cost.key:
+            found = self._shape_estimate(cost)
+            if found is not None:
+                time_us = found[0] * self._compute_ratio(cost)
+                source, uncertainty = found[1].source, found[1].uncertainty
         elif cost.kind not in COMPUTE_KINDS:
             t = self._memory_time_us(cost)
             if t is not None:
@@ -277,13 +368,16 @@ class CalibratedModel:
                 time_us = self.floor_us + (t - self.floor_us) * self._bandwidth_ratio() if self.transferred else t
         if time_us is None:
             return KernelEstimate(roofline.time_us, roofline.bound, f"datasheet:{roofline.roof}",
-                                  roofline.compute_us, roofline.memory_us)
+                                  roofline.compute_us, roofline.memory_us, "datasheet", DATASHEET_UNCERTAINTY)
         time_us = max(time_us, cost.kernels * self.floor_us)
         if time_us <= cost.kernels * self.floor_us * 1.05:
             bound = "latency"
         else:
             bound = "compute" if roofline.compute_us >= roofline.memory_us else "memory"
-        return KernelEstimate(time_us, bound, roofline.roof, roofline.compute_us, roofline.memory_us)
+        if self.transferred:
+            source = f"{source}, scaled"
+        return KernelEstimate(time_us, bound, roofline.roof, roofline.compute_us, roofline.memory_us, source,
+                              uncertainty)
 
     def _compute_ratio(self, cost: Cost) -> float:
         """Profiled GPU's peak over this GPU's, for the op's roof (1 on the profiled GPU)."""

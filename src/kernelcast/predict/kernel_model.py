@@ -34,6 +34,9 @@ class KernelEstimate:
     roof: str  # the peak it ran under, e.g. "bf16_tensor", "fp32"
     compute_us: float = 0.0
     memory_us: float = 0.0
+    # Where the time came from (predict.shape_model.SOURCES) and its relative uncertainty (0.1 = +-10%).
+    source: str = "datasheet"
+    uncertainty: float = 0.0
 
 
 NO_KERNEL = KernelEstimate(0.0, "none", "")

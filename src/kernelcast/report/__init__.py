@@ -188,7 +188,8 @@ def prediction_json(pred: Prediction) -> dict:
             {"op": p.op, "phase": p.phase, "module": p.module, "source": p.source, "flops": p.flops,
              "bytes": p.bytes, "intensity": p.intensity, "kernels": p.kernels, "time_us": p.time_us,
              "bound": p.bound, "roof": p.roof, "host_us": p.host_us, "python_us": p.python_us,
-             "launch_bound": p.launch_bound, "sync": p.sync}
+             "launch_bound": p.launch_bound, "sync": p.sync, "time_source": p.time_source,
+             "time_uncertainty": p.time_uncertainty}
             for p in pred.ops
         ],
     }
