@@ -68,9 +68,16 @@ def _storage_id(t: torch.Tensor) -> int:
         return 0
 
 
+def _storage_offset(t: torch.Tensor) -> int:
+    try:
+        return int(t.storage_offset())
+    except (RuntimeError, NotImplementedError):  # sparse and other layouts without one strided storage
+        return 0
+
+
 def tensor_meta(t: torch.Tensor) -> TensorMeta:
     return TensorMeta(tuple(int(s) for s in t.shape), _dtype_name(t.dtype), tuple(int(s) for s in t.stride()),
-                      device_type(t), _storage_id(t))
+                      device_type(t), _storage_id(t), _storage_offset(t))
 
 
 def _plain(value: Any) -> Any:
