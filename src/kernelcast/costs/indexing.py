@@ -21,7 +21,7 @@ import math
 from kernelcast.records import OpRecord, TensorMeta
 
 from .common import memory_op, row_major
-from .cub import radix_sort_pairs_kernels, num_bits
+from .cub import num_bits, radix_sort_pairs_kernels
 from .reduce_config import is_global_reduce
 from .registry import Cost, CostContext, register
 
@@ -111,7 +111,8 @@ def index_put_sort_kernels(self_t: TensorMeta, indices: tuple, values: TensorMet
     nonzero per mask, the linear index, the value expanded and made contiguous, then for a non-empty index
     divide_, arange, a radix sort of the slice indices over the bits the largest one needs, and one
     indexing_backward kernel; a permuted (non-adjacent) index adds src.contiguous() and the copy back."""
-    expanded = _expanded_indices(indices) + [None] * (len(self_t.shape) - len(_expanded_indices(indices)))
+    expanded = _expanded_indices(indices)
+    expanded += [None] * (len(self_t.shape) - len(expanded))
     kernels = 0 if row_major(self_t) else 2
     kernels += NONZERO_KERNELS * sum(1 for i in indices if _is_mask(i))
     kernels += linear_index_kernels(expanded, check_range, ctx)
