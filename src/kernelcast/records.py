@@ -45,6 +45,7 @@ class TensorMeta:
     stride: tuple[int, ...]
     device: str = "cuda"
     storage: int = 0  # identity of the memory it lives in (views share it); 0 when unknown
+    offset: int = 0  # storage offset in elements: where a view starts in its storage (pointer alignment)
 
     @property
     def numel(self) -> int:
@@ -72,11 +73,14 @@ class TensorMeta:
         d = {"T": list(self.shape), "dtype": self.dtype, "stride": list(self.stride), "device": self.device}
         if self.storage:
             d["storage"] = self.storage
+        if self.offset:
+            d["offset"] = self.offset
         return d
 
     @staticmethod
     def from_json(d: dict) -> "TensorMeta":
-        return TensorMeta(tuple(d["T"]), d["dtype"], tuple(d["stride"]), d.get("device", "cuda"), d.get("storage", 0))
+        return TensorMeta(tuple(d["T"]), d["dtype"], tuple(d["stride"]), d.get("device", "cuda"), d.get("storage", 0),
+                          d.get("offset", 0))
 
 
 def _arg_to_json(value: Any) -> Any:

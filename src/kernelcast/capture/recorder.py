@@ -17,6 +17,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from kernelcast.records import ENGINE_NODES_OP, HOST_OP_PREFIX, OpRecord, TensorMeta
 
+from .cuda_inplace import CudaInPlace
 from .host_clock import HostClock
 from .source import current_source
 
@@ -68,9 +69,16 @@ def _storage_id(t: torch.Tensor) -> int:
         return 0
 
 
+def _storage_offset(t: torch.Tensor) -> int:
+    try:
+        return int(t.storage_offset())
+    except (RuntimeError, NotImplementedError):  # sparse and other layouts without one strided storage
+        return 0
+
+
 def tensor_meta(t: torch.Tensor) -> TensorMeta:
     return TensorMeta(tuple(int(s) for s in t.shape), _dtype_name(t.dtype), tuple(int(s) for s in t.stride()),
-                      device_type(t), _storage_id(t))
+                      device_type(t), _storage_id(t), _storage_offset(t))
 
 
 def _plain(value: Any) -> Any:
@@ -86,6 +94,19 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
         return value.node.maybe_as_int() if isinstance(value, torch.SymInt) else str(value)
     return str(value)
+
+
+def dispatches_to_masked_fill(args: tuple, kwargs: dict) -> bool:
+    """`x[mask] = scalar` on CUDA: _index_put_impl_ runs masked_fill_ (no nonzero, no sync) when it does not
+    accumulate, its one index is a boolean mask on self's device and the value is one element on the CPU
+    (canDispatchToMaskedFill, aten/src/ATen/native/TensorAdvancedIndexing.cpp)."""
+    self_t, indices = args[0], args[1]
+    value = args[2] if len(args) > 2 else kwargs.get("values")
+    accumulate = args[3] if len(args) > 3 else kwargs.get("accumulate", False)
+    defined = [i for i in indices if isinstance(i, torch.Tensor)]
+    return (not accumulate and isinstance(value, torch.Tensor) and value.numel() == 1
+            and device_type(value) == "cpu" and len(defined) == 1
+            and defined[0].dtype in (torch.bool, torch.uint8) and device_type(defined[0]) == device_type(self_t))
 
 
 class _Schema:
@@ -174,6 +195,7 @@ class Recorder(TorchDispatchMode):
         }
         self._pinned = WeakIdKeyDictionary()  # host tensors in pinned memory (FakeTensorMode has no such notion)
         self._pending_tags: tuple[str, ...] = ()  # set by a handler for the op it handles
+        self.in_place = CudaInPlace()  # backward work a GPU run does in place (cuda_inplace.py)
 
     # -- dispatch --------------------------------------------------------------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -189,11 +211,13 @@ class Recorder(TorchDispatchMode):
         if func.namespace in UNRECORDED_NAMESPACES:  # device queries: pass through, fast
             return func(*args, **kwargs)
         self._pending_tags = ()
+        func, args, kwargs = self.in_place.rewrite(func, args, kwargs)
         handler = self._sync_handlers.get(func)
         if handler is not None:
             out, sync = handler(func, args, kwargs)
         else:
             out, sync = func(*args, **kwargs), None
+        self.in_place.note(func, out)
         hint = BOOL_HINTS.get(func.overloadpacket)
         if hint is not None and isinstance(out, torch.Tensor):
             self._bool_hint[out] = hint
@@ -250,6 +274,7 @@ class Recorder(TorchDispatchMode):
                 break
             with_ops += "node" in op.tags
         self._record_marker(ENGINE_NODES_OP, {"nodes": max(nodes - with_ops, 0)}, phase="backward", module="")
+        self.in_place.backward_done()
 
     def record_host_sync(self, kind: str) -> None:
         """A sync that does not pass through aten: torch.cuda.synchronize, tolist, numpy, printing."""
@@ -312,14 +337,18 @@ class Recorder(TorchDispatchMode):
         self_t, indices = args[0], args[1]
         if not any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices):
             return func(*args, **kwargs), None
+        masked_fill = func is not aten.index.Tensor and dispatches_to_masked_fill(args, kwargs)
         expanded: list[torch.Tensor | None] = []
         for index in indices:
             if isinstance(index, torch.Tensor) and index.dtype in (torch.bool, torch.uint8):
-                count = self._placeholder_count(index)
+                # masked_fill_ never computes the selected count: any length lets the fake kernel run
+                count = int(index.numel()) if masked_fill else self._placeholder_count(index)
                 expanded.extend(torch.empty((count,), dtype=torch.long, device=index.device) for _ in range(index.dim()))
             else:
                 expanded.append(index)
         out = func(self_t, expanded, *args[2:], **kwargs)
+        if masked_fill:
+            return out, None
         return out, ("boolean mask" if device_type(self_t) == "cuda" else None)
 
     def _pin_memory(self, func, args, kwargs):

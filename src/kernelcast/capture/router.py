@@ -34,6 +34,8 @@ class Router(TorchFunctionMode):
         self._backward_error = backward_error
         self.tag_origins = False  # the session turns it on while recording
         self.on_backward: Callable[[int], None] | None = None  # told how many autograd nodes a backward ran
+        # A post hook for every autograd node of a backward (the recorder's CudaInPlace.outputs_ready).
+        self.node_post_hook: Callable | None = None
         self.clock = HostClock()  # the recorder's, set by the session: every torch call is the capture's time
         self._routes: dict[Any, Callable] = {
             torch.nn.functional.scaled_dot_product_attention: self._sdpa,
@@ -81,9 +83,15 @@ class Router(TorchFunctionMode):
         if not self.tag_origins or self.on_backward is None:
             return func(*args, **kwargs)
         roots = args[0] if args else kwargs.get("tensors")
-        nodes = count_graph_nodes(roots if isinstance(roots, (list, tuple)) else (roots,))
-        out = func(*args, **kwargs)
-        self.on_backward(nodes)
+        nodes = graph_nodes(roots if isinstance(roots, (list, tuple)) else (roots,))
+        hook = self.node_post_hook
+        handles = [node.register_hook(hook) for node in nodes if hook is not None and not hasattr(node, "variable")]
+        try:
+            out = func(*args, **kwargs)
+        finally:
+            for handle in handles:
+                handle.remove()
+        self.on_backward(len(nodes))
         return out
 
     def host_read_patches(self) -> dict[str, Callable]:
@@ -140,15 +148,19 @@ def origin_of_current_backward_node() -> tuple[str, str] | None:
     return node.metadata.get(ORIGIN_KEY)
 
 
-def count_graph_nodes(roots) -> int:
+def graph_nodes(roots) -> list:
     """Autograd nodes reachable from the roots' grad_fn: what the engine visits in backward, including
     nodes that dispatch no op (AccumulateGrad stealing a fresh gradient, views' backward)."""
-    seen: set = set()
+    seen: dict = {}
     stack = [t.grad_fn for t in roots if isinstance(t, torch.Tensor) and t.grad_fn is not None]
     while stack:
         node = stack.pop()
         if node is None or node in seen:
             continue
-        seen.add(node)
+        seen[node] = None
         stack.extend(fn for fn, _ in node.next_functions if fn is not None)
-    return len(seen)
+    return list(seen)
+
+
+def count_graph_nodes(roots) -> int:
+    return len(graph_nodes(roots))

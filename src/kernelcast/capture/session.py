@@ -161,6 +161,7 @@ class CaptureSession:
                 Router(self.arch, self._module, self._host_sync, backward_error))
             self.tracker.clock = self.router.clock = self.recorder.clock
             self.router.on_backward = self.recorder.record_engine_nodes
+            self.router.node_post_hook = self.recorder.in_place.outputs_ready
             stack.enter_context(mock.patch.multiple(FakeTensor, **self.router.host_read_patches(),
                                                     record_stream=lambda tensor, stream: None))
         except BaseException:

@@ -26,8 +26,6 @@ NORM_FLOPS_PER_ELEMENT = 8.0  # mean, centre, square, sum, rstd, scale, weight, 
 NORM_BACKWARD_FLOPS_PER_ELEMENT = 12.0
 LOSS_FLOPS_PER_ELEMENT = 1.0
 
-# LayerNorm/GroupNorm backward: one kernel for the input gradient, one for the weight/bias gradients.
-NORM_BACKWARD_KERNELS = 2
 # nll_loss backward zero-fills the gradient, then scatters into it.
 NLL_LOSS_BACKWARD_KERNELS = 2
 NLL_LOSS_FORWARD_KERNELS = 1
@@ -37,11 +35,6 @@ NLL_LOSS_FORWARD_KERNELS = 1
 BATCH_NORM_TRAIN_KERNELS = {True: 4, False: 3}  # keyed by channels_last
 BATCH_NORM_EVAL_KERNELS = 3
 BATCH_NORM_BACKWARD_KERNELS = {True: 3, False: 1}
-# embedding_dense_backward: up to this many indices a direct per-feature kernel (after zeroing the
-# gradient); beyond it a sort-based path: radix sort, unique-by-key, scans, segment sums (measured: 31 items).
-EMBEDDING_DIRECT_MAX_INDICES = 3072
-EMBEDDING_DIRECT_KERNELS = 2
-EMBEDDING_SORTED_KERNELS = 31
 REDUCE_SEMAPHORE_MEMSETS = 1  # a global reduce zeroes its semaphores first
 MAX_POOL_BACKWARD_KERNELS = 2  # zero the input gradient, then scatter into it (measured)
 
@@ -96,20 +89,14 @@ register("aten._softmax", "aten._log_softmax", "aten._safe_softmax")(
     _with_flops(SOFTMAX_FLOPS_PER_ELEMENT, "softmax"))
 register("aten._softmax_backward_data", "aten._log_softmax_backward_data")(
     _with_flops(SOFTMAX_BACKWARD_FLOPS_PER_ELEMENT, "softmax_backward"))
-register("aten.native_layer_norm", "aten.native_group_norm", "aten._fused_rms_norm")(
-    _with_flops(NORM_FLOPS_PER_ELEMENT, "norm"))
 register("aten.cudnn_batch_norm", "aten._native_batch_norm_legit_no_training")(
     _with_flops(NORM_FLOPS_PER_ELEMENT, "batch_norm"))
-register("aten.native_layer_norm_backward", "aten.native_group_norm_backward", "aten._fused_rms_norm_backward")(
-    _with_flops(NORM_BACKWARD_FLOPS_PER_ELEMENT, "norm_backward", NORM_BACKWARD_KERNELS))
 register("aten.cudnn_batch_norm_backward")(_with_flops(NORM_BACKWARD_FLOPS_PER_ELEMENT, "batch_norm_backward"))
 register("aten.nll_loss_forward", "aten.nll_loss2d_forward")(
     _with_flops(LOSS_FLOPS_PER_ELEMENT, "loss", NLL_LOSS_FORWARD_KERNELS))
 register("aten.nll_loss_backward", "aten.nll_loss2d_backward")(
     _with_flops(LOSS_FLOPS_PER_ELEMENT, "loss", NLL_LOSS_BACKWARD_KERNELS))
-register("aten.mse_loss", "aten.mse_loss_backward", "aten.binary_cross_entropy",
-         "aten.binary_cross_entropy_backward", "aten.binary_cross_entropy_with_logits",
-         "aten.smooth_l1_loss", "aten.smooth_l1_loss_backward")(_with_flops(LOSS_FLOPS_PER_ELEMENT, "loss"))
+register("aten.binary_cross_entropy_with_logits")(_with_flops(LOSS_FLOPS_PER_ELEMENT, "loss"))
 
 
 def _batch_norm_kind(kind: str, x: TensorMeta) -> str:
@@ -133,31 +120,19 @@ def native_batch_norm_backward(op: OpRecord, ctx: CostContext) -> Cost:
                      _batch_norm_kind("batch_norm_backward", x))
 
 
-@register("aten.embedding_dense_backward")
-def embedding_dense_backward(op: OpRecord, ctx: CostContext) -> Cost:
-    indices = arg(op, "indices")
-    direct = indices.numel <= EMBEDDING_DIRECT_MAX_INDICES and not op.args.get("scale_grad_by_freq")
-    return memory_op(op, 0.0, EMBEDDING_DIRECT_KERNELS if direct else EMBEDDING_SORTED_KERNELS,
-                     "embedding_backward")
-
-
 def _memory(op: OpRecord, ctx: CostContext) -> Cost:
     return memory_op(op)
 
 
 # Data movement: no math.
-register("aten.clone", "aten.index_select", "aten.gather", "aten.scatter",
-         "aten.scatter_add", "aten.scatter_reduce", "aten.index", "aten._unsafe_index", "aten.index_add",
-         "aten.index_copy", "aten.flip", "aten.roll", "aten.repeat",
-         "aten.embedding", "aten.masked_scatter", "aten.slice_scatter", "aten.select_scatter",
-         "aten.diagonal_scatter", "aten.as_strided_scatter", "aten.cumsum", "aten.cumprod", "aten.sort",
-         "aten.topk", "aten.upsample_nearest2d", "aten.upsample_bilinear2d", "aten.upsample_nearest2d_backward",
-         "aten.upsample_bilinear2d_backward", "aten.max_pool2d_with_indices",
-         "aten.avg_pool2d", "aten.avg_pool2d_backward",
+register("aten.clone", "aten.index_select", "aten.gather", "aten.index", "aten._unsafe_index", "aten.flip",
+         "aten.repeat", "aten.embedding", "aten.masked_scatter", "aten.slice_scatter", "aten.select_scatter",
+         "aten.diagonal_scatter", "aten.as_strided_scatter", "aten.sort", "aten.upsample_nearest2d",
+         "aten.upsample_bilinear2d", "aten.upsample_nearest2d_backward", "aten.upsample_bilinear2d_backward",
+         "aten.max_pool2d_with_indices", "aten.avg_pool2d", "aten.avg_pool2d_backward",
          "aten._adaptive_avg_pool2d", "aten._adaptive_avg_pool2d_backward", "aten.masked_select", "aten.nonzero",
          "aten.im2col", "aten.col2im", "aten.native_dropout_backward", "aten.unfold_backward",
-         "aten.index_put", "aten.index_put_",
-         "aten._index_put_impl_", "aten.split_with_sizes_copy", "aten.expand_copy")(_memory)
+         "aten.split_with_sizes_copy", "aten.expand_copy")(_memory)
 
 
 # torch.cat on CUDA (aten/src/ATen/native/cuda/Cat.cu): one batched kernel per CAT_ARRAY_BATCH_SIZE inputs

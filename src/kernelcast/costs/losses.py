@@ -1,0 +1,100 @@
+"""Regression and binary losses with their reductions, and pointwise activations torch does not tag so.
+
+Ops costed here (their launch rules win over any simpler formula elsewhere):
+    aten.mse_loss, aten.huber_loss, aten.smooth_l1_loss, aten.binary_cross_entropy,
+    aten.mse_loss_backward, aten.huber_loss_backward, aten.smooth_l1_loss_backward,
+    aten.binary_cross_entropy_backward,
+    aten.hardswish, aten.hardswish_, aten.hardswish_backward, aten.hardsigmoid_backward
+
+Sources (torch 2.11): aten/src/ATen/native/Loss.cpp (mse_loss, huber_loss, smooth_l1_loss_out,
+apply_loss_reduction, mse_loss_backward, huber_loss_backward, smooth_l1_loss_backward) and
+aten/src/ATen/native/cuda/Loss.cu (binary_cross_entropy_out_cuda, binary_cross_entropy_backward_out_cuda).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kernelcast.records import OpRecord, TensorMeta
+
+from .common import memory_op
+from .reduce_config import is_global_reduce
+from .registry import Cost, CostContext, register
+
+LOSS_FLOPS_PER_ELEMENT = 1.0
+POINTWISE_FLOPS_PER_ELEMENT = 1.0
+REDUCTION_NONE = 0  # at::Reduction::None; Mean = 1, Sum = 2
+REDUCTION_MEAN = 1
+# The backward of mse/huber/smooth-L1: `at::zeros_like(input)`, then the gradient kernel writes into it.
+LOSS_BACKWARD_KERNELS = 2
+
+
+def full_reduce_kernels(numel: int, ctx: CostContext) -> int:
+    """`.mean()` / `.sum()` over every element: one reduce kernel, plus a semaphore memset when the reduction
+    splits its one output across blocks (reduce_config; the H200 ran one for 131072 and 1M fp32 elements, none
+    for 4096)."""
+    if numel <= 1:
+        return 1
+    return 1 + is_global_reduce(1, numel, True, ctx.sm_count, ctx.max_threads_per_sm)
+
+
+def loss_forward_kernels(numel: int, reduction: int, ctx: CostContext) -> int:
+    """Elementwise loss kernel, then apply_loss_reduction's mean or sum (none for reduction='none')."""
+    return 1 + (full_reduce_kernels(numel, ctx) if reduction != REDUCTION_NONE else 0)
+
+
+def bce_forward_kernels(numel: int, reduction: int, weighted: bool, ctx: CostContext) -> int:
+    """binary_cross_entropy_out_cuda: the loss kernel, loss.mul_(weight), and for a reduction the reduce plus
+    `loss.resize_as_(reduced).copy_(reduced)`."""
+    reduced = full_reduce_kernels(numel, ctx) + 1 if reduction != REDUCTION_NONE else 0
+    return 1 + weighted + reduced
+
+
+def bce_backward_kernels(reduction: int, weighted: bool) -> int:
+    """binary_cross_entropy_backward_out_cuda: the gradient kernel, grad_input.mul_(weight), and for 'mean'
+    grad_input.div_(numel)."""
+    return 1 + weighted + (reduction == REDUCTION_MEAN)
+
+
+def _input(op: OpRecord) -> TensorMeta | None:
+    value = op.args.get("self", op.args.get("input"))
+    return value if isinstance(value, TensorMeta) and value.on_gpu else None
+
+
+def _reduction(op: OpRecord) -> int:
+    return int(op.args.get("reduction", REDUCTION_MEAN))
+
+
+def _loss(op: OpRecord, kernels: int) -> Cost:
+    return dataclasses.replace(memory_op(op, LOSS_FLOPS_PER_ELEMENT, kind="loss"), kernels=kernels)
+
+
+@register("aten.mse_loss", "aten.huber_loss", "aten.smooth_l1_loss")
+def regression_loss(op: OpRecord, ctx: CostContext) -> Cost:
+    x = _input(op)
+    return _loss(op, loss_forward_kernels(x.numel if x else 0, _reduction(op), ctx))
+
+
+@register("aten.mse_loss_backward", "aten.huber_loss_backward", "aten.smooth_l1_loss_backward")
+def regression_loss_backward(op: OpRecord, ctx: CostContext) -> Cost:
+    return _loss(op, LOSS_BACKWARD_KERNELS)
+
+
+@register("aten.binary_cross_entropy")
+def binary_cross_entropy(op: OpRecord, ctx: CostContext) -> Cost:
+    x = _input(op)
+    weighted = isinstance(op.args.get("weight"), TensorMeta)
+    return _loss(op, bce_forward_kernels(x.numel if x else 0, _reduction(op), weighted, ctx))
+
+
+@register("aten.binary_cross_entropy_backward")
+def binary_cross_entropy_backward(op: OpRecord, ctx: CostContext) -> Cost:
+    weighted = isinstance(op.args.get("weight"), TensorMeta)
+    return _loss(op, bce_backward_kernels(_reduction(op), weighted))
+
+
+@register("aten.hardswish", "aten.hardswish_", "aten.hardswish_backward", "aten.hardsigmoid_backward")
+def untagged_pointwise(op: OpRecord, ctx: CostContext) -> Cost:
+    """One TensorIterator kernel each (cuda/ActivationHardswishKernel.cu, ActivationHardsigmoidKernel.cu); torch
+    does not tag these ops pointwise, so the tag formula does not reach them."""
+    return memory_op(op, POINTWISE_FLOPS_PER_ELEMENT, kind="pointwise")

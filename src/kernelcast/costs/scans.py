@@ -1,0 +1,95 @@
+"""Scans (cumsum, cumprod) and top-k selection: the kernels their CUDA host code launches.
+
+Ops costed here (their launch rules win over any simpler formula elsewhere):
+    aten.cumsum, aten.cumsum_, aten.cumprod, aten.cumprod_, aten.topk
+
+Sources (torch 2.11): aten/src/ATen/native/ReduceOps.cpp (impl_func_cum_ops), cuda/ScanKernels.cpp
+(cumsum_cuda_kernel), cuda/ScanUtils.cuh (scan_dim), cuda/TensorTopK.cpp (topk_out_cuda), cuda/TensorTopK.cu
+(launch_gather_topk_kernel, should_use_multiblock, mbtopk::launch), cuda/Sort.cpp (should_use_small_sort).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kernelcast.records import OpRecord, TensorMeta
+
+from .common import memory_op, row_major
+from .cub import SCAN_KERNELS
+from .registry import Cost, CostContext, register
+
+SCAN_FLOPS_PER_ELEMENT = 1.0
+# topk: sortKeyValueInplace sorts each slice of the k results in one kernel up to this many elements
+# (should_use_small_sort); beyond it sort_out, a gather of the indices and two copies back.
+SMALL_SORT_MAX = 4096
+LARGE_SORT_EXTRA_KERNELS = 3  # indices.gather, indices.copy_, values.copy_ (the segmented sort counted as one)
+# mbtopk::launch (main-branch TensorTopK.cu; not yet checked on a device): a fill, two memsets, per 8-bit radix
+# pass three kernels (block digit counts, digit cumsum, blockwise within-k counts), the kth counts, two
+# inclusive_sum_by_key scans, the gather.
+TOPK_RADIX_BITS = 8
+MBTOPK_FIXED_KERNELS = 5  # fill, two memsets, computeBlockwiseKthCounts, gatherTopK
+MBTOPK_KERNELS_PER_PASS = 3
+MBTOPK_SCANS = 2
+
+
+def cum_op_kernels(x: TensorMeta, out_dtype: str, dim: int) -> int:
+    """impl_func_cum_ops + scan_dim: a 0-d input is a fill; else `self.to(result dtype)` when dtypes differ,
+    expect_contiguous() of a strided input, then cub's inclusive scan (init + scan kernels) when the scanned dim
+    holds every element, else one scan kernel (innermost or outer dim)."""
+    if not x.shape:
+        return 1
+    kernels = (x.dtype != out_dtype) + (not row_major(x))
+    d = dim % len(x.shape)
+    return kernels + (SCAN_KERNELS if x.numel == x.shape[d] else 1)
+
+
+def should_use_multiblock(num_slices: int, slice_size: int) -> bool:
+    """TensorTopK.cu (CUB with scan-by-key), from the experiments in pytorch/pytorch#74267."""
+    return ((num_slices <= 20 and slice_size >= 20000) or (20 < num_slices <= 40 and slice_size >= 10000)
+            or (40 < num_slices <= 80 and slice_size >= 8000) or (80 < num_slices < 200 and slice_size >= 5000)
+            or (200 <= num_slices < 800 and slice_size >= 3000) or (800 <= num_slices <= 4000 and slice_size >= 800)
+            or (num_slices > 4000 and slice_size >= 400))
+
+
+def topk_kernels(x: TensorMeta, k: int, dim: int, sorted_: bool) -> int:
+    """topk_out_cuda: nothing for k == 0; input.contiguous(); the single-block gatherTopK kernel, or the
+    multi-block radix select for long slices; then, sorted and more than one value, the in-slice sort."""
+    if k == 0:
+        return 0
+    slice_size = x.shape[dim % len(x.shape)] if x.shape else 1
+    num_slices = x.numel // slice_size if slice_size else 0
+    kernels = int(not row_major(x))
+    if should_use_multiblock(num_slices, slice_size):
+        passes = 8 * x.itemsize // TOPK_RADIX_BITS
+        kernels += MBTOPK_FIXED_KERNELS + MBTOPK_KERNELS_PER_PASS * passes + MBTOPK_SCANS * SCAN_KERNELS
+    else:
+        kernels += 1
+    if sorted_ and num_slices * k > 1:
+        kernels += 1 if k <= SMALL_SORT_MAX else 1 + LARGE_SORT_EXTRA_KERNELS
+    return kernels
+
+
+def _input(op: OpRecord) -> TensorMeta | None:
+    value = op.args.get("self")
+    return value if isinstance(value, TensorMeta) and value.on_gpu else None
+
+
+@register("aten.cumsum", "aten.cumsum_", "aten.cumprod", "aten.cumprod_")
+def cum_op(op: OpRecord, ctx: CostContext) -> Cost:
+    x, outs = _input(op), op.tensors_out()
+    base = memory_op(op, SCAN_FLOPS_PER_ELEMENT, kind="copy")
+    if x is None or not isinstance(op.args.get("dim"), int):
+        return base
+    out_dtype = outs[0].dtype if outs else x.dtype
+    return dataclasses.replace(base, kernels=cum_op_kernels(x, out_dtype, op.args["dim"]))
+
+
+@register("aten.topk")
+def topk(op: OpRecord, ctx: CostContext) -> Cost:
+    x = _input(op)
+    base = memory_op(op)
+    if x is None:
+        return base
+    kernels = topk_kernels(x, int(op.args.get("k", 1)), int(op.args.get("dim", -1)),
+                           op.args.get("sorted", True) is not False)
+    return dataclasses.replace(base, kernels=kernels)
