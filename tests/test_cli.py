@@ -72,3 +72,15 @@ def test_saved_capture_predicts_again(tmp_path):
     (tmp_path / "bad.json").write_text("{not json")
     bad = run("predict", str(tmp_path / "bad.json"))
     assert bad.returncode == 2 and "could not read capture" in bad.stderr
+
+
+def test_version_names_kernelcast_and_torch_without_importing_torch():
+    import kernelcast
+    import torch
+
+    result = run("--version")
+    assert result.returncode == 0 and result.stdout.startswith(f"kernelcast {kernelcast.__version__}, ")
+    assert f"torch {torch.__version__} " in result.stdout
+    probe = ("import sys\nfrom kernelcast.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
+             "assert 'torch' not in sys.modules, 'torch was imported'\n")
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).returncode == 0

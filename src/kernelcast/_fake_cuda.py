@@ -59,6 +59,12 @@ def _torch_build(torch_dir: Path) -> tuple[str, bool]:
     return version, cpu_only
 
 
+def installed_torch() -> tuple[str, bool] | None:
+    """(version, is_cpu_only) of the torch this Python would import, read without importing it; None if none."""
+    torch_dir = _torch_dir()
+    return _torch_build(torch_dir) if torch_dir is not None else None
+
+
 def cache_dir() -> Path:
     if os.environ.get(CACHE_ENV):
         return Path(os.environ[CACHE_ENV])

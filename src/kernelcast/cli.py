@@ -182,9 +182,22 @@ def _cmd_examples(args: argparse.Namespace) -> int:
     return 0
 
 
+def version_line() -> str:
+    """kernelcast's version and the torch it would use, read without importing torch (so it is instant)."""
+    import platform
+
+    from kernelcast import __version__, _fake_cuda
+
+    torch = _fake_cuda.installed_torch()
+    torch_text = "torch not installed" if torch is None else \
+        f"torch {torch[0]} ({'CPU-only' if torch[1] else 'CUDA'} build)"
+    return f"kernelcast {__version__}, {torch_text}, Python {platform.python_version()}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kernelcast", description="Predict what a PyTorch step costs on a GPU, without one.")
+    parser.add_argument("--version", action="version", version=version_line())
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("predict", help="capture a step and predict its kernels and wall time on a GPU")
