@@ -1,8 +1,10 @@
 """The CLI: one clear error line and a non-zero exit for bad input; the --json contract."""
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -10,8 +12,17 @@ CONTRACT_KEYS = {"step_time_us", "gpu_time_us", "host_time_us", "kernels", "boun
 OP_KEYS = {"op", "module", "source", "flops", "bytes", "intensity", "kernels", "time_us", "bound"}
 
 
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def subprocess_env() -> dict:
+    """This environment with kernelcast's src importable from any working directory (PYTHONPATH may be relative)."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+
+
 def run(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "kernelcast", *args], capture_output=True, text=True, cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "kernelcast", *args], capture_output=True, text=True, cwd=cwd,
+                          env=subprocess_env())
 
 
 def test_unknown_gpu_is_one_line_with_suggestions():
@@ -84,3 +95,21 @@ def test_version_names_kernelcast_and_torch_without_importing_torch():
     probe = ("import sys\nfrom kernelcast.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
              "assert 'torch' not in sys.modules, 'torch was imported'\n")
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).returncode == 0
+
+
+@pytest.mark.parametrize("argv,expect", [
+    (["predict", "nope.py:build"], "workload file not found: nope.py"),
+    (["predict", "example:gtp"], "unknown example 'gtp'"),
+    (["capture", "example:gtp", "-o", "cap.json"], "unknown example 'gtp'"),
+    (["predict", "nope"], "is not FILE.py:FUNCTION"),
+    (["predict", "no_such_capture.json"], "capture file not found"),
+    (["examples"], ""),
+])
+def test_workload_typos_fail_before_torch_is_imported(tmp_path, argv, expect):
+    probe = (f"import sys\nfrom kernelcast.cli import main\nrc = main({argv!r})\n"
+             "print('torch imported' if 'torch' in sys.modules else 'no torch', file=sys.stderr)\nsys.exit(rc)\n")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path,
+                            env=subprocess_env())
+    assert result.stderr.endswith("no torch\n"), result.stderr
+    assert expect in result.stderr and result.returncode == (2 if expect else 0)
+    assert not (tmp_path / "cap.json").exists()

@@ -44,6 +44,18 @@ def _world_size(args: argparse.Namespace) -> int:
     return args.world_size
 
 
+def _check_workload(workload: str) -> None:
+    """Fail on a typo in the workload now, before torch is imported (seconds): the spec's form, the file or
+    example it names, or the saved capture."""
+    if workload.endswith(".json"):
+        if not Path(workload).is_file():
+            raise KernelcastError(f"capture file not found: {workload}")
+        return
+    from kernelcast.capture.workload import check_spec
+
+    check_spec(workload)
+
+
 def _load_or_capture(workload: str, gpu: str, world_size: int = 1):
     """A saved capture (.json) is read as is; anything else is a workload to capture now."""
     from kernelcast.records import Capture
@@ -66,6 +78,7 @@ def _cmd_capture(args: argparse.Namespace) -> int:
     from kernelcast.devices import get_gpu
 
     get_gpu(args.gpu)  # an unknown GPU fails before the (slower) capture
+    _check_workload(args.workload)
     cap = _load_or_capture(args.workload, args.gpu, _world_size(args))
     cap.save(args.output)
     print(f"captured {len(cap.ops)} ops from {args.workload} -> {args.output}")
@@ -83,6 +96,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         from kernelcast.devices.interconnects import get_interconnect
 
         get_interconnect(args.interconnect)
+    _check_workload(args.workload)
     cap = _load_or_capture(args.workload, args.gpu, world_size)
     if args.save_capture:
         cap.save(args.save_capture)
@@ -130,6 +144,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     from kernelcast.capture.workload import load_build, on_sys_path
     from kernelcast.measure import measure_step
 
+    _check_workload(args.workload)
     require_gpu()
     build, folder = load_build(args.workload)
     with on_sys_path(folder) if folder else contextlib.nullcontext():
@@ -154,6 +169,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from kernelcast.validate import validate_file
 
     get_gpu(args.gpu)
+    _check_workload(args.workload)
     v = validate_file(args.workload, args.gpu)
     table = Table(title=f"{args.workload}: predicted ({v.prediction.kernel_model}) vs measured on {v.measurement.device}")
     for col in ("op class", "predicted", "measured", "error", "kernels pred", "kernels meas"):
