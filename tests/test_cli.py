@@ -1,23 +1,15 @@
 """The CLI: one clear error line and a non-zero exit for bad input; the --json contract."""
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from helpers import subprocess_env
+
 CONTRACT_KEYS = {"step_time_us", "gpu_time_us", "host_time_us", "kernels", "bound", "uncosted", "ops"}
 OP_KEYS = {"op", "module", "source", "flops", "bytes", "intensity", "kernels", "time_us", "bound"}
-
-
-SRC = Path(__file__).resolve().parents[1] / "src"
-
-
-def subprocess_env() -> dict:
-    """This environment with kernelcast's src importable from any working directory (PYTHONPATH may be relative)."""
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
 
 
 def run(*args, cwd=None):

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from kernelcast.errors import KernelcastError
+from kernelcast.outputs import check_writable, write_text_atomic
 
 EXIT_BAD_INPUT = 2
 DEFAULT_GPU = "h200"
@@ -42,6 +43,13 @@ def _world_size(args: argparse.Namespace) -> int:
     if args.world_size < 1:
         raise KernelcastError(f"--world-size must be 1 or more (got {args.world_size})")
     return args.world_size
+
+
+def _check_outputs(*flag_paths: tuple[str, str | None]) -> None:
+    """Every output path given must be writable before any capture or measurement starts."""
+    for flag, path in flag_paths:
+        if path:
+            check_writable(path, flag)
 
 
 def _check_workload(workload: str) -> None:
@@ -78,6 +86,7 @@ def _cmd_capture(args: argparse.Namespace) -> int:
     from kernelcast.devices import get_gpu
 
     get_gpu(args.gpu)  # an unknown GPU fails before the (slower) capture
+    _check_outputs(("-o/--output", args.output))
     _check_workload(args.workload)
     cap = _load_or_capture(args.workload, args.gpu, _world_size(args))
     cap.save(args.output)
@@ -96,6 +105,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         from kernelcast.devices.interconnects import get_interconnect
 
         get_interconnect(args.interconnect)
+    _check_outputs(("--json", args.json), ("--trace", args.trace), ("--save-capture", args.save_capture))
     _check_workload(args.workload)
     cap = _load_or_capture(args.workload, args.gpu, world_size)
     if args.save_capture:
@@ -103,12 +113,12 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     pred = predict_capture(cap, gpu, interconnect=args.interconnect)
     print_prediction(pred, top=args.top)
     if args.json:
-        Path(args.json).write_text(json.dumps(prediction_json(pred), indent=1))
+        write_text_atomic(args.json, json.dumps(prediction_json(pred), indent=1))
         print(f"wrote {args.json}")
     if args.trace:
         from kernelcast.report.trace import chrome_trace
 
-        Path(args.trace).write_text(json.dumps(chrome_trace(pred)))
+        write_text_atomic(args.trace, json.dumps(chrome_trace(pred)))
         print(f"wrote {args.trace} (open it in ui.perfetto.dev)")
     return 0
 
@@ -117,6 +127,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from kernelcast.devices import get_gpu
 
     gpu = get_gpu(args.gpu)
+    _check_outputs(("--out", args.out), ("--raw", args.raw))
     if args.from_raw:  # rebuild a profile from saved microbenchmark results: no GPU needed
         from kernelcast.calibrate import build_profile
 
@@ -125,7 +136,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as exc:
             raise KernelcastError(f"could not read {args.from_raw}: {exc}") from exc
         profile = build_profile(raw, gpu.id)
-        Path(args.out).write_text(json.dumps(profile, separators=(",", ":")) + "\n")
+        write_text_atomic(args.out, json.dumps(profile, separators=(",", ":")) + "\n")
     else:
         from kernelcast.calibrate import calibrate
 
@@ -144,6 +155,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     from kernelcast.capture.workload import load_build, on_sys_path
     from kernelcast.measure import measure_step
 
+    _check_outputs(("--json", args.json), ("--trace", args.trace))
     _check_workload(args.workload)
     require_gpu()
     build, folder = load_build(args.workload)
@@ -157,7 +169,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     for op, (n, t) in sorted(m.by_op().items(), key=lambda kv: -kv[1][1])[:args.top]:
         print(f"  {op:40s} {n:5d} kernels {t / 1000:9.3f} ms")
     if args.json:
-        Path(args.json).write_text(json.dumps(m.to_json(), indent=1))
+        write_text_atomic(args.json, json.dumps(m.to_json(), indent=1))
     return 0
 
 
@@ -169,6 +181,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from kernelcast.validate import validate_file
 
     get_gpu(args.gpu)
+    _check_outputs(("--json", args.json))
     _check_workload(args.workload)
     v = validate_file(args.workload, args.gpu)
     table = Table(title=f"{args.workload}: predicted ({v.prediction.kernel_model}) vs measured on {v.measurement.device}")
@@ -186,7 +199,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
                   f"{m.step_ms_median:.3f} ms ({m.step_ms_spread[0]:.3f}-{m.step_ms_spread[1]:.3f}; "
                   f"{v.step_time_error:+.1%}); kernels {p.kernels} vs {m.work_items} ({v.kernels_error:+.1%})")
     if args.json:
-        Path(args.json).write_text(json.dumps(v.to_json(), indent=1))
+        write_text_atomic(args.json, json.dumps(v.to_json(), indent=1))
     return 0
 
 

@@ -215,7 +215,9 @@ class Capture:
         )
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_json()))
+        from kernelcast.outputs import write_text_atomic
+
+        write_text_atomic(path, json.dumps(self.to_json()))
 
     @staticmethod
     def load(path: str | Path) -> "Capture":

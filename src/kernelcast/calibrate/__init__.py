@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from kernelcast.errors import KernelcastError
+from kernelcast.outputs import write_text_atomic
 
 from .profile import build_profile
 
@@ -47,7 +48,7 @@ def calibrate(out: str, gpu: str, quick: bool = False, raw_out: str | None = Non
                     "command": f"kernelcast calibrate --gpu {gpu} --out {Path(out).name}" + (" --quick" if quick else "")},
            "cases": cases, "host": host}
     if raw_out:
-        Path(raw_out).write_text(json.dumps(raw))
+        write_text_atomic(raw_out, json.dumps(raw))
     profile = build_profile(raw, gpu)
-    Path(out).write_text(json.dumps(profile, separators=(",", ":")) + "\n")
+    write_text_atomic(out, json.dumps(profile, separators=(",", ":")) + "\n")
     return profile
