@@ -105,3 +105,19 @@ def test_workload_typos_fail_before_torch_is_imported(tmp_path, argv, expect):
     assert result.stderr.endswith("no torch\n"), result.stderr
     assert expect in result.stderr and result.returncode == (2 if expect else 0)
     assert not (tmp_path / "cap.json").exists()
+
+
+SHAPE_MISMATCH = ("import torch\n"
+                  "def build():\n"
+                  "    x = torch.randn(4, 4, device='cuda')\n"
+                  "    return (lambda x: x @ torch.randn(5, 3, device='cuda')), (x,)\n")
+
+
+def test_failing_step_is_one_line_without_torch_error_log(tmp_path, monkeypatch):
+    (tmp_path / "work.py").write_text(SHAPE_MISMATCH)
+    result = run("predict", f"{tmp_path / 'work.py'}:build", "--gpu", "h100")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "same reduction dim" in result.stderr and "(at work.py:4)" in result.stderr
+    monkeypatch.setenv("KERNELCAST_DEBUG", "1")
+    debug = run("predict", f"{tmp_path / 'work.py'}:build", "--gpu", "h100")
+    assert "failed while attempting to run meta" in debug.stderr and "Traceback" in debug.stderr

@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from kernelcast.errors import KernelcastError
+from kernelcast.errors import DEBUG_ENV, KernelcastError
 from kernelcast.outputs import check_writable, write_text_atomic
 
 EXIT_BAD_INPUT = 2
@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except KernelcastError as exc:
-        if os.environ.get("KERNELCAST_DEBUG"):
+        if os.environ.get(DEBUG_ENV):
             raise
         print(f"kernelcast: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
