@@ -121,3 +121,28 @@ def test_failing_step_is_one_line_without_torch_error_log(tmp_path, monkeypatch)
     monkeypatch.setenv("KERNELCAST_DEBUG", "1")
     debug = run("predict", f"{tmp_path / 'work.py'}:build", "--gpu", "h100")
     assert "failed while attempting to run meta" in debug.stderr and "Traceback" in debug.stderr
+
+
+def test_devices_says_how_each_gpu_is_modelled_and_lists_aliases():
+    out = run("devices").stdout
+    assert "calibrated" in out and "scaled from H200" in out and "(unvalidated)" in out
+    assert "h100-sxm5" in out and "amd-mi300x" in out and "AMD: CUDA" in out
+    assert "kernelcast devices --interconnects" in out
+
+
+def test_devices_interconnects_lists_every_link():
+    from kernelcast.devices.interconnects import all_interconnects
+
+    result = run("devices", "--interconnects")
+    assert result.returncode == 0
+    assert all(link_id in result.stdout for link_id in all_interconnects()) and "nvswitch" in result.stdout
+
+
+def test_other_vendor_prediction_warns_in_table_and_json(tmp_path):
+    cap, out = tmp_path / "cap.json", tmp_path / "mi300x.json"
+    assert run("capture", "example:cnn", "-o", str(cap)).returncode == 0
+    result = run("predict", str(cap), "--gpu", "mi300x", "--json", str(out))
+    assert result.returncode == 0 and "note: AMD Instinct MI300X 192GB is not an NVIDIA GPU" in result.stdout
+    assert json.loads(out.read_text())["notes"][0].startswith("AMD Instinct MI300X 192GB is not an NVIDIA GPU")
+    nvidia = run("predict", str(cap), "--gpu", "h100", "--json", str(out))
+    assert "not an NVIDIA GPU" not in nvidia.stdout and json.loads(out.read_text())["notes"] == []

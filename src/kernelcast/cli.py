@@ -19,24 +19,64 @@ DEFAULT_GPU = "h200"
 
 
 def _cmd_devices(args: argparse.Namespace) -> int:
+    from kernelcast.report import console_for_output
+
+    console = console_for_output()
+    if args.interconnects:
+        console.print(_interconnects_table())
+        return 0
+    console.print(_gpus_table())
+    console.print("model: how kernel times are predicted. calibrated = from the GPU's own measured profile; scaled "
+                  "= another GPU's profile carried over by datasheet ratios; datasheet = roofline only. "
+                  "GPU-to-GPU links: `kernelcast devices --interconnects`.")
+    return 0
+
+
+def _gpus_table():
     from rich.table import Table
 
     from kernelcast.devices import all_gpus
-    from kernelcast.report import console_for_output
+    from kernelcast.predict import kernel_model_label
 
     table = Table(title="GPUs kernelcast knows (dense peaks from datasheets; see gpus.toml for sources)")
-    for col in ("id", "name", "bf16/fp16 TFLOP/s", "fp32 TFLOP/s", "HBM TB/s", "L2 MB", "SMs", "mem GB", "ridge bf16"):
-        table.add_column(col, justify="left" if col in ("id", "name") else "right")
+    for col in ("id", "name", "model", "bf16/fp16 TFLOP/s", "fp32 TFLOP/s", "HBM TB/s", "L2 MB", "SMs", "mem GB",
+                "ridge bf16", "aliases"):
+        table.add_column(col, justify="left" if col in ("id", "name", "model", "aliases") else "right",
+                         overflow="fold")
     for gpu in all_gpus().values():
         bf16 = gpu.peak_flops.get("bf16_tensor") or gpu.peak_flops.get("fp16_tensor")
         ridge = f"{bf16 / gpu.mem_bw_bytes_per_s:.0f} FLOP/B" if bf16 else "-"
+        model = kernel_model_label(gpu) + ("" if gpu.vendor == "nvidia" else f"; {gpu.vendor.upper()}: CUDA kernels")
         table.add_row(
-            gpu.id, gpu.name, f"{bf16 / 1e12:.0f}" if bf16 else "-", f"{gpu.peak_flops['fp32'] / 1e12:.1f}",
+            gpu.id, gpu.name, model, f"{bf16 / 1e12:.0f}" if bf16 else "-", f"{gpu.peak_flops['fp32'] / 1e12:.1f}",
             f"{gpu.mem_bw_bytes_per_s / 1e12:.2f}", f"{gpu.l2_bytes / 1e6:.0f}", str(gpu.sm_count),
-            f"{gpu.memory_bytes / 1e9:.0f}", ridge,
+            f"{gpu.memory_bytes / 1e9:.0f}", ridge, ", ".join(gpu.aliases),
         )
-    console_for_output().print(table)
-    return 0
+    return table
+
+
+def _interconnects_table():
+    from rich.table import Table
+
+    from kernelcast.devices import all_gpus
+    from kernelcast.devices.interconnects import all_interconnects, natural_interconnect
+    from kernelcast.errors import UnknownInterconnectError
+
+    natural_for: dict[str, list[str]] = {}  # link id -> GPUs whose collectives use it when no --interconnect
+    for gpu in all_gpus().values():
+        try:
+            natural_for.setdefault(natural_interconnect(gpu).id, []).append(gpu.id)
+        except UnknownInterconnectError:  # no link data (e.g. an AMD part): --interconnect is required
+            pass
+    table = Table(title="GPU-to-GPU links for --interconnect (datasheet bandwidths; see interconnects.toml)")
+    for col in ("id", "name", "GB/s per direction", "bus efficiency", "NCCL class", "default for", "aliases"):
+        table.add_column(col, justify="right" if col in ("GB/s per direction", "bus efficiency") else "left",
+                         overflow="fold")
+    for link in all_interconnects().values():
+        table.add_row(link.id, link.name, f"{link.bw_bytes_per_s / 1e9:.0f}",
+                      f"{link.bus_efficiency:.0%} ({link.efficiency_source})", link.nccl_hw,
+                      ", ".join(natural_for.get(link.id, ())) or "-", ", ".join(link.aliases))
+    return table
 
 
 def _world_size(args: argparse.Namespace) -> int:
@@ -271,7 +311,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--json", metavar="OUT", help="also write the comparison as JSON")
     v.set_defaults(func=_cmd_validate)
 
-    d = sub.add_parser("devices", help="list the GPUs kernelcast has data for")
+    d = sub.add_parser("devices", help="list the GPUs kernelcast has data for, and how each is modelled")
+    d.add_argument("--interconnects", action="store_true", help="list the GPU-to-GPU links instead")
     d.set_defaults(func=_cmd_devices)
 
     e = sub.add_parser("examples", help="list the built-in example workloads")
