@@ -175,7 +175,14 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             raw = json.loads(Path(args.from_raw).read_text())
         except (OSError, ValueError) as exc:
             raise KernelcastError(f"could not read {args.from_raw}: {exc}") from exc
-        profile = build_profile(raw, gpu.id)
+        if not isinstance(raw, dict) or not isinstance(raw.get("cases"), list) or not isinstance(raw.get("meta"), dict):
+            raise KernelcastError(f"could not read {args.from_raw}: not raw calibration results (an object with "
+                                  "'meta' and 'cases', as `kernelcast calibrate --raw` writes)")
+        try:
+            profile = build_profile(raw, gpu.id)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # a case or field malformed
+            raise KernelcastError(f"could not read {args.from_raw}: malformed raw results "
+                                  f"({type(exc).__name__}: {exc})") from exc
         write_text_atomic(args.out, json.dumps(profile, separators=(",", ":")) + "\n")
     else:
         from kernelcast.calibrate import calibrate

@@ -206,6 +206,8 @@ class Capture:
 
     @staticmethod
     def from_json(d: dict) -> "Capture":
+        if not isinstance(d, dict):
+            raise ValueError(f"a capture is a JSON object, not a {type(d).__name__}")
         if d.get("format") != CAPTURE_FORMAT_VERSION:
             raise ValueError(f"capture format {d.get('format')!r} is not {CAPTURE_FORMAT_VERSION}")
         return Capture(
