@@ -1,10 +1,12 @@
 """Bad input, one table: each case is one line on stderr, exit status 2, and no output file left behind.
 
 Cases run through cli.main in this process (torch is already imported here, so they take milliseconds), with
-stderr captured at the file descriptor: torch's own loggers write there, and they must stay quiet too.
+stderr captured at the file descriptor, and log records captured too: torch's loggers must stay quiet (their
+handler may hold a stream from before this test's capture, so the records are checked, not only stderr).
 """
 
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -85,7 +87,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("argv,expect", CASES.values(), ids=CASES.keys())
-def test_bad_input_is_one_line_exit_2_and_no_output(tmp_path, monkeypatch, capfd, argv, expect):
+def test_bad_input_is_one_line_exit_2_and_no_output(tmp_path, monkeypatch, capfd, caplog, argv, expect):
     for name, text in {**WORKLOADS, **BROKEN_JSON}.items():
         (tmp_path / name).write_text(text)
     before = sorted(p.name for p in tmp_path.iterdir())
@@ -95,6 +97,7 @@ def test_bad_input_is_one_line_exit_2_and_no_output(tmp_path, monkeypatch, capfd
     err = capfd.readouterr().err
     assert err.count("\n") == 1 and err.startswith("kernelcast: error: "), err
     assert expect in err, err
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written, not even a temp file
     assert not Path("/nonexistent").exists()
 
