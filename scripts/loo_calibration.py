@@ -11,7 +11,7 @@ import json
 import statistics
 import sys
 
-import kernelcast.predict.calibrated as C
+from kernelcast.predict import calibrated as C
 from kernelcast.costs import Cost
 from kernelcast.devices import get_gpu
 from kernelcast.records import CaptureSettings

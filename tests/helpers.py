@@ -1,6 +1,16 @@
-"""Small builders of OpRecords for formula tests: no torch needed."""
+"""Small builders of OpRecords for formula tests (no torch needed), and the environment for CLI subprocesses."""
+
+import os
+from pathlib import Path
 
 from kernelcast.records import OpRecord, TensorMeta
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def subprocess_env() -> dict:
+    """This environment with kernelcast's src importable from any working directory (PYTHONPATH may be relative)."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
 
 
 def contiguous(shape, dtype="float32", device="cuda"):

@@ -154,3 +154,18 @@ def test_silu_backward_is_one_op_as_on_a_cuda_build():
     x = torch.randn(4, requires_grad=True)  # after the capture, CPU autograd is untouched
     torch.nn.functional.silu(x).sum().backward()
     assert x.grad.shape == (4,)
+
+
+def test_failed_capture_mutes_torch_error_log_only_while_it_runs(caplog):
+    import logging
+
+    from kernelcast.capture.session import RERAISING_TORCH_LOGGERS
+
+    def build():
+        x = torch.randn(4, 4, device="cuda")
+        return (lambda x: x @ torch.randn(5, 3, device="cuda")), (x,)
+
+    with caplog.at_level(logging.ERROR), pytest.raises(RuntimeError, match="same reduction dim"):
+        capture_workload(build, "h100")
+    assert caplog.records == []  # fake_tensor.py logs this error with its traceback before re-raising it
+    assert not any(logging.getLogger(name).disabled for name in RERAISING_TORCH_LOGGERS)

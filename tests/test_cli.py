@@ -6,12 +6,15 @@ import sys
 
 import pytest
 
+from helpers import subprocess_env
+
 CONTRACT_KEYS = {"step_time_us", "gpu_time_us", "host_time_us", "kernels", "bound", "uncosted", "ops"}
 OP_KEYS = {"op", "module", "source", "flops", "bytes", "intensity", "kernels", "time_us", "bound"}
 
 
 def run(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "kernelcast", *args], capture_output=True, text=True, cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "kernelcast", *args], capture_output=True, text=True, cwd=cwd,
+                          env=subprocess_env())
 
 
 def test_unknown_gpu_is_one_line_with_suggestions():
@@ -72,3 +75,81 @@ def test_saved_capture_predicts_again(tmp_path):
     (tmp_path / "bad.json").write_text("{not json")
     bad = run("predict", str(tmp_path / "bad.json"))
     assert bad.returncode == 2 and "could not read capture" in bad.stderr
+
+
+def test_version_names_kernelcast_and_torch_without_importing_torch():
+    import kernelcast
+    import torch
+
+    result = run("--version")
+    assert result.returncode == 0 and result.stdout.startswith(f"kernelcast {kernelcast.__version__}, ")
+    assert f"torch {torch.__version__} " in result.stdout
+    probe = ("import sys\nfrom kernelcast.cli import main\n"
+             "try:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
+             "assert 'torch' not in sys.modules, 'torch was imported'\n")
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).returncode == 0
+
+
+@pytest.mark.parametrize("argv,expect", [
+    (["predict", "nope.py:build"], "workload file not found: nope.py"),
+    (["predict", "example:gtp"], "unknown example 'gtp'"),
+    (["capture", "example:gtp", "-o", "cap.json"], "unknown example 'gtp'"),
+    (["predict", "nope"], "is not FILE.py:FUNCTION"),
+    (["predict", "no_such_capture.json"], "capture file not found"),
+    (["examples"], ""),
+])
+def test_workload_typos_fail_before_torch_is_imported(tmp_path, argv, expect):
+    probe = (f"import sys\nfrom kernelcast.cli import main\nrc = main({argv!r})\n"
+             "print('torch imported' if 'torch' in sys.modules else 'no torch', file=sys.stderr)\nsys.exit(rc)\n")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path,
+                            env=subprocess_env())
+    assert result.stderr.endswith("no torch\n"), result.stderr
+    assert expect in result.stderr and result.returncode == (2 if expect else 0)
+    assert not (tmp_path / "cap.json").exists()
+
+
+SHAPE_MISMATCH = ("import torch\n"
+                  "def build():\n"
+                  "    x = torch.randn(4, 4, device='cuda')\n"
+                  "    return (lambda x: x @ torch.randn(5, 3, device='cuda')), (x,)\n")
+
+
+def test_failing_step_is_one_line_without_torch_error_log(tmp_path, monkeypatch, caplog):
+    from kernelcast.cli import main
+    from kernelcast.errors import CaptureError
+
+    (tmp_path / "work.py").write_text(SHAPE_MISMATCH)
+    result = run("predict", f"{tmp_path / 'work.py'}:build", "--gpu", "h100")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "same reduction dim" in result.stderr and "(at work.py:4)" in result.stderr
+    monkeypatch.setenv("KERNELCAST_DEBUG", "1")  # the traceback, and torch's log with it
+    with pytest.raises(CaptureError, match="same reduction dim"):
+        main(["predict", f"{tmp_path / 'work.py'}:build", "--gpu", "h100"])
+    assert any("failed while attempting to run meta for aten.mm.default" in r.getMessage() for r in caplog.records)
+
+
+def test_devices_says_how_each_gpu_is_modelled_and_lists_aliases():
+    out = run("devices").stdout
+    assert "calibrated" in out and "scaled from H200" in out and "(unvalidated)" in out
+    assert "h100-sxm5" in out and "amd-mi300x" in out and "AMD: CUDA" in out
+    assert "kernelcast devices --interconnects" in out
+
+
+def test_devices_interconnects_lists_every_link():
+    from kernelcast.devices.interconnects import all_interconnects
+
+    result = run("devices", "--interconnects")
+    assert result.returncode == 0
+    assert all(link_id in result.stdout for link_id in all_interconnects()) and "nvswitch" in result.stdout
+
+
+def test_other_vendor_prediction_warns_in_table_and_json(tmp_path, capsys):
+    from kernelcast.cli import main
+
+    cap, out = str(tmp_path / "cap.json"), tmp_path / "pred.json"
+    assert main(["capture", "example:cnn", "-o", cap]) == 0
+    assert main(["predict", cap, "--gpu", "mi300x", "--json", str(out)]) == 0
+    assert "note: AMD Instinct MI300X 192GB is not an NVIDIA GPU" in capsys.readouterr().out
+    assert json.loads(out.read_text())["notes"][0].startswith("AMD Instinct MI300X 192GB is not an NVIDIA GPU")
+    assert main(["predict", cap, "--gpu", "h100", "--json", str(out)]) == 0
+    assert "not an NVIDIA GPU" not in capsys.readouterr().out and json.loads(out.read_text())["notes"] == []

@@ -76,3 +76,26 @@ def test_fp32_matmul_uses_tf32_only_when_allowed():
     assert gpu.matmul_peak("float32", allow_tf32=False)[1] == "fp32"
     assert gpu.matmul_peak("float32", allow_tf32=True)[1] == "tf32_tensor"
     assert gpu.matmul_peak("bfloat16", allow_tf32=False)[1] == "bf16_tensor"
+
+
+@pytest.mark.parametrize("gpu_id", sorted(REQUIRED))
+def test_model_label_says_what_kernel_model_for_does(gpu_id):
+    from kernelcast.predict import kernel_model_for, kernel_model_label
+    from kernelcast.predict.calibrated import CalibratedModel
+    from kernelcast.records import Capture
+
+    gpu, label = all_gpus()[gpu_id], kernel_model_label(all_gpus()[gpu_id])
+    model = kernel_model_for(gpu, Capture(ops=()))
+    if label == "datasheet":
+        assert isinstance(model, RooflineModel)
+    else:
+        assert isinstance(model, CalibratedModel) and model.transferred == (label != "calibrated")
+    assert label == ("calibrated" if gpu_id == "h200" else "scaled from H200 (unvalidated)")  # one profile today
+
+
+def test_only_other_vendors_get_the_cuda_kernels_note():
+    from kernelcast.predict import gpu_notes
+
+    assert gpu_notes(get_gpu("h100")) == ()
+    (note,) = gpu_notes(get_gpu("mi300x"))
+    assert note.startswith("AMD Instinct MI300X 192GB is not an NVIDIA GPU: ") and "CUDA's kernels" in note

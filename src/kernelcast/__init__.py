@@ -5,6 +5,9 @@
     pred.show()
 """
 
+import sys
+import types
+
 from kernelcast import _fake_cuda
 
 # Before anything imports torch: a CPU-only torch needs fake CUDA hooks registered first (see _fake_cuda.py).
@@ -27,3 +30,21 @@ def __getattr__(name: str):
 
         return getattr(importlib.import_module(_API[name]), name)
     raise AttributeError(f"module 'kernelcast' has no attribute {name!r}")
+
+
+class _Package(types.ModuleType):
+    """`kernelcast.capture` and `kernelcast.predict` name both an API function and a stage's subpackage.
+
+    Python's import system sets a package attribute to every submodule it loads, so once anything imported the
+    subpackage (`kernelcast.predict_file` does), `kernelcast.capture("h100")` would call a module. The API
+    names win here; the subpackages stay importable (`from kernelcast.capture import session`), only not as
+    attributes of this package (so not `import kernelcast.capture.session as s` either).
+    """
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in _API and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -59,6 +59,12 @@ def _torch_build(torch_dir: Path) -> tuple[str, bool]:
     return version, cpu_only
 
 
+def installed_torch() -> tuple[str, bool] | None:
+    """(version, is_cpu_only) of the torch this Python would import, read without importing it; None if none."""
+    torch_dir = _torch_dir()
+    return _torch_build(torch_dir) if torch_dir is not None else None
+
+
 def cache_dir() -> Path:
     if os.environ.get(CACHE_ENV):
         return Path(os.environ[CACHE_ENV])
@@ -98,6 +104,9 @@ def build(torch_version: str) -> Path:
     compiler = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
     if compiler is None:
         raise RuntimeError("no C++ compiler found (install g++, or set CXX)")
+    # The first import would otherwise sit silent for seconds; later ones find the cached file and say nothing.
+    print(f"kernelcast: compiling the fake-CUDA helper for torch {torch_version} (once, ~5 s)...",
+          file=sys.stderr, flush=True)
     flags = _compile_flags()
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:

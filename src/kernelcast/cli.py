@@ -11,37 +11,97 @@ import os
 import sys
 from pathlib import Path
 
-from kernelcast.errors import KernelcastError
+from kernelcast.errors import DEBUG_ENV, KernelcastError
+from kernelcast.outputs import check_writable, write_text_atomic
 
 EXIT_BAD_INPUT = 2
 DEFAULT_GPU = "h200"
 
 
 def _cmd_devices(args: argparse.Namespace) -> int:
+    from kernelcast.report import console_for_output
+
+    console = console_for_output()
+    if args.interconnects:
+        console.print(_interconnects_table())
+        return 0
+    console.print(_gpus_table())
+    console.print("model: how kernel times are predicted. calibrated = from the GPU's own measured profile; scaled "
+                  "= another GPU's profile carried over by datasheet ratios; datasheet = roofline only. "
+                  "GPU-to-GPU links: `kernelcast devices --interconnects`.")
+    return 0
+
+
+def _gpus_table():
     from rich.table import Table
 
     from kernelcast.devices import all_gpus
-    from kernelcast.report import console_for_output
+    from kernelcast.predict import kernel_model_label
 
     table = Table(title="GPUs kernelcast knows (dense peaks from datasheets; see gpus.toml for sources)")
-    for col in ("id", "name", "bf16/fp16 TFLOP/s", "fp32 TFLOP/s", "HBM TB/s", "L2 MB", "SMs", "mem GB", "ridge bf16"):
-        table.add_column(col, justify="left" if col in ("id", "name") else "right")
+    for col in ("id", "name", "model", "bf16/fp16 TFLOP/s", "fp32 TFLOP/s", "HBM TB/s", "L2 MB", "SMs", "mem GB",
+                "ridge bf16", "aliases"):
+        table.add_column(col, justify="left" if col in ("id", "name", "model", "aliases") else "right",
+                         overflow="fold")
     for gpu in all_gpus().values():
         bf16 = gpu.peak_flops.get("bf16_tensor") or gpu.peak_flops.get("fp16_tensor")
         ridge = f"{bf16 / gpu.mem_bw_bytes_per_s:.0f} FLOP/B" if bf16 else "-"
+        model = kernel_model_label(gpu) + ("" if gpu.vendor == "nvidia" else f"; {gpu.vendor.upper()}: CUDA kernels")
         table.add_row(
-            gpu.id, gpu.name, f"{bf16 / 1e12:.0f}" if bf16 else "-", f"{gpu.peak_flops['fp32'] / 1e12:.1f}",
+            gpu.id, gpu.name, model, f"{bf16 / 1e12:.0f}" if bf16 else "-", f"{gpu.peak_flops['fp32'] / 1e12:.1f}",
             f"{gpu.mem_bw_bytes_per_s / 1e12:.2f}", f"{gpu.l2_bytes / 1e6:.0f}", str(gpu.sm_count),
-            f"{gpu.memory_bytes / 1e9:.0f}", ridge,
+            f"{gpu.memory_bytes / 1e9:.0f}", ridge, ", ".join(gpu.aliases),
         )
-    console_for_output().print(table)
-    return 0
+    return table
+
+
+def _interconnects_table():
+    from rich.table import Table
+
+    from kernelcast.devices import all_gpus
+    from kernelcast.devices.interconnects import all_interconnects, natural_interconnect
+    from kernelcast.errors import UnknownInterconnectError
+
+    natural_for: dict[str, list[str]] = {}  # link id -> GPUs whose collectives use it when no --interconnect
+    for gpu in all_gpus().values():
+        try:
+            natural_for.setdefault(natural_interconnect(gpu).id, []).append(gpu.id)
+        except UnknownInterconnectError:  # no link data (e.g. an AMD part): --interconnect is required
+            pass
+    table = Table(title="GPU-to-GPU links for --interconnect (datasheet bandwidths; see interconnects.toml)")
+    for col in ("id", "name", "GB/s per direction", "bus efficiency", "NCCL class", "default for", "aliases"):
+        table.add_column(col, justify="right" if col in ("GB/s per direction", "bus efficiency") else "left",
+                         overflow="fold")
+    for link in all_interconnects().values():
+        table.add_row(link.id, link.name, f"{link.bw_bytes_per_s / 1e9:.0f}",
+                      f"{link.bus_efficiency:.0%} ({link.efficiency_source})", link.nccl_hw,
+                      ", ".join(natural_for.get(link.id, ())) or "-", ", ".join(link.aliases))
+    return table
 
 
 def _world_size(args: argparse.Namespace) -> int:
     if args.world_size < 1:
         raise KernelcastError(f"--world-size must be 1 or more (got {args.world_size})")
     return args.world_size
+
+
+def _check_outputs(*flag_paths: tuple[str, str | None]) -> None:
+    """Every output path given must be writable before any capture or measurement starts."""
+    for flag, path in flag_paths:
+        if path:
+            check_writable(path, flag)
+
+
+def _check_workload(workload: str) -> None:
+    """Fail on a typo in the workload now, before torch is imported (seconds): the spec's form, the file or
+    example it names, or the saved capture."""
+    if workload.endswith(".json"):
+        if not Path(workload).is_file():
+            raise KernelcastError(f"capture file not found: {workload}")
+        return
+    from kernelcast.capture.workload import check_spec
+
+    check_spec(workload)
 
 
 def _load_or_capture(workload: str, gpu: str, world_size: int = 1):
@@ -66,6 +126,8 @@ def _cmd_capture(args: argparse.Namespace) -> int:
     from kernelcast.devices import get_gpu
 
     get_gpu(args.gpu)  # an unknown GPU fails before the (slower) capture
+    _check_outputs(("-o/--output", args.output))
+    _check_workload(args.workload)
     cap = _load_or_capture(args.workload, args.gpu, _world_size(args))
     cap.save(args.output)
     print(f"captured {len(cap.ops)} ops from {args.workload} -> {args.output}")
@@ -83,18 +145,20 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         from kernelcast.devices.interconnects import get_interconnect
 
         get_interconnect(args.interconnect)
+    _check_outputs(("--json", args.json), ("--trace", args.trace), ("--save-capture", args.save_capture))
+    _check_workload(args.workload)
     cap = _load_or_capture(args.workload, args.gpu, world_size)
     if args.save_capture:
         cap.save(args.save_capture)
     pred = predict_capture(cap, gpu, interconnect=args.interconnect)
     print_prediction(pred, top=args.top)
     if args.json:
-        Path(args.json).write_text(json.dumps(prediction_json(pred), indent=1))
+        write_text_atomic(args.json, json.dumps(prediction_json(pred), indent=1))
         print(f"wrote {args.json}")
     if args.trace:
         from kernelcast.report.trace import chrome_trace
 
-        Path(args.trace).write_text(json.dumps(chrome_trace(pred)))
+        write_text_atomic(args.trace, json.dumps(chrome_trace(pred)))
         print(f"wrote {args.trace} (open it in ui.perfetto.dev)")
     return 0
 
@@ -103,17 +167,23 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from kernelcast.devices import get_gpu
 
     gpu = get_gpu(args.gpu)
+    _check_outputs(("--out", args.out), ("--raw", args.raw))
     if args.from_raw:  # rebuild a profile from saved microbenchmark results: no GPU needed
-        from kernelcast.calibrate import build_profile
-
-        from kernelcast.calibrate import read_raw
+        from kernelcast.calibrate import build_profile, read_raw
 
         try:
             raw = read_raw(args.from_raw)
-        except (OSError, ValueError, EOFError) as exc:
+        except (OSError, ValueError, EOFError) as exc:  # gzip's BadGzipFile is an OSError
             raise KernelcastError(f"could not read {args.from_raw}: {exc}") from exc
-        profile = build_profile(raw, gpu.id)
-        Path(args.out).write_text(json.dumps(profile, separators=(",", ":")) + "\n")
+        if not isinstance(raw, dict) or not isinstance(raw.get("cases"), list) or not isinstance(raw.get("meta"), dict):
+            raise KernelcastError(f"could not read {args.from_raw}: not raw calibration results (an object with "
+                                  "'meta' and 'cases', as `kernelcast calibrate --raw` writes)")
+        try:
+            profile = build_profile(raw, gpu.id)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # a case or field malformed
+            raise KernelcastError(f"could not read {args.from_raw}: malformed raw results "
+                                  f"({type(exc).__name__}: {exc})") from exc
+        write_text_atomic(args.out, json.dumps(profile, separators=(",", ":")) + "\n")
     else:
         from kernelcast.calibrate import calibrate
 
@@ -133,6 +203,8 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     from kernelcast.capture.workload import load_build, on_sys_path
     from kernelcast.measure import measure_step
 
+    _check_outputs(("--json", args.json), ("--trace", args.trace))
+    _check_workload(args.workload)
     require_gpu()
     build, folder = load_build(args.workload)
     with on_sys_path(folder) if folder else contextlib.nullcontext():
@@ -145,7 +217,7 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     for op, (n, t) in sorted(m.by_op().items(), key=lambda kv: -kv[1][1])[:args.top]:
         print(f"  {op:40s} {n:5d} kernels {t / 1000:9.3f} ms")
     if args.json:
-        Path(args.json).write_text(json.dumps(m.to_json(), indent=1))
+        write_text_atomic(args.json, json.dumps(m.to_json(), indent=1))
     return 0
 
 
@@ -157,6 +229,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from kernelcast.validate import validate_file
 
     get_gpu(args.gpu)
+    _check_outputs(("--json", args.json))
+    _check_workload(args.workload)
     v = validate_file(args.workload, args.gpu)
     table = Table(title=f"{args.workload}: predicted ({v.prediction.kernel_model}) vs measured on {v.measurement.device}")
     for col in ("op class", "predicted", "measured", "error", "kernels pred", "kernels meas"):
@@ -173,7 +247,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
                   f"{m.step_ms_median:.3f} ms ({m.step_ms_spread[0]:.3f}-{m.step_ms_spread[1]:.3f}; "
                   f"{v.step_time_error:+.1%}); kernels {p.kernels} vs {m.work_items} ({v.kernels_error:+.1%})")
     if args.json:
-        Path(args.json).write_text(json.dumps(v.to_json(), indent=1))
+        write_text_atomic(args.json, json.dumps(v.to_json(), indent=1))
     return 0
 
 
@@ -185,9 +259,22 @@ def _cmd_examples(args: argparse.Namespace) -> int:
     return 0
 
 
+def version_line() -> str:
+    """kernelcast's version and the torch it would use, read without importing torch (so it is instant)."""
+    import platform
+
+    from kernelcast import __version__, _fake_cuda
+
+    torch = _fake_cuda.installed_torch()
+    torch_text = "torch not installed" if torch is None else \
+        f"torch {torch[0]} ({'CPU-only' if torch[1] else 'CUDA'} build)"
+    return f"kernelcast {__version__}, {torch_text}, Python {platform.python_version()}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kernelcast", description="Predict what a PyTorch step costs on a GPU, without one.")
+    parser.add_argument("--version", action="version", version=version_line())
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("predict", help="capture a step and predict its kernels and wall time on a GPU")
@@ -235,7 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--json", metavar="OUT", help="also write the comparison as JSON")
     v.set_defaults(func=_cmd_validate)
 
-    d = sub.add_parser("devices", help="list the GPUs kernelcast has data for")
+    d = sub.add_parser("devices", help="list the GPUs kernelcast has data for, and how each is modelled")
+    d.add_argument("--interconnects", action="store_true", help="list the GPU-to-GPU links instead")
     d.set_defaults(func=_cmd_devices)
 
     e = sub.add_parser("examples", help="list the built-in example workloads")
@@ -248,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except KernelcastError as exc:
-        if os.environ.get("KERNELCAST_DEBUG"):
+        if os.environ.get(DEBUG_ENV):
             raise
         print(f"kernelcast: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

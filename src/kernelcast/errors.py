@@ -1,5 +1,8 @@
 """Errors a user can act on. The CLI prints them as one line and exits non-zero; no traceback."""
 
+# Set (to anything) for the full traceback and torch's own error logs instead of kernelcast's one line.
+DEBUG_ENV = "KERNELCAST_DEBUG"
+
 
 class KernelcastError(Exception):
     """Bad input or an unsupported situation, with a message that says what to do."""

@@ -210,6 +210,8 @@ class Capture:
 
     @staticmethod
     def from_json(d: dict) -> "Capture":
+        if not isinstance(d, dict):
+            raise ValueError(f"a capture is a JSON object, not a {type(d).__name__}")
         if d.get("format") != CAPTURE_FORMAT_VERSION:
             raise ValueError(f"capture format {d.get('format')!r} is not {CAPTURE_FORMAT_VERSION}")
         return Capture(
@@ -219,7 +221,9 @@ class Capture:
         )
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_json()))
+        from kernelcast.outputs import write_text_atomic
+
+        write_text_atomic(path, json.dumps(self.to_json()))
 
     @staticmethod
     def load(path: str | Path) -> "Capture":

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from kernelcast.errors import KernelcastError
+from kernelcast.outputs import replaced_atomically, write_text_atomic
 
 from .profile import build_profile
 
@@ -35,11 +36,11 @@ def _driver() -> str:
 def write_raw(raw: dict, path: str) -> None:
     """Raw results as JSON, gzip-compressed when the path ends in .gz (a sweep's are tens of MB)."""
     text = json.dumps(raw, separators=(",", ":"))
-    if path.endswith(".gz"):
-        with gzip.open(path, "wt") as f:
-            f.write(text)
-    else:
-        Path(path).write_text(text)
+    if not path.endswith(".gz"):
+        write_text_atomic(path, text)
+        return
+    with replaced_atomically(path) as tmp, gzip.open(tmp, "wt") as f:
+        f.write(text)
 
 
 def read_raw(path: str) -> dict:
@@ -78,5 +79,5 @@ def calibrate(out: str, gpu: str, quick: bool = False, raw_out: str | None = Non
     if raw_out:
         write_raw(raw, raw_out)
     profile = build_profile(raw, gpu)
-    Path(out).write_text(json.dumps(profile, separators=(",", ":")) + "\n")
+    write_text_atomic(out, json.dumps(profile, separators=(",", ":")) + "\n")
     return profile

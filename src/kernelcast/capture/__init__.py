@@ -1,5 +1,15 @@
-"""Stage 1: capture a PyTorch step on fake CUDA tensors, without a GPU."""
+"""Stage 1: capture a PyTorch step on fake CUDA tensors, without a GPU.
 
-from .api import capture, capture_step, capture_workload
+The entry points (api.py) import torch, which takes seconds; they load on first use, so that workload.py can
+check a workload spec and list the examples before torch is imported.
+"""
 
 __all__ = ["capture", "capture_step", "capture_workload"]
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'kernelcast.capture' has no attribute {name!r}")

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
+import os
 from typing import Iterator
 from unittest import mock
 
@@ -23,6 +25,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from torch.utils.module_tracker import ModuleTracker
 
 from kernelcast import _fake_cuda
+from kernelcast.errors import DEBUG_ENV
 from kernelcast.records import RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, CaptureSettings, OpRecord
 
 from .compat import real_run_paths
@@ -45,6 +48,29 @@ class _CaptureFakeMode(FakeTensorMode):
     @property
     def avoid_device_init(self) -> bool:  # type: ignore[override]
         return True
+
+
+# torch loggers that log, at ERROR with a full traceback, an exception they then raise to the caller anyway:
+# fake_tensor.py logs "failed while attempting to run meta for aten.mm.default" before re-raising a shape error.
+# The user's step failing is reported once, by kernelcast, as one line naming their file and line.
+RERAISING_TORCH_LOGGERS = ("torch._subclasses.fake_tensor",)
+
+
+@contextlib.contextmanager
+def _reraised_errors_not_logged() -> Iterator[None]:
+    """Mute RERAISING_TORCH_LOGGERS for the length of the capture (unless KERNELCAST_DEBUG is set)."""
+    if os.environ.get(DEBUG_ENV):
+        yield
+        return
+    loggers = [logging.getLogger(name) for name in RERAISING_TORCH_LOGGERS]
+    were_disabled = [logger.disabled for logger in loggers]
+    for logger in loggers:
+        logger.disabled = True
+    try:
+        yield
+    finally:
+        for logger, was in zip(loggers, were_disabled):
+            logger.disabled = was
 
 
 def _innermost(parents: set[str]) -> str:
@@ -144,6 +170,7 @@ class CaptureSession:
             backward_error = NO_BACKWARD_MESSAGE.format(why=state.detail or "shim not loaded")
         stack = self._stack
         try:
+            stack.enter_context(_reraised_errors_not_logged())
             stack.enter_context(cuda_facade(self.target, on_sync=self._host_sync, streams=self))
             self.tracker = _CountingTracker()  # entered only while recording: its hooks cost time
             stack.callback(self._stop_tracking)

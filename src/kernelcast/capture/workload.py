@@ -59,18 +59,29 @@ def list_examples() -> list[str]:
     return sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_"))
 
 
-def load_build(spec: str) -> tuple[Callable, Path | None]:
-    """(build function, folder to keep on sys.path while it runs)."""
+def _example_name(path: str) -> str:
+    return path[len(EXAMPLE_PREFIX):].replace("-", "_")
+
+
+def check_spec(spec: str) -> tuple[str, str]:
+    """(path or example:NAME, function name), once the spec is well formed and names a file or example that
+    exists. Reads no workload code and imports no torch, so a typo fails at once, not after torch loads."""
     path, func = split_spec(spec)
     if path.startswith(EXAMPLE_PREFIX):
-        name = path[len(EXAMPLE_PREFIX):].replace("-", "_")
-        if name not in list_examples():
-            raise WorkloadError(f"unknown example {name!r}; examples: {', '.join(list_examples())}")
-        module = importlib.import_module(f"{EXAMPLES_PACKAGE}.{name}")
+        if _example_name(path) not in list_examples():
+            raise WorkloadError(f"unknown example {_example_name(path)!r}; examples: {', '.join(list_examples())}")
+    elif not Path(path).is_file():
+        raise WorkloadError(f"workload file not found: {path}")
+    return path, func
+
+
+def load_build(spec: str) -> tuple[Callable, Path | None]:
+    """(build function, folder to keep on sys.path while it runs)."""
+    path, func = check_spec(spec)
+    if path.startswith(EXAMPLE_PREFIX):
+        module = importlib.import_module(f"{EXAMPLES_PACKAGE}.{_example_name(path)}")
         return getattr(module, func), None
     file = Path(path)
-    if not file.is_file():
-        raise WorkloadError(f"workload file not found: {path}")
     module_name = f"kernelcast_workload_{file.stem}"
     with on_sys_path(file.parent):
         try:

@@ -197,7 +197,10 @@ def measure_step(step: Callable, args: tuple, recorded_ops: set[str] | None = No
         step(*args)
         torch.cuda.synchronize()
     if trace_path:
-        prof.export_chrome_trace(trace_path)
+        from kernelcast.outputs import replaced_atomically
+
+        with replaced_atomically(trace_path) as tmp:
+            prof.export_chrome_trace(str(tmp))
     kernels, total = attribute(prof.events(), recorded_ops)
     return Measurement(device=torch.cuda.get_device_name(), torch=torch.__version__, step_ms=tuple(step_ms),
                        kernels=tuple(kernels), work_items=total)

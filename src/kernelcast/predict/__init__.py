@@ -211,6 +211,30 @@ def cost_context(gpu: GPU, capture: Capture) -> CostContext:
     )
 
 
+def kernel_model_label(gpu: GPU) -> str:
+    """How kernel_model_for times this GPU's kernels, in a few words (for `kernelcast devices`): "calibrated"
+    from its own profile, "scaled from <GPU> (unvalidated)" from another's, or "datasheet" (roofline)."""
+    profile = profile_with(gpu.id, "timings")
+    if profile is None:
+        return "datasheet"
+    if profile.gpu == gpu.id:
+        return "calibrated"
+    return f"scaled from {profile.gpu.upper()} (unvalidated)"
+
+
+# The capture follows CUDA's dispatch: kernel counts, launch paths and the cuBLAS / cuDNN / attention backend
+# choices are NVIDIA's. Another vendor's GPU runs its own libraries' kernels (ROCm's for AMD), which kernelcast
+# does not model, so its predictions carry this warning.
+OTHER_VENDOR_NOTE = ("{name} is not an NVIDIA GPU: its step is predicted with CUDA's kernels and launch counts "
+                     "(its own libraries launch others) and NVIDIA-measured efficiencies scaled by datasheet "
+                     "ratios; unvalidated")
+
+
+def gpu_notes(gpu: GPU) -> tuple[str, ...]:
+    """What a prediction for this GPU must say about itself, whatever the step."""
+    return () if gpu.vendor == "nvidia" else (OTHER_VENDOR_NOTE.format(name=gpu.name),)
+
+
 def kernel_model_for(gpu: GPU, capture: Capture, model: str = "calibrated") -> KernelModel:
     """The calibrated model from this GPU's profile, or from a profiled GPU carried over by datasheet ratios;
     the datasheet roofline when asked for, or when no profile exists."""
@@ -301,7 +325,7 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
         naive_host_timer_us=timeline.cpu_end_us, timeline=timeline,
         gpu_time_us=sum(p.time_us for p in preds), host_time_us=sum(p.host_us for p in preds),
         kernels=sum(p.kernels for p in preds), uncosted=uncosted,
-        sync_points=sum(1 for p in preds if p.sync), notes=capture.notes,
+        sync_points=sum(1 for p in preds if p.sync), notes=gpu_notes(spec) + capture.notes,
         sync_groups=_sync_groups(preds, costs, launches, timeline, step_us, model),
         python_time_us=sum(p.python_us for p in preds), launch_bound_ops=sum(p.launch_bound for p in preds),
         step_time_by_host_speed=tuple((f, steady_state_step_us([dataclasses.replace(
