@@ -40,12 +40,21 @@ def load_measured(path: str) -> dict:
         return json.load(f)
 
 
+def _owner(chain: list, recorded: set[str]) -> str:
+    known = [op for op in chain if op in recorded]
+    return known[0] if known else (chain[-1] if chain else "(no aten op)")
+
+
 def attribute(kernels: list, recorded: set[str]) -> collections.Counter:
     """Measured kernels per op: the outermost op of each launch chain that the capture recorded."""
+    return collections.Counter(_owner(chain, recorded) for chain, _module, _name, _us in kernels)
+
+
+def attribute_time(kernels: list, recorded: set[str]) -> collections.Counter:
+    """Measured kernel µs per op, attributed as `attribute` does."""
     by_op: collections.Counter = collections.Counter()
-    for chain, _module, _name, _us in kernels:
-        known = [op for op in chain if op in recorded]
-        by_op[known[0] if known else (chain[-1] if chain else "(no aten op)")] += 1
+    for chain, _module, _name, us in kernels:
+        by_op[_owner(chain, recorded)] += us
     return by_op
 
 
@@ -59,10 +68,12 @@ def predict_one(entry: dict, gpu: str, torch_version: str) -> dict:
     cap = dataclasses.replace(cap, settings=dataclasses.replace(cap.settings, torch_version=torch_version))
     pred = predict_capture(cap, gpu)
     by_op: collections.Counter = collections.Counter()
+    time_by_op: collections.Counter = collections.Counter()
     for p in pred.ops:
         if p.kernels:
             by_op[packet(p.op)] += p.kernels
-    return {"kernels": pred.kernels, "by_op": dict(by_op), "uncosted": list(pred.uncosted),
+            time_by_op[packet(p.op)] += p.time_us
+    return {"kernels": pred.kernels, "by_op": dict(by_op), "time_by_op": {k: round(v, 2) for k, v in time_by_op.items()}, "uncosted": list(pred.uncosted),
             "notes": list(pred.notes), "captured_ops": sorted({packet(op.op) for op in cap.ops}),
             "gpu_time_us": round(pred.gpu_time_us, 1), "step_time_us": round(pred.step_time_us, 1),
             "bound": pred.bound, "sync_points": pred.sync_points, "capture_s": round(capture_s, 2)}
@@ -79,7 +90,10 @@ def compare(entry: dict, predicted: dict) -> dict:
     diff = {op: [predicted["by_op"].get(op, 0), measured_by_op.get(op, 0)] for op in ops
             if predicted["by_op"].get(op, 0) != measured_by_op.get(op, 0)}
     gpu_us = m["gpu_time_us"]
-    return {"kernel_error": _rel(predicted["kernels"], m["work_items"]),
+    measured_time = attribute_time(m["kernels"], set(predicted["captured_ops"]))
+    op_times = {op: [round(predicted["time_by_op"].get(op, 0.0), 1), round(measured_time.get(op, 0.0), 1)]
+                for op in sorted(set(measured_time) | set(predicted["time_by_op"]))}
+    return {"op_times_us": op_times,"kernel_error": _rel(predicted["kernels"], m["work_items"]),
             "gpu_time_error": _rel(predicted["gpu_time_us"], gpu_us),
             "step_time_error": _rel(predicted["step_time_us"], m["step_ms_median"] * 1e3),
             "measured_bound": step_verdict(gpu_us, m["step_ms_median"] * 1e3),
@@ -122,6 +136,7 @@ def main() -> int:
     parser.add_argument("--only", nargs="*")
     parser.add_argument("--family", nargs="*")
     parser.add_argument("--show-ops", action="store_true", help="print each op whose kernel count differs")
+    parser.add_argument("--show-times", action="store_true", help="print predicted and measured µs per op")
     args = parser.parse_args()
     doc = load_measured(args.measured)
     rows = []
@@ -143,6 +158,9 @@ def main() -> int:
             print(f"{entry['name']:32s} kernels {p['kernels']:6d} vs {m['work_items']:6d} ({c['kernel_error']:+7.1%})"
                   f"  gpu {p['gpu_time_us'] / 1e3:8.2f} vs {m['gpu_time_us'] / 1e3:8.2f} ms "
                   f"({c['gpu_time_error']:+7.1%})  [{p['capture_s']} s]", flush=True)
+            if args.show_times:
+                for op, (pt, mt) in sorted(c["op_times_us"].items(), key=lambda kv: -abs(kv[1][0] - kv[1][1]))[:12]:
+                    print(f"    {op:40s} predicted {pt:9.1f} us measured {mt:9.1f} us")
             if args.show_ops:
                 for op, (pk, mk) in sorted(c["op_differences"].items(), key=lambda kv: -abs(kv[1][0] - kv[1][1])):
                     print(f"    {op:40s} predicted {pk:5d} measured {mk:5d}")
