@@ -1,6 +1,7 @@
 """Stage 2: the device work of each captured op (FLOPs, bytes, kernels), from one registry of formulas."""
 
-from . import attention, collectives, elementwise, foreach, matmul  # noqa: F401  (each registers its formulas)
+# each module registers its formulas on import
+from . import attention, collectives, data_dependent, elementwise, foreach, matmul, rnn  # noqa: F401
 from .registry import DEFAULT_CONTEXT, Cost, CostContext, cost_of, register, registered_ops
 
 __all__ = ["DEFAULT_CONTEXT", "Cost", "CostContext", "cost_of", "register", "registered_ops"]

@@ -154,7 +154,7 @@ register("aten.clone", "aten.index_select", "aten.gather", "aten.scatter",
          "aten.topk", "aten.upsample_nearest2d", "aten.upsample_bilinear2d", "aten.upsample_nearest2d_backward",
          "aten.upsample_bilinear2d_backward", "aten.max_pool2d_with_indices",
          "aten.avg_pool2d", "aten.avg_pool2d_backward",
-         "aten._adaptive_avg_pool2d", "aten._adaptive_avg_pool2d_backward", "aten.masked_select", "aten.nonzero",
+         "aten._adaptive_avg_pool2d", "aten._adaptive_avg_pool2d_backward",
          "aten.im2col", "aten.col2im", "aten.native_dropout_backward", "aten.unfold_backward",
          "aten.index_put", "aten.index_put_",
          "aten._index_put_impl_", "aten.split_with_sizes_copy", "aten.expand_copy")(_memory)
