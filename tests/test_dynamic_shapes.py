@@ -154,3 +154,15 @@ def test_nonzero_and_radix_sort_launch_rules():
     masked = op("aten.masked_select.default", {"self": contiguous((8, 16)), "mask": contiguous((16,), "bool")},
                 [contiguous((40,))])
     assert cost_of(masked).kernels == 1 + 1 + 2 + 1 + 1 + 1  # copy of the expanded mask, its nonzero, index
+
+
+def test_routing_sort_and_topk_launches():
+    # H200 zoo moe_forward_bincount: argsort(stable) of 4096 routes -> sort 5 (values copy, arange + index copy,
+    # values copy, radixSortKVInPlace); topk(2) of (2048, 8) logits -> gatherTopK + bitonicSortKVInPlace, 2
+    sort = op("aten.sort.stable", {"self": contiguous((4096,), "int64"), "stable": True, "dim": -1,
+                                   "descending": False}, [contiguous((4096,), "int64"), contiguous((4096,), "int64")])
+    topk = op("aten.topk.default", {"self": contiguous((2048, 8), "bfloat16"), "k": 2, "dim": -1, "largest": True,
+                                    "sorted": True}, [contiguous((2048, 2), "bfloat16"), contiguous((2048, 2), "int64")])
+    assert cost_of(sort).kernels == 5 and cost_of(topk).kernels == 2
+    unsorted = op("aten.topk.default", {**topk.args, "sorted": False}, topk.outputs)
+    assert cost_of(unsorted).kernels == 1

@@ -193,3 +193,27 @@ def test_rnn_flops_are_the_gate_gemms_plus_the_cell():
     cost = cost_of(op("aten._cudnn_rnn.default", args, [contiguous((10, 2, 16))]))
     assert cost.flops == 61440 + 5440
     assert cost.kernels == 2  # H=16 <= 192: the small-h persistent algorithm, a GEMM + the persistent kernel
+
+
+def test_autocast_runs_cudnn_rnns_in_fp16_on_a_recast_weight_buffer():
+    def build():
+        lstm = nn.LSTM(32, 64, batch_first=True).cuda()
+        x = torch.randn(4, 10, 32, device="cuda")
+
+        def step(x):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                out, _ = lstm(x)
+            out.float().sum().backward()
+
+        return step, (x,)
+
+    cap = capture_workload(build, "h200")
+    rnn = next(o for o in cap.ops if o.op == "aten._cudnn_rnn.default")
+    # ATen native/cudnn/AutocastRNN.cpp: float16 whatever the autocast dtype; every call zeroes a fresh fp16
+    # flat buffer and copies (casts) the 4 weights into it, and casts the input, h0 and c0
+    assert rnn.args["input"].dtype == "float16" and rnn.args["weight_buf"].dtype == "float16"
+    before = [o.op for o in cap.ops[:cap.ops.index(rnn)] if o.phase == "forward"]
+    assert before.count("aten.copy_.default") == 4 and before.count("aten._to_copy.default") == 3
+    # the weight gradients come back through the casts: one fp16 -> fp32 copy per weight
+    after = [o for o in cap.ops if o.phase == "backward" and o.op == "aten._to_copy.default"]
+    assert sum(o.outputs[0].dtype == "float32" for o in after) == 4

@@ -76,19 +76,52 @@ def _copied_weight_buf(params: list[torch.Tensor]) -> torch.Tensor:
     return buf
 
 
+def _contiguous_strides(shape) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for n in reversed(tuple(shape)):
+        strides.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _autocast_eligible(t: torch.Tensor | None) -> bool:
+    """at::autocast::is_eligible: a floating CUDA tensor other than float64."""
+    return t is not None and t.device.type == "cuda" and t.is_floating_point() and t.dtype != torch.float64
+
+
+def _cast_reflatten(params: list[torch.Tensor], weight_buf: torch.Tensor) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """ATen native/cudnn/AutocastRNN.cpp `_cudnn_rnn_cast_reflatten` under autocast, whatever its dtype: the
+    weights copied (cast, autograd-exposed) into a fresh float16 flat buffer each call."""
+    buf = torch.zeros(weight_buf.numel(), dtype=torch.float16, device=weight_buf.device)
+    cast, offset = [], 0
+    for w in params:
+        view = buf.new_empty((0,)).set_(buf.untyped_storage(), offset, tuple(w.shape), _contiguous_strides(w.shape))
+        view.copy_(w)
+        cast.append(view)
+        offset += w.numel()
+    return cast, buf
+
+
 def cudnn_rnn(mode: int, x: torch.Tensor, batch_sizes: list[int], hx: torch.Tensor, cx: torch.Tensor | None,
               params: list[torch.Tensor], has_biases: bool, num_layers: int, dropout: float, train: bool,
               bidirectional: bool, batch_first: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """ATen native/cudnn/RNN.cpp `_cudnn_impl`: (output, hy, cy) from one `_cudnn_rnn` call."""
+    """ATen native/cudnn/RNN.cpp `_cudnn_impl`: (output, hy, cy) from one `_cudnn_rnn` call, through the
+    autocast wrapper CUDA registers for it when autocast is on."""
     hidden_size, proj_size = hx.shape[2], 0
     if cx is not None and cx.shape[2] != hx.shape[2]:  # an LSTM with projections
         hidden_size, proj_size = cx.shape[2], hx.shape[2]
     weight_buf = _weight_buf(params)
     if weight_buf is None:
         weight_buf = _copied_weight_buf(params)
+    if torch.is_autocast_enabled("cuda") and _autocast_eligible(weight_buf) and weight_buf.dtype != torch.float16:
+        with torch.autocast("cuda", enabled=False):
+            params, weight_buf = _cast_reflatten(params, weight_buf)
+            x, hx = (t.to(torch.float16) if _autocast_eligible(t) else t for t in (x, hx))
+            cx = cx.to(torch.float16) if _autocast_eligible(cx) else cx
     weight_stride0 = (4 if has_biases else 2) + (1 if proj_size else 0)
-    out = aten._cudnn_rnn.default(x, params, weight_stride0, weight_buf, hx, cx, mode, hidden_size, proj_size,
-                                  num_layers, batch_first, dropout, train, bidirectional, batch_sizes, None)
+    with torch.autocast("cuda", enabled=False):
+        out = aten._cudnn_rnn.default(x, params, weight_stride0, weight_buf, hx, cx, mode, hidden_size, proj_size,
+                                      num_layers, batch_first, dropout, train, bidirectional, batch_sizes, None)
     return out[0], out[1], out[2]
 
 
