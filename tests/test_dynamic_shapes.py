@@ -162,7 +162,8 @@ def test_routing_sort_and_topk_launches():
     sort = op("aten.sort.stable", {"self": contiguous((4096,), "int64"), "stable": True, "dim": -1,
                                    "descending": False}, [contiguous((4096,), "int64"), contiguous((4096,), "int64")])
     topk = op("aten.topk.default", {"self": contiguous((2048, 8), "bfloat16"), "k": 2, "dim": -1, "largest": True,
-                                    "sorted": True}, [contiguous((2048, 2), "bfloat16"), contiguous((2048, 2), "int64")])
+                                    "sorted": True},
+              [contiguous((2048, 2), "bfloat16"), contiguous((2048, 2), "int64")])
     assert cost_of(sort).kernels == 5 and cost_of(topk).kernels == 2
     unsorted = op("aten.topk.default", {**topk.args, "sorted": False}, topk.outputs)
     assert cost_of(unsorted).kernels == 1

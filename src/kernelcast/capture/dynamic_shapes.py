@@ -29,6 +29,7 @@ import math
 from typing import Any, Callable
 
 import torch
+from torch._subclasses.fake_tensor import CONSTANT_NUMEL_LIMIT
 from torch.utils._python_dispatch import _disable_current_modes
 from torch.utils._pytree import tree_flatten, tree_map
 from torch.utils.weak import WeakIdKeyDictionary
@@ -49,6 +50,17 @@ def _is_fake(t: Any) -> bool:
     from torch._subclasses.fake_tensor import FakeTensor
 
     return isinstance(t, FakeTensor)
+
+
+def _tensor_args(args: tuple, kwargs: dict) -> list[torch.Tensor]:
+    """The tensors among an op's arguments, in lists too (a cheaper tree_flatten for the per-op path)."""
+    out = []
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, torch.Tensor):
+            out.append(a)
+        elif isinstance(a, (list, tuple)):
+            out.extend(x for x in a if isinstance(x, torch.Tensor))
+    return out
 
 
 def _cpu_kwarg(value: Any) -> Any:
@@ -145,20 +157,22 @@ class ValueHints:
         """Hints for the outputs of ops whose values the host knows or the capture guesses."""
         if func in LIFT_OPS:
             real = args[0]
-            if isinstance(real, torch.Tensor) and not _is_fake(real) and real.numel() <= VALUE_HINT_MAX_NUMEL:
+            # FakeTensorMode keeps the values of one-element host tensors itself (their `constant`)
+            if (isinstance(real, torch.Tensor) and not _is_fake(real)
+                    and CONSTANT_NUMEL_LIMIT < real.numel() <= VALUE_HINT_MAX_NUMEL):
                 with _disable_current_modes():
                     self.set(out, real.clone())
             return
         packet = func.overloadpacket
-        with _disable_current_modes():  # hints are real CPU tensors: compute them outside the fake mode
-            if packet is aten.arange:
-                self._arange(func, args, kwargs, out)
-            elif packet in (aten.randint, aten.randint_like):
-                self._randint(func, args, kwargs, out)
-            else:
-                seeder = self._seeders.get(func)
-                if seeder is not None:
-                    seeder(args, kwargs, out)
+        if packet is aten.arange:
+            seeder = self._arange
+        elif packet is aten.randint or packet is aten.randint_like:
+            seeder = self._randint
+        else:
+            seeder = self._seeders.get(func)
+        if seeder is not None:
+            with _disable_current_modes():  # hints are real CPU tensors: compute them outside the fake mode
+                seeder(func, args, kwargs, out)
 
     def _arange(self, func, args, kwargs, out) -> None:
         if isinstance(out, torch.Tensor) and out.numel() <= VALUE_HINT_MAX_NUMEL:
@@ -177,7 +191,7 @@ class ValueHints:
         why = self._assumed("randint", f"values in [{low}, {high}) assumed spread evenly over the range")
         self.set(out, spread(out.numel(), high - low, low).reshape(out.shape).to(out.dtype), why)
 
-    def _topk(self, args, kwargs, out) -> None:
+    def _topk(self, func, args, kwargs, out) -> None:
         values, indices = out
         x, k = args[0], args[1]
         dim = (args[2] if len(args) > 2 else kwargs.get("dim", -1)) % max(x.dim(), 1)
@@ -187,7 +201,7 @@ class ValueHints:
         why = self._assumed("topk", f"indices assumed spread evenly over the {choices} choices (a uniform routing)")
         self.set(indices, _move_last_to(spread(rows * k, choices), tuple(indices.shape), dim), why)
 
-    def _sort(self, args, kwargs, out) -> None:
+    def _sort(self, func, args, kwargs, out) -> None:
         _, indices = out
         x = args[0]
         dim = kwargs.get("dim", -1)
@@ -203,12 +217,12 @@ class ValueHints:
         why = self._assumed("sort", "indices assumed in order (the input already sorted)")
         self.set(indices, _move_last_to(ordered, tuple(indices.shape), dim), why)
 
-    def _argmax(self, args, kwargs, out) -> None:
+    def _argmax(self, func, args, kwargs, out) -> None:
         x = args[0]
         dim = args[1] if len(args) > 1 else kwargs.get("dim")
         self._index_choices(out, x, dim)
 
-    def _max_dim(self, args, kwargs, out) -> None:
+    def _max_dim(self, func, args, kwargs, out) -> None:
         x, dim = args[0], args[1]
         self._index_choices(out[1], x, dim)
 
@@ -219,12 +233,12 @@ class ValueHints:
         why = self._assumed("argmax/argmin", f"indices assumed spread evenly over the {choices} choices")
         self.set(indices, spread(indices.numel(), choices).reshape(indices.shape), why)
 
-    def _randperm(self, args, kwargs, out) -> None:
+    def _randperm(self, func, args, kwargs, out) -> None:
         if out.numel() <= VALUE_HINT_MAX_NUMEL:
             why = self._assumed("randperm", "assumed the identity permutation")
             self.set(out, spread(out.numel(), out.numel()).to(out.dtype), why)
 
-    def _multinomial(self, args, kwargs, out) -> None:
+    def _multinomial(self, func, args, kwargs, out) -> None:
         probs = args[0]
         if out.numel() <= VALUE_HINT_MAX_NUMEL and probs.dim() > 0:
             why = self._assumed("multinomial", f"samples assumed spread evenly over the {probs.shape[-1]} choices")
@@ -238,11 +252,11 @@ class ValueHints:
     def propagate(self, func, args: tuple, kwargs: dict, out: Any) -> None:
         """Outputs of an op whose tensor inputs all have hints get hints computed from them on the CPU; an
         in-place op with an input of unknown value makes its target's hint unknown."""
-        flat_args, _ = tree_flatten((args, kwargs))
-        tensors = [a for a in flat_args if isinstance(a, torch.Tensor)]
-        hinted = [self.get(t) is not None or not _is_fake(t) for t in tensors]
-        if not tensors or not any(self.get(t) is not None for t in tensors):
+        tensors = _tensor_args(args, kwargs)
+        values = self._values
+        if not any(t in values for t in tensors):  # the common case, kept short: it runs for every op
             return
+        hinted = [t in values or not _is_fake(t) or t.constant is not None for t in tensors]
         if not all(hinted) or torch.Tag.nondeterministic_seeded in func.tags:
             self._forget_written(func, args)
             return
@@ -261,7 +275,10 @@ class ValueHints:
         self._attach(out, real_out, why)
 
     def _real(self, a: Any) -> Any:
-        return self.get(a) if isinstance(a, torch.Tensor) and _is_fake(a) else a
+        if not isinstance(a, torch.Tensor) or not _is_fake(a):
+            return a
+        values = self.get(a)
+        return a.constant if values is None else values
 
     def _attach(self, out: Any, real_out: Any, why: frozenset[str]) -> None:
         fakes, _ = tree_flatten(out)

@@ -202,8 +202,7 @@ class Recorder(TorchDispatchMode):
             out, sync = func(*args, **kwargs), None
         if func not in self._shape_handlers:
             self.hints.seed(func, args, kwargs, out)
-            if self.hints:
-                self.hints.propagate(func, args, kwargs, out)
+            self.hints.propagate(func, args, kwargs, out)
         hint = BOOL_HINTS.get(func.overloadpacket)
         if hint is not None and isinstance(out, torch.Tensor):
             self._bool_hint[out] = hint
