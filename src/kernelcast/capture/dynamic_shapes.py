@@ -424,9 +424,8 @@ class DynamicShapes:
             leading += 1
         trailing = self_t.dim() - leading - mask.dim()
         shaped = mask.reshape(tuple(mask.shape) + (1,) * trailing)
-        out = aten.masked_fill_.Tensor(self_t, shaped, values.reshape(()))
-        self._record(aten.masked_fill_.Tensor, (self_t, shaped, values.reshape(())), {}, out, None)
-        return out
+        # recorded as the index_put_ it is (one kernel, as the device attributes it), without a nonzero or sync
+        return aten.masked_fill_.Tensor(self_t, shaped, values.reshape(()))
 
     # -- counting ops ----------------------------------------------------------------------------------
     def bincount(self, func, args, kwargs):
