@@ -125,6 +125,23 @@ def cudnn_rnn(mode: int, x: torch.Tensor, batch_sizes: list[int], hx: torch.Tens
     return out[0], out[1], out[2]
 
 
+# Argument names of torch._VF.lstm / gru / rnn_* (native_functions.yaml: lstm.input / lstm.data, ...).
+UNPACKED_ARGS = ("input", "hx", "params", "has_biases", "num_layers", "dropout", "train", "bidirectional",
+                 "batch_first")
+PACKED_ARGS = ("data", "batch_sizes", "hx", "params", "has_biases", "num_layers", "dropout", "train",
+               "bidirectional")
+
+
+def _bind(args: tuple, kwargs: dict, names: tuple[str, ...]) -> tuple | None:
+    """Positional arguments in schema order, or None when some are missing (torch then raises its own error)."""
+    if len(args) > len(names):
+        return None
+    rest = names[len(args):]
+    if any(n not in kwargs for n in rest):
+        return None
+    return (*args, *(kwargs[n] for n in rest))
+
+
 class RnnRoutes:
     """Router entries for the RNN layer functions (torch._VF.*), the weight flattening and packed padding."""
 
@@ -147,12 +164,12 @@ class RnnRoutes:
         return self._batch_sizes_of(batch_sizes, data.shape[0])
 
     def lstm(self, func, args, kwargs):
-        if kwargs or len(args) != 9:
+        # (data, batch_sizes, (hx, cx), params, ...) is a packed sequence; (input, (hx, cx), params, ...) is not
+        packed = "batch_sizes" in kwargs or (len(args) > 1 and isinstance(args[1], torch.Tensor))
+        bound = _bind(args, kwargs, PACKED_ARGS if packed else UNPACKED_ARGS)
+        if bound is None or not use_cudnn(bound[0], self.arch):
             return func(*args, **kwargs)
-        packed = isinstance(args[1], torch.Tensor)
-        x = args[0]
-        if not use_cudnn(x, self.arch):
-            return func(*args, **kwargs)
+        args = bound
         if packed:
             data, batch_sizes, (hx, cx), params, has_biases, layers, dropout, train, bidirectional = args
             return cudnn_rnn(CUDNN_RNN_MODES["lstm"], data, self._batch_sizes(data, batch_sizes), hx, cx,
@@ -165,9 +182,13 @@ class RnnRoutes:
         mode = CUDNN_RNN_MODES[name]
 
         def route(func, args, kwargs):
-            if kwargs or len(args) != 9 or not use_cudnn(args[0], self.arch):
+            # (data, batch_sizes, hx, params, ...) is a packed sequence; (input, hx, params, ...) is not
+            packed = "batch_sizes" in kwargs or (len(args) > 2 and isinstance(args[2], torch.Tensor))
+            bound = _bind(args, kwargs, PACKED_ARGS if packed else UNPACKED_ARGS)
+            if bound is None or not use_cudnn(bound[0], self.arch):
                 return func(*args, **kwargs)
-            if isinstance(args[2], torch.Tensor):  # (data, batch_sizes, hx, params, ...): a packed sequence
+            args = bound
+            if packed:
                 data, batch_sizes, hx, params, has_biases, layers, dropout, train, bidirectional = args
                 out, hy, _ = cudnn_rnn(mode, data, self._batch_sizes(data, batch_sizes), hx, None, list(params),
                                        has_biases, layers, dropout, train, bidirectional, False)

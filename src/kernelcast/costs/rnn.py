@@ -227,6 +227,8 @@ def _backward_aten_kernels(op: OpRecord, s: RnnShape, weights: bool) -> int:
     grad_output = a.get("grad_output")
     if isinstance(grad_output, TensorMeta):
         kernels += _copies_to_contiguous(grad_output, s.batch_first, s.packed)
+    else:  # zeros_like(output) is row-major (B, T, F): batch-first, its time-major view is copied too
+        kernels += s.batch_first and not s.packed and s.steps > 1 and s.batch > 1
     for name in ("grad_hy", "grad_cy"):
         g = a.get(name)
         if isinstance(g, TensorMeta) and g.numel > 1 and not row_major(g):
