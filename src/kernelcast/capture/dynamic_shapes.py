@@ -435,13 +435,15 @@ class DynamicShapes:
         x_values, w_values = self.hints.get(x), self.hints.get(weights)
         dtype = torch.long if weights is None else (torch.float32 if weights.dtype == torch.float32
                                                     else torch.float64)
-        if x_values is not None and (weights is None or w_values is not None):
+        if x_values is not None:  # the bins follow from the indices; the counts need the weights too
             self.hints.use(x)
-            self.hints.use(weights)
-            real = run_on_values(aten._to_copy.default, (run_on_values(func, (x_values, w_values, minlength), {}),),
-                                 {"dtype": dtype})
+            real = run_on_values(func, (x_values, None, minlength), {})
             out = x.new_empty(tuple(real.shape), dtype=dtype)
-            self.hints.set(out, real, self.hints.why(x) | self.hints.why(weights))
+            if weights is None or w_values is not None:
+                self.hints.use(weights)
+                real = run_on_values(func, (x_values, w_values, minlength), {})
+                self.hints.set(out, run_on_values(aten._to_copy.default, (real,), {"dtype": dtype}),
+                               self.hints.why(x) | self.hints.why(weights))
         else:
             bins = minlength if minlength > 0 else x.numel()
             source = "minlength" if minlength > 0 else "as many bins as input elements, an upper bound"
