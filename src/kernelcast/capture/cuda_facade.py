@@ -188,6 +188,9 @@ def _fakes(target: TargetDevice, on_sync: Callable[[str], None]) -> dict[str, ob
         "device_count": lambda: 1,
         "current_device": lambda: 0,
         "set_device": lambda device: None,
+        # torch.cuda.device(...) / device_of(...) swap the current device through these (one device here)
+        "_exchange_device": lambda device: 0,
+        "_maybe_exchange_device": lambda device: 0,
         "get_device_capability": lambda device=None: target.capability,
         "get_device_name": lambda device=None: target.name,
         "get_device_properties": lambda device=None: props,

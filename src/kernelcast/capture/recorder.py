@@ -3,7 +3,8 @@
 The recorder is a TorchDispatchMode pushed on top of FakeTensorMode, so it sees each op once, after
 autograd and composite decompositions (as CUDA would run them) and before the fake kernel computes output
 metadata. It also stands in for the GPU where the host would read data back (`.item()`, `nonzero`, boolean
-masks, copies to the CPU): those become sync points, and the step goes on with placeholder values.
+masks, copies to the CPU): those become sync points, and the step goes on with placeholder values. Ops whose
+output size depends on data (nonzero, unique, bincount, ...) get a stated size (dynamic_shapes.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from kernelcast.records import ENGINE_NODES_OP, HOST_OP_PREFIX, OpRecord, TensorMeta
 
 from .cuda_inplace import CudaInPlace
+from .dynamic_shapes import DynamicShapes, ValueHints, as_python
 from .host_clock import HostClock
+from .rnn import cudnn_rnn_with_cuda_layout
 from .source import current_source
 
 aten = torch.ops.aten
@@ -42,6 +45,8 @@ BOOL_HINTS = {aten.all: True, aten.eq: True, aten.any: False, aten.ne: False}
 
 # Ops that create no tensor data and never run on the device, whatever their inputs.
 NO_DEVICE_WORK = {aten.sym_size.int, aten.sym_stride.int, aten.sym_numel.default, aten.sym_storage_offset.default}
+# Ops whose handler records the ops they run on CUDA instead of themselves (dynamic_shapes.py).
+RECORDED_AS_INNER_OPS = {aten._pack_padded_sequence.default}
 
 
 def runs_as_local_ops(types) -> bool:
@@ -94,19 +99,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
         return value.node.maybe_as_int() if isinstance(value, torch.SymInt) else str(value)
     return str(value)
-
-
-def dispatches_to_masked_fill(args: tuple, kwargs: dict) -> bool:
-    """`x[mask] = scalar` on CUDA: _index_put_impl_ runs masked_fill_ (no nonzero, no sync) when it does not
-    accumulate, its one index is a boolean mask on self's device and the value is one element on the CPU
-    (canDispatchToMaskedFill, aten/src/ATen/native/TensorAdvancedIndexing.cpp)."""
-    self_t, indices = args[0], args[1]
-    value = args[2] if len(args) > 2 else kwargs.get("values")
-    accumulate = args[3] if len(args) > 3 else kwargs.get("accumulate", False)
-    defined = [i for i in indices if isinstance(i, torch.Tensor)]
-    return (not accumulate and isinstance(value, torch.Tensor) and value.numel() == 1
-            and device_type(value) == "cpu" and len(defined) == 1
-            and defined[0].dtype in (torch.bool, torch.uint8) and device_type(defined[0]) == device_type(self_t))
 
 
 class _Schema:
@@ -178,24 +170,25 @@ class Recorder(TorchDispatchMode):
         self._schemas: dict[Any, _Schema] = {}
         # Which bool tensors came from all()/any(), so .item() on them gets a plausible placeholder.
         self._bool_hint = WeakIdKeyDictionary()
+        # Plausible values of small tensors whose data the GPU would compute, and data-dependent sizes.
+        self.hints = ValueHints(self._note)
+        self.dynamic = DynamicShapes(self.hints, self._note, self._record_inner)
+        self._shape_handlers = self.dynamic.handlers()  # they give their outputs' hints themselves
         self._sync_handlers: dict[Any, Callable] = {
+            **self._shape_handlers,
             aten._local_scalar_dense.default: self._scalar,
-            aten.nonzero.default: self._nonzero,
-            aten.masked_select.default: self._masked_select,
-            aten.index.Tensor: self._index_with_masks,
-            aten.index_put.default: self._index_with_masks,
-            aten.index_put_.default: self._index_with_masks,
-            aten._index_put_impl_.default: self._index_with_masks,
             aten.is_nonzero.default: self._scalar,
             aten.equal.default: self._equal,
             aten._to_copy.default: self._copy,
             aten.copy_.default: self._copy,
             aten._pin_memory.default: self._pin_memory,
             aten.is_pinned.default: self._is_pinned,
+            aten._cudnn_rnn.default: cudnn_rnn_with_cuda_layout,
         }
         self._pinned = WeakIdKeyDictionary()  # host tensors in pinned memory (FakeTensorMode has no such notion)
         self._pending_tags: tuple[str, ...] = ()  # set by a handler for the op it handles
         self.in_place = CudaInPlace()  # backward work a GPU run does in place (cuda_inplace.py)
+        self._host_read_kind: str | None = None  # set while a host read (tolist) copies a tensor to the CPU
 
     # -- dispatch --------------------------------------------------------------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -218,12 +211,20 @@ class Recorder(TorchDispatchMode):
         else:
             out, sync = func(*args, **kwargs), None
         self.in_place.note(func, out)
+        if func not in self._shape_handlers:
+            self.hints.seed(func, args, kwargs, out)
+            self.hints.propagate(func, args, kwargs, out)
         hint = BOOL_HINTS.get(func.overloadpacket)
         if hint is not None and isinstance(out, torch.Tensor):
             self._bool_hint[out] = hint
-        if self.recording and func not in NO_DEVICE_WORK:
+        if self.recording and func not in NO_DEVICE_WORK and func not in RECORDED_AS_INNER_OPS:
             self._record(func, args, kwargs, out, sync)
         return out
+
+    def _record_inner(self, func, args: tuple, kwargs: dict, out: Any, sync: str | None) -> None:
+        """An op a handler ran on the way to its own result (the nonzero of a boolean index, ...)."""
+        if self.recording:
+            self._record(func, args, kwargs, out, sync)
 
     def _record(self, func, args: tuple, kwargs: dict, out: Any, sync: str | None) -> None:
         schema = self._schemas.get(func)
@@ -301,8 +302,10 @@ class Recorder(TorchDispatchMode):
     def _scalar(self, func, args, kwargs):
         (t,) = args[:1]
         constant = getattr(t, "constant", None)
+        if constant is None:
+            constant = self.hints.use(t)  # a value the host knows, or the capture's stated guess for it
         if constant is not None:  # FakeTensorMode kept the real value of a small constant: use it
-            value = constant.item() if func is aten._local_scalar_dense.default else bool(constant)
+            value = as_python(constant) if func is aten._local_scalar_dense.default else bool(as_python(constant))
         elif t.dtype == torch.bool or func is aten.is_nonzero.default:
             value = self._bool_hint.get(t, False)
             self._note(f"bool read back from the GPU: assumed {value} (all/eq -> True, any/ne/other -> False)")
@@ -315,41 +318,20 @@ class Recorder(TorchDispatchMode):
         return value, ("item" if device_type(t) == "cuda" else None)
 
     def _equal(self, func, args, kwargs):
+        a, b = self.hints.use(args[0]), self.hints.use(args[1])
+        if a is not None and b is not None:
+            return as_python(a) == as_python(b), ("item" if _on_gpu(args, kwargs) else None)
         self._note("torch.equal on GPU tensors: assumed True")
         return True, ("item" if _on_gpu(args, kwargs) else None)
 
-    def _placeholder_count(self, t: torch.Tensor) -> int:
-        self._note("data-dependent sizes (nonzero, boolean masks) assume every element selected")
-        return int(t.numel())
-
-    def _nonzero(self, func, args, kwargs):
-        (t,) = args[:1]
-        out = torch.empty((self._placeholder_count(t), t.dim()), dtype=torch.long, device=t.device)
-        return out, ("nonzero" if device_type(t) == "cuda" else None)
-
-    def _masked_select(self, func, args, kwargs):
-        t, mask = args[:2]
-        n = torch.broadcast_shapes(t.shape, mask.shape)
-        out = torch.empty((self._placeholder_count(torch.empty(n, device="meta")),), dtype=t.dtype, device=t.device)
-        return out, ("masked_select" if device_type(t) == "cuda" else None)
-
-    def _index_with_masks(self, func, args, kwargs):
-        self_t, indices = args[0], args[1]
-        if not any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices):
-            return func(*args, **kwargs), None
-        masked_fill = func is not aten.index.Tensor and dispatches_to_masked_fill(args, kwargs)
-        expanded: list[torch.Tensor | None] = []
-        for index in indices:
-            if isinstance(index, torch.Tensor) and index.dtype in (torch.bool, torch.uint8):
-                # masked_fill_ never computes the selected count: any length lets the fake kernel run
-                count = int(index.numel()) if masked_fill else self._placeholder_count(index)
-                expanded.extend(torch.empty((count,), dtype=torch.long, device=index.device) for _ in range(index.dim()))
-            else:
-                expanded.append(index)
-        out = func(self_t, expanded, *args[2:], **kwargs)
-        if masked_fill:
-            return out, None
-        return out, ("boolean mask" if device_type(self_t) == "cuda" else None)
+    def copy_to_host(self, tensor: torch.Tensor, kind: str) -> None:
+        """A host read outside aten (tolist) of a GPU tensor: torch copies it to the CPU first
+        (torch/csrc/utils/tensor_list.cpp); the copy is the sync point, labelled with the read's kind."""
+        self._host_read_kind = kind
+        try:
+            tensor.to("cpu")
+        finally:
+            self._host_read_kind = None
 
     def _pin_memory(self, func, args, kwargs):
         out = aten.clone.default(args[0])
@@ -379,7 +361,7 @@ class Recorder(TorchDispatchMode):
         if src_device == "cuda":  # to the host
             pinned = non_blocking if func is aten._to_copy.default else bool(self._pinned.get(dst, False))
             self._pending_tags = ("pinned",) if pinned else ()
-            return out, (None if pinned and non_blocking else "cpu")
+            return out, (None if pinned and non_blocking else (self._host_read_kind or "cpu"))
         pinned = bool(self._pinned.get(src, False))
         self._pending_tags = ("pinned",) if pinned else ()
         if pinned and non_blocking:

@@ -18,6 +18,7 @@ from torch.overrides import TorchFunctionMode
 from kernelcast.errors import CaptureError
 
 from . import attention
+from .dynamic_shapes import as_python
 from .host_clock import HostClock
 from .source import current_source
 
@@ -37,6 +38,9 @@ class Router(TorchFunctionMode):
         # A post hook for every autograd node of a backward (the recorder's CudaInPlace.outputs_ready).
         self.node_post_hook: Callable | None = None
         self.clock = HostClock()  # the recorder's, set by the session: every torch call is the capture's time
+        # Set by the session: the recorder's value hints, and its copy of a GPU tensor to the host for a read.
+        self.hints: Any = None
+        self.copy_to_host: Callable[[torch.Tensor, str], None] | None = None
         self._routes: dict[Any, Callable] = {
             torch.nn.functional.scaled_dot_product_attention: self._sdpa,
             torch._C._nn.scaled_dot_product_attention: self._sdpa,
@@ -45,6 +49,10 @@ class Router(TorchFunctionMode):
             torch.Tensor.__repr__: self._host_read("print"),
             torch.Tensor.__format__: self._host_read("print"),
         }
+
+    def add_routes(self, routes: dict[Any, Callable]) -> None:
+        """More functions to send elsewhere (the session adds the RNN ones, capture/rnn.py)."""
+        self._routes.update(routes)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         self.clock.torch_calls += 1
@@ -107,19 +115,34 @@ class Router(TorchFunctionMode):
         def read(func, args, kwargs):
             tensor = args[0]
             if isinstance(tensor, torch.Tensor) and tensor.device.type == "cuda":
-                self._on_sync(kind)
-            return _placeholder_read(kind, tensor, func, args, kwargs)
+                if kind == "tolist" and self.copy_to_host is not None:
+                    self.copy_to_host(tensor, kind)  # tolist copies to the host first: that copy is the sync
+                else:
+                    self._on_sync(kind)
+            return _placeholder_read(kind, tensor, self._known_values(tensor))
 
         return read
 
+    def _known_values(self, tensor: torch.Tensor) -> torch.Tensor | None:
+        """The real values behind a fake tensor where the capture has them: a small host constant, or a
+        value hint (dynamic_shapes.py)."""
+        constant = getattr(tensor, "constant", None)
+        if constant is None and self.hints is not None:
+            constant = self.hints.use(tensor)
+        return constant
 
-def _placeholder_read(kind: str, tensor: torch.Tensor, func, args, kwargs) -> Any:
-    """What the host gets back: zeros of the right shape (fake tensors hold no data)."""
+
+def _placeholder_read(kind: str, tensor: torch.Tensor, values: torch.Tensor | None) -> Any:
+    """What the host gets back: the known values, else zeros of the right shape (fake tensors hold no data)."""
     import numpy as np
 
     if kind == "tolist":
+        if values is not None:
+            return as_python(values)
         return np.zeros(tuple(tensor.shape)).tolist() if tensor.dim() else 0
     if kind == "numpy":
+        if values is not None:
+            return np.array(as_python(values))
         return np.zeros(tuple(tensor.shape), dtype=np.float32)
     return f"tensor(shape={tuple(tensor.shape)}, dtype={tensor.dtype}, device='{tensor.device}')"
 

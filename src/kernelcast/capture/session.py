@@ -33,6 +33,7 @@ from .cpu_speed import this_machine_bench_us
 from .cuda_facade import TargetDevice, cuda_facade
 from .host_clock import BASELINE_CALLS, BASELINE_LOOPS, GapBaselines, HostClock, fastest_mean
 from .recorder import Recorder
+from .rnn import RnnRoutes, cudnn_rnns_on_fake_cuda
 from .router import Router, origin_of_current_backward_node
 from .whole_ops import cuda_kernels_kept_whole
 
@@ -179,6 +180,7 @@ class CaptureSession:
             stack.enter_context(_foreach_accepts_fake_tensors())
             stack.enter_context(real_run_paths())
             stack.enter_context(cuda_kernels_kept_whole())
+            stack.enter_context(cudnn_rnns_on_fake_cuda())
             self.fake_mode = _CaptureFakeMode(allow_non_fake_inputs=True)
             stack.enter_context(_swappable_fake_tensors(self.fake_mode))
             stack.enter_context(self.fake_mode)
@@ -187,6 +189,9 @@ class CaptureSession:
             self.router = stack.enter_context(
                 Router(self.arch, self._module, self._host_sync, backward_error))
             self.tracker.clock = self.router.clock = self.recorder.clock
+            self.router.hints, self.router.copy_to_host = self.recorder.hints, self.recorder.copy_to_host
+            rnn_routes = RnnRoutes(self.arch, self.recorder.hints, self.recorder.dynamic.batch_sizes)
+            self.router.add_routes(rnn_routes.routes())
             self.router.on_backward = self.recorder.record_engine_nodes
             self.router.node_post_hook = self.recorder.in_place.outputs_ready
             stack.enter_context(mock.patch.multiple(FakeTensor, **self.router.host_read_patches(),

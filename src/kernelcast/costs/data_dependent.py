@@ -1,0 +1,192 @@
+"""Ops whose output size depends on data (nonzero, masked_select, unique, bincount, repeat_interleave), and the
+sort and top-k that MoE routing feeds them.
+
+Each reads a count back to the host before it can size its output (the capture records that sync). Their
+work items follow ATen's CUDA implementations, which are built from CUB device-wide primitives:
+- nonzero (native/cuda/Nonzero.cu): a .contiguous() copy of a strided input, cub::DeviceReduce::Sum of the
+  flags per chunk of up to 2**30 elements (one single-tile kernel, or two), the count copied to the host,
+  cub::DeviceSelect::Flagged (an init and a sweep kernel), and write_indices for inputs of 2+ dims.
+  data_dependent (1-D, 2**20 elements): 2 + 1 + 2 = 5; moe_train (2-D, 4096 elements): 1 + 1 + 2 + 1 = 5.
+- masked_select (native/cuda/IndexKernel.cu masked_select_out_cuda_impl): index() with the broadcast mask, a
+  nonzero of it and the index kernel. data_dependent: 6.
+- unique (native/cuda/UniqueCub.cu): a CUB radix sort (pairs with an arange when inverse indices are asked),
+  the inverse indices (adjacent difference, an inclusive scan, a scatter), cub::DeviceSelect::Unique or
+  RunLengthEncode, and the count copied back; booleans count their trues with a reduction instead.
+  data_dependent (65536 int64): 20 + 2 + 1 = 23.
+- bincount (native/cuda/SummaryOps.cu _bincount_cuda): min() and max() each reduced and copied back, the
+  zeroed output, the histogram kernel: 6 (data_dependent, moe_forward_bincount).
+- repeat_interleave with tensor repeats (native/cuda/Repeat.cu): the cumsum (a CUB scan: init + scan), then
+  without output_size the total and a `(repeats >= 0).all()` check read back (a compare, a reduction, two
+  copies), and the compute kernel: 7 measured (data_dependent); 3 with output_size.
+"""
+
+from __future__ import annotations
+
+import math
+
+from kernelcast.records import OpRecord, TensorMeta
+
+from .common import arg, bytes_read, bytes_written, row_major
+from .registry import Cost, CostContext, register
+
+# cub::DeviceReduce runs one single-tile kernel up to one tile of items (its SM 6.0+ policy: 256 threads x 20
+# items), else a per-block kernel and a single-tile kernel. Measured: 4096 flags -> 1, 2**20 -> 2 (H200).
+CUB_REDUCE_SINGLE_TILE_ITEMS = 256 * 20
+NONZERO_CHUNK_ITEMS = 2**30  # Nonzero.cu: inputs of INT_MAX elements and more go in chunks of 2**30
+CUB_SELECT_KERNELS = 2  # DeviceSelect / DeviceRunLengthEncode: a tile-state init kernel and the sweep
+CUB_SCAN_KERNELS = 2  # DeviceScan: a tile-state init kernel and the scan
+DEVICE_TO_HOST_COPY = 1
+# CUB onesweep radix sort: 8-bit digits, so one pass per byte of key; one histogram and one exclusive-sum kernel,
+# and a memset per pass plus two (65536 int64 keys, 8 passes: 10 memsets + 1 + 1 + 8 = 20 measured). Up to one
+# tile (256 threads x 19 four-byte items, scaled to the key size) it is a single-tile kernel.
+RADIX_BITS = 8
+RADIX_SORT_EXTRA_MEMSETS = 2
+RADIX_SORT_TILE_THREADS, RADIX_SORT_TILE_4B_ITEMS = 256, 19
+UNIQUE_INVERSE_KERNELS = 1 + CUB_SCAN_KERNELS + 1  # adjacent difference, inclusive scan, scatter (sorted only)
+BINCOUNT_KERNELS = 6  # min, its copy, max, its copy, the zeroed output, the histogram
+REPEAT_INTERLEAVE_SYNC_KERNELS = 4  # the total's copy, (repeats >= 0), .all(), its copy
+REPEAT_INTERLEAVE_COMPUTE_KERNELS = 1
+
+
+def cub_reduce_kernels(items: int) -> int:
+    return 1 if items <= CUB_REDUCE_SINGLE_TILE_ITEMS else 2
+
+
+def nonzero_kernels(t: TensorMeta, found: int) -> int:
+    """Work items of nonzero on CUDA for an input `t` with `found` nonzero elements."""
+    if t.numel == 0:
+        return 0
+    chunks = 1 if t.numel < 2**31 - 1 else math.ceil(t.numel / NONZERO_CHUNK_ITEMS)
+    per_chunk = min(t.numel, NONZERO_CHUNK_ITEMS if chunks > 1 else t.numel)
+    kernels = chunks * (cub_reduce_kernels(per_chunk) + CUB_SELECT_KERNELS) + DEVICE_TO_HOST_COPY
+    kernels += 0 if row_major(t) else 1  # self.contiguous()
+    kernels += 1 if len(t.shape) > 1 and found > 0 else 0  # write_indices
+    return kernels
+
+
+def radix_sort_kernels(items: int, key_bytes: int) -> int:
+    if items <= RADIX_SORT_TILE_THREADS * max(1, RADIX_SORT_TILE_4B_ITEMS * 4 // key_bytes):
+        return 1
+    passes = math.ceil(8 * key_bytes / RADIX_BITS)
+    return (passes + RADIX_SORT_EXTRA_MEMSETS) + 2 + passes
+
+
+def _memory(op: OpRecord, kernels: int, kind: str = "copy") -> Cost:
+    return Cost(bytes_read=bytes_read(op), bytes_written=bytes_written(op), kernels=kernels, kind=kind,
+                dtype=(op.tensors_out() or op.tensors_in())[0].dtype)
+
+
+@register("aten.nonzero")
+def nonzero(op: OpRecord, ctx: CostContext) -> Cost:
+    t = arg(op, "self")
+    out = op.tensors_out()
+    return _memory(op, nonzero_kernels(t, out[0].shape[0] if out else t.numel))
+
+
+def _broadcast(a: TensorMeta, b: TensorMeta) -> tuple[int, ...]:
+    n = max(len(a.shape), len(b.shape))
+    pa, pb = (1,) * (n - len(a.shape)) + a.shape, (1,) * (n - len(b.shape)) + b.shape
+    return tuple(max(x, y) for x, y in zip(pa, pb))
+
+
+@register("aten.masked_select")
+def masked_select(op: OpRecord, ctx: CostContext) -> Cost:
+    t, mask = arg(op, "self"), arg(op, "mask")
+    shape = _broadcast(t, mask)
+    if mask.shape != shape:  # the expanded mask is strided: nonzero copies it first
+        mask = TensorMeta(shape, mask.dtype, (0,) * len(shape), mask.device)
+    found = op.tensors_out()[0].numel if op.tensors_out() else math.prod(shape)
+    return _memory(op, nonzero_kernels(mask, found) + 1)
+
+
+def _flag(op: OpRecord, name: str) -> bool:
+    return bool(op.args.get(name))
+
+
+@register("aten._unique2", "aten._unique", "aten.unique_consecutive", "aten.unique_dim")
+def unique(op: OpRecord, ctx: CostContext) -> Cost:
+    t = arg(op, "self")
+    consecutive = op.name == "unique_consecutive"
+    inverse, counts = _flag(op, "return_inverse"), _flag(op, "return_counts")
+    if t.dtype == "bool" and not consecutive:
+        kernels = cub_reduce_kernels(t.numel) + 1 + inverse + DEVICE_TO_HOST_COPY
+        return _memory(op, kernels)
+    kernels = 0 if row_major(t) else 1  # expect_contiguous
+    if not consecutive:
+        kernels += radix_sort_kernels(t.numel, t.itemsize) + (1 if inverse else 0)  # + the arange for pairs
+    if inverse:
+        kernels += UNIQUE_INVERSE_KERNELS - (1 if consecutive else 0)
+    kernels += CUB_SELECT_KERNELS + DEVICE_TO_HOST_COPY
+    del counts  # Unique or RunLengthEncode: the same two kernels
+    return _memory(op, kernels)
+
+
+@register("aten.bincount")
+def bincount(op: OpRecord, ctx: CostContext) -> Cost:
+    x = arg(op, "self")
+    return _memory(op, BINCOUNT_KERNELS if x.numel else 1)
+
+
+@register("aten.repeat_interleave.Tensor")
+def repeat_interleave(op: OpRecord, ctx: CostContext) -> Cost:
+    repeats = arg(op, "repeats")
+    if repeats.numel == 0:
+        return _memory(op, 0)
+    kernels = CUB_SCAN_KERNELS + REPEAT_INTERLEAVE_COMPUTE_KERNELS
+    if op.args.get("output_size") is None:
+        kernels += REPEAT_INTERLEAVE_SYNC_KERNELS
+    return _memory(op, kernels)
+
+
+# -- sort and top-k: MoE routing's ops (native/cuda/Sort.cpp, TensorTopK.cpp/.cu) ----------------------------
+SMALL_SORT_MAX_SLICE = 4096  # should_use_small_sort: an in-place bitonic key/value sort per slice
+SMALL_SORT_KERNELS = 5  # sort_stable_out's values copy, arange + copy for the indices, values copy, the sort
+TOPK_MULTIBLOCK_RADIX_BITS = 8
+
+
+def _dim_size(t: TensorMeta, dim: int) -> int:
+    return t.shape[dim % len(t.shape)] if t.shape else 1
+
+
+def topk_multiblock(slices: int, slice_size: int) -> bool:
+    """TensorTopK.cu should_use_multiblock (CUB with scan-by-key): many elements per slice."""
+    return ((slices <= 20 and slice_size >= 20000) or (20 < slices <= 40 and slice_size >= 10000)
+            or (40 < slices <= 80 and slice_size >= 8000) or (80 < slices < 200 and slice_size >= 5000)
+            or (200 <= slices < 800 and slice_size >= 3000) or (800 <= slices <= 4000 and slice_size >= 800)
+            or (slices > 4000 and slice_size >= 400))
+
+
+@register("aten.sort")
+def sort(op: OpRecord, ctx: CostContext) -> Cost:
+    """sort_stable_out copies self into values, then the small in-place sort (measured: moe_forward_bincount's
+    argsort of 4096 elements, 5: 3 memcpys, an arange, radixSortKVInPlace); larger slices a CUB radix sort
+    of the pairs (assumed: the copy, an index fill and the sort)."""
+    t = arg(op, "self")
+    if t.numel <= 1:
+        return _memory(op, 1)
+    n = _dim_size(t, int(op.args.get("dim", -1)))
+    if n <= SMALL_SORT_MAX_SLICE:
+        return _memory(op, SMALL_SORT_KERNELS)
+    return _memory(op, 2 + radix_sort_kernels(t.numel, t.itemsize))
+
+
+@register("aten.topk")
+def topk(op: OpRecord, ctx: CostContext) -> Cost:
+    """The selection (one single-block gatherTopK; the multi-block path, assumed: two kernels per 8-bit radix
+    pass, two CUB scans by key and the gather), then the in-place sort of k results when sorted
+    (moe_forward_bincount's topk of 2 from 8: gatherTopK + bitonicSortKVInPlace, 2)."""
+    t = arg(op, "self")
+    k = int(op.args["k"])
+    if k == 0:
+        return _memory(op, 0)
+    dim = int(op.args.get("dim", -1))
+    n = _dim_size(t, dim)
+    slices = t.numel // n if n else 0
+    kernels = 0 if row_major(t) else 1  # self.contiguous()
+    if topk_multiblock(slices, n):
+        kernels += 2 * math.ceil(8 * t.itemsize / TOPK_MULTIBLOCK_RADIX_BITS) + 2 * CUB_SCAN_KERNELS + 1
+    else:
+        kernels += 1
+    if op.args.get("sorted", True) and slices * k > 1:
+        kernels += 1 if k <= SMALL_SORT_MAX_SLICE else SMALL_SORT_KERNELS + 2  # + gather and copies back
+    return _memory(op, kernels)

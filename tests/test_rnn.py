@@ -1,0 +1,219 @@
+"""Recurrent layers on fake CUDA: cuDNN RNNs, fused cells, packed sequences, recorded and costed as on CUDA.
+
+Expected work items come from the H200 (torch 2.11, cuDNN 9.19): validation/zoo_measured.json.gz, the zoo's
+rnn family (examples/zoo/recurrent.py), counted per launch chain.
+"""
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from helpers import contiguous, op
+from kernelcast.capture import capture, capture_workload
+from kernelcast.capture.rnn import use_cudnn
+from kernelcast.costs import cost_of
+from kernelcast.costs.rnn import RNN_WAVEFRONT_CHUNK_STEPS, RnnShape
+
+# zoo lstm_train (lstm chain 529 = 528 + the batch-first input's copy; _cudnn_rnn_backward chain 834)
+LSTM_TRAIN_FORWARD, LSTM_TRAIN_BACKWARD = 529, 834
+
+
+def _kernels(cap, name: str) -> list[int]:
+    return [cost_of(o).kernels for o in cap.ops if o.op == name]
+
+
+def _lstm_train_build():
+    emb = nn.Embedding(10000, 256).cuda()
+    lstm = nn.LSTM(256, 512, num_layers=2, batch_first=True).cuda()
+    head = nn.Linear(512, 10000).cuda()
+    ids = torch.randint(0, 10000, (32, 128), device="cuda")
+
+    def step(ids):
+        out, _ = lstm(emb(ids))
+        F.cross_entropy(head(out).flatten(0, 1), ids.flatten()).backward()
+
+    return step, (ids,)
+
+
+def test_lstm_runs_cudnn_with_its_flat_weight_buffer():
+    cap = capture_workload(_lstm_train_build, "h200")
+    names = [o.op for o in cap.ops]
+    assert "aten._cudnn_rnn.default" in names and "aten._cudnn_rnn_backward.default" in names
+    rnn = next(o for o in cap.ops if o.op == "aten._cudnn_rnn.default")
+    # flatten_parameters() ran at .cuda(): the weights are views of one buffer, handed over as weight_buf
+    before = names[:names.index(rnn.op)]
+    assert rnn.args["weight_buf"] is not None and "aten.copy_.default" not in before
+    assert before.count("aten.zeros.default") == 2  # h0 and c0, no fresh weight buffer
+    assert {w.storage for w in rnn.args["weight"]} == {rnn.args["weight_buf"].storage}
+    # cuDNN writes a batch-first output time-major and returns it transposed
+    assert rnn.outputs[0].shape == (32, 128, 512) and rnn.outputs[0].stride == (512, 32 * 512, 1)
+    # H200: 8 layer input GEMMs per layer (one per 16 steps) + 2 * 128 * 2 step kernels + 1 copy = 529
+    assert _kernels(cap, "aten._cudnn_rnn.default") == [LSTM_TRAIN_FORWARD]
+    # H200: 3 * 128 * 2 + 3 * 8 * 2 + 6 * 2 cuDNN + 2 zeros (hy, cy grads) + 3 copies + dw zeros = 834
+    assert _kernels(cap, "aten._cudnn_rnn_backward.default") == [LSTM_TRAIN_BACKWARD]
+    bwd = next(o for o in cap.ops if o.op == "aten._cudnn_rnn_backward.default")
+    assert "lstm_train_build" in bwd.source or "test_rnn.py" in bwd.source
+
+
+def test_bidirectional_gru_forward():
+    def build():
+        gru = nn.GRU(128, 256, num_layers=2, bidirectional=True).cuda().eval()
+        x = torch.randn(200, 16, 128, device="cuda")
+
+        def step(x):
+            with torch.no_grad():
+                return gru(x)[0]
+
+        return step, (x,)
+
+    cap = capture_workload(build, "h200")
+    # H200 zoo gru_bidirectional_forward: 1606 under _cudnn_rnn = 2 * 2 input GEMMs + 200 * 2 * 2 * 2 step
+    # kernels (1604) + 2 memsets before layer 1's GEMMs, which the rule does not model
+    assert _kernels(cap, "aten._cudnn_rnn.default") == [1604]
+    assert not [o for o in cap.ops if o.phase == "backward"]
+
+
+def test_small_hidden_rnn_takes_the_persistent_kernels():
+    def build():
+        rnn = nn.RNN(64, 128, num_layers=1, nonlinearity="tanh").cuda()
+        x = torch.randn(100, 32, 64, device="cuda")
+
+        def step(x):
+            out, _ = rnn(x)
+            out.square().mean().backward()
+
+        return step, (x,)
+
+    cap = capture_workload(build, "h200")
+    # H200 zoo rnn_tanh_train: forward a GEMM + RNN_blockPersist_fp (2); backward bp1, blockPersist_bp, the
+    # input-gradient GEMM, bias bp2, 3 weight GEMMs + 2 split-K reductions, and ATen's zeros for the hy grad and
+    # dw (11)
+    assert _kernels(cap, "aten._cudnn_rnn.default") == [2]
+    assert _kernels(cap, "aten._cudnn_rnn_backward.default") == [11]
+
+
+def _packed_build():
+    lstm = nn.LSTM(80, 256, bidirectional=True, batch_first=True).cuda().eval()
+    x = torch.randn(16, 300, 80, device="cuda")
+    lengths = torch.tensor([300 - 15 * i for i in range(16)])
+
+    def step(x):
+        with torch.no_grad():
+            packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True)
+            out, _ = lstm(packed)
+            return nn.utils.rnn.pad_packed_sequence(out, batch_first=True)[0]
+
+    return step, (x,)
+
+
+def test_packed_sequence_is_exact_from_host_lengths():
+    cap = capture_workload(_packed_build, "h200")
+    rnn = next(o for o in cap.ops if o.op == "aten._cudnn_rnn.default")
+    sizes = rnn.args["batch_sizes"]
+    assert len(sizes) == 300 and sizes[0] == 16 and sizes[-1] == 1 and sum(sizes) == rnn.args["input"].shape[0]
+    # H200 zoo lstm_packed_forward: 2 input GEMMs + 300 * 2 * 2 step kernels + 15 batch-size changes * 2 (h, c)
+    # copies in the reverse direction = 1232
+    assert _kernels(cap, "aten._cudnn_rnn.default") == [1232]
+    # pack: 15 contiguous copies (the 16th block is contiguous already) + 1 cat; pad: a fill + 16 copies
+    assert len(_kernels(cap, "aten.clone.default")) == 15 and len(_kernels(cap, "aten.cat.default")) == 1
+    assert len(_kernels(cap, "aten.full.default")) == 1 and len(_kernels(cap, "aten.copy_.default")) == 16
+    assert not any("assumed" in n for n in cap.notes), cap.notes  # the lengths are on the host: exact
+
+
+def test_packed_sequence_trains_and_keeps_its_backward_whole():
+    def build():
+        lstm = nn.LSTM(8, 16).cuda()
+        x = torch.randn(5, 3, 8, device="cuda", requires_grad=True)
+
+        def step(x):
+            packed = nn.utils.rnn.pack_padded_sequence(x, [5, 3, 2])
+            out, _ = lstm(packed)
+            out.data.sum().backward()
+
+        return step, (x,)
+
+    cap = capture_workload(build, "h200")
+    back = [o for o in cap.ops if o.op == "aten._pack_padded_sequence_backward.default"]
+    assert len(back) == 1 and back[0].outputs[0].shape == (5, 3, 8)
+    assert cost_of(back[0]).kernels == 1 + 5  # zeros, then a copy per time step (ATen PackedSequence.cpp)
+
+
+def test_lstm_cell_and_gru_cell_loops_use_the_fused_kernels():
+    def build():
+        lstm, gru = nn.LSTMCell(64, 128).cuda(), nn.GRUCell(64, 128).cuda()
+        x = torch.randn(4, 16, 64, device="cuda")
+
+        def step(x):
+            h = c = g = torch.zeros(16, 128, device="cuda")
+            for t in range(x.shape[0]):
+                h, c = lstm(x[t], (h, c))
+                g = gru(x[t], g)
+            (h + g).sum().backward()
+
+        return step, (x,)
+
+    cap = capture_workload(build, "h200")
+    # H200 zoo lstmcell_loop_train / grucell_loop_train, per call: the fused cell 1; its backward 2 (LSTM: the
+    # kernel + grad_gates.sum(0)) and 3 (GRU: the kernel + a sum per bias)
+    assert _kernels(cap, "aten._thnn_fused_lstm_cell.default") == [1] * 4
+    assert _kernels(cap, "aten._thnn_fused_lstm_cell_backward_impl.default") == [2] * 4
+    assert _kernels(cap, "aten._thnn_fused_gru_cell.default") == [1] * 4
+    assert _kernels(cap, "aten._thnn_fused_gru_cell_backward.default") == [3] * 4
+
+
+def test_cudnn_dtypes_follow_use_cudnn():
+    with capture("h100"):
+        fp32 = torch.randn(2, 3, 4, device="cuda")
+        bf16 = fp32.bfloat16()
+        empty = torch.randn(0, 3, 4, device="cuda")
+    assert use_cudnn(fp32, "sm_90") and not use_cudnn(empty, "sm_90")
+    assert use_cudnn(bf16, "sm_90") and not use_cudnn(bf16, "sm_75")  # bf16: cuDNN >= 9.13 on sm_80+ only
+    assert not use_cudnn(torch.randn(2, 3, 4), "sm_90")  # a CPU tensor
+
+
+@pytest.mark.parametrize("steps,chunks", [(16, 1), (17, 2), (128, 8)])
+def test_wavefront_chunks_of_a_unidirectional_stack(steps, chunks):
+    args = {"input": contiguous((steps, 4, 8)), "weight": (), "weight_stride0": 4, "weight_buf": None,
+            "hx": contiguous((2, 4, 16)), "cx": contiguous((2, 4, 16)), "mode": 2, "hidden_size": 16,
+            "proj_size": 0, "num_layers": 2, "batch_first": False, "dropout": 0.0, "train": False,
+            "bidirectional": False, "batch_sizes": (), "dropout_state": None}
+    shape = RnnShape(op("aten._cudnn_rnn.default", args, [contiguous((steps, 4, 16))]))
+    assert RNN_WAVEFRONT_CHUNK_STEPS == 16 and shape.chunks() == chunks
+    bidirectional = RnnShape(op("aten._cudnn_rnn.default", {**args, "bidirectional": True}, []))
+    assert bidirectional.chunks() == 1  # layer 2 needs all of layer 1: no wavefront
+
+
+def test_rnn_flops_are_the_gate_gemms_plus_the_cell():
+    # LSTM, 1 layer, T=10, B=2, I=8, H=16: GEMMs 2 * 20 rows * 4 * 16 * (8 + 16) = 61440; cell 20 * 16 * 17 = 5440
+    args = {"input": contiguous((10, 2, 8)), "weight": (), "weight_stride0": 4, "weight_buf": contiguous((1,)),
+            "hx": contiguous((1, 2, 16)), "cx": contiguous((1, 2, 16)), "mode": 2, "hidden_size": 16,
+            "proj_size": 0, "num_layers": 1, "batch_first": False, "dropout": 0.0, "train": False,
+            "bidirectional": False, "batch_sizes": (), "dropout_state": None}
+    cost = cost_of(op("aten._cudnn_rnn.default", args, [contiguous((10, 2, 16))]))
+    assert cost.flops == 61440 + 5440
+    assert cost.kernels == 2  # H=16 <= 192: the small-h persistent algorithm, a GEMM + the persistent kernel
+
+
+def test_autocast_runs_cudnn_rnns_in_fp16_on_a_recast_weight_buffer():
+    def build():
+        lstm = nn.LSTM(32, 64, batch_first=True).cuda()
+        x = torch.randn(4, 10, 32, device="cuda")
+
+        def step(x):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                out, _ = lstm(x)
+            out.float().sum().backward()
+
+        return step, (x,)
+
+    cap = capture_workload(build, "h200")
+    rnn = next(o for o in cap.ops if o.op == "aten._cudnn_rnn.default")
+    # ATen native/cudnn/AutocastRNN.cpp: float16 whatever the autocast dtype; every call zeroes a fresh fp16
+    # flat buffer and copies (casts) the 4 weights into it, and casts the input, h0 and c0
+    assert rnn.args["input"].dtype == "float16" and rnn.args["weight_buf"].dtype == "float16"
+    before = [o.op for o in cap.ops[:cap.ops.index(rnn)] if o.phase == "forward"]
+    assert before.count("aten.copy_.default") == 4 and before.count("aten._to_copy.default") == 3
+    # the weight gradients come back through the casts: one fp16 -> fp32 copy per weight
+    after = [o for o in cap.ops if o.phase == "backward" and o.op == "aten._to_copy.default"]
+    assert sum(o.outputs[0].dtype == "float32" for o in after) == 4
