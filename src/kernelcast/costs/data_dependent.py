@@ -138,22 +138,13 @@ def repeat_interleave(op: OpRecord, ctx: CostContext) -> Cost:
     return _memory(op, kernels)
 
 
-# -- sort and top-k: MoE routing's ops (native/cuda/Sort.cpp, TensorTopK.cpp/.cu) ----------------------------
+# -- sort: MoE routing's argsort (native/cuda/Sort.cpp); top-k is costs/scans.py's ----------------------------
 SMALL_SORT_MAX_SLICE = 4096  # should_use_small_sort: an in-place bitonic key/value sort per slice
 SMALL_SORT_KERNELS = 5  # sort_stable_out's values copy, arange + copy for the indices, values copy, the sort
-TOPK_MULTIBLOCK_RADIX_BITS = 8
 
 
 def _dim_size(t: TensorMeta, dim: int) -> int:
     return t.shape[dim % len(t.shape)] if t.shape else 1
-
-
-def topk_multiblock(slices: int, slice_size: int) -> bool:
-    """TensorTopK.cu should_use_multiblock (CUB with scan-by-key): many elements per slice."""
-    return ((slices <= 20 and slice_size >= 20000) or (20 < slices <= 40 and slice_size >= 10000)
-            or (40 < slices <= 80 and slice_size >= 8000) or (80 < slices < 200 and slice_size >= 5000)
-            or (200 <= slices < 800 and slice_size >= 3000) or (800 <= slices <= 4000 and slice_size >= 800)
-            or (slices > 4000 and slice_size >= 400))
 
 
 @register("aten.sort")
@@ -170,23 +161,3 @@ def sort(op: OpRecord, ctx: CostContext) -> Cost:
     return _memory(op, 2 + radix_sort_kernels(t.numel, t.itemsize))
 
 
-@register("aten.topk")
-def topk(op: OpRecord, ctx: CostContext) -> Cost:
-    """The selection (one single-block gatherTopK; the multi-block path, assumed: two kernels per 8-bit radix
-    pass, two CUB scans by key and the gather), then the in-place sort of k results when sorted
-    (moe_forward_bincount's topk of 2 from 8: gatherTopK + bitonicSortKVInPlace, 2)."""
-    t = arg(op, "self")
-    k = int(op.args["k"])
-    if k == 0:
-        return _memory(op, 0)
-    dim = int(op.args.get("dim", -1))
-    n = _dim_size(t, dim)
-    slices = t.numel // n if n else 0
-    kernels = 0 if row_major(t) else 1  # self.contiguous()
-    if topk_multiblock(slices, n):
-        kernels += 2 * math.ceil(8 * t.itemsize / TOPK_MULTIBLOCK_RADIX_BITS) + 2 * CUB_SCAN_KERNELS + 1
-    else:
-        kernels += 1
-    if op.args.get("sorted", True) and slices * k > 1:
-        kernels += 1 if k <= SMALL_SORT_MAX_SLICE else SMALL_SORT_KERNELS + 2  # + gather and copies back
-    return _memory(op, kernels)
