@@ -46,6 +46,13 @@ class _CaptureFakeMode(FakeTensorMode):
     def avoid_device_init(self) -> bool:  # type: ignore[override]
         return True
 
+    def __deepcopy__(self, memo: dict) -> "_CaptureFakeMode":
+        """One mode for the whole capture. copy.deepcopy of a fake tensor copies its __dict__, and with it its
+        `fake_mode`: a deep-copied module (nn.TransformerEncoder clones its layer so; EMA copies of a model)
+        would get a second FakeTensorMode whose memo still references the copies, and `.cuda()` then failed
+        ("Couldn't swap ...weight": swap_tensors refuses a tensor with weak references)."""
+        return self
+
 
 def _innermost(parents: set[str]) -> str:
     return max(parents, key=lambda name: (name.count("."), len(name))) if parents else ""
