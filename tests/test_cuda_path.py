@@ -4,11 +4,13 @@ validation/zoo_measured.json.gz), named by zoo workload."""
 
 import copy
 
+import pytest
 import torch
 import torch.nn as nn
 
 from kernelcast.capture import capture, capture_workload
 from kernelcast.predict import predict_capture
+from kernelcast.records import Capture
 
 
 def _small_transformer_build():
@@ -38,3 +40,74 @@ def test_deep_copied_modules_move_to_cuda():
         model(x)
     assert model.weight.device.type == "cuda"
     assert [op.op for op in block.capture.ops] == ["aten.t.default", "aten.addmm.default"]
+
+
+# -- compiled steps ---------------------------------------------------------------------------------------
+def _compiled_mean_build():
+    # zoo compiled_mean: the H200 ran Inductor's two Triton kernels and no aten mean; the capture records
+    # eager ops, so the prediction must say it is eager.
+    x = torch.randn(64, 32, device="cuda")
+    compiled = torch.compile(lambda t: t.mean(dim=1), dynamic=False)
+    return (lambda x: compiled(x)), (x,)
+
+
+def _wrapped_step_build():
+    x = torch.randn(64, 32, device="cuda")
+
+    @torch.compile
+    def step(x):
+        return x.sum(dim=1)
+
+    return step, (x,)
+
+
+def _compiled_module_build():
+    model = torch.compile(nn.Linear(32, 8).cuda())
+    x = torch.randn(4, 32, device="cuda")
+    return (lambda m, x: m(x)), (model, x)
+
+
+def _module_compiled_in_place_build():
+    model = nn.Sequential(nn.Linear(32, 8), nn.ReLU()).cuda()
+    model[0].compile()
+    x = torch.randn(4, 32, device="cuda")
+    return (lambda x: model(x)), (x,)
+
+
+@pytest.mark.parametrize("build, what", [
+    (_compiled_mean_build, "torch.compile(_compiled_mean_build.<locals>.<lambda>)"),
+    (_wrapped_step_build, "torch.compile(_wrapped_step_build.<locals>.step)"),
+    (_compiled_module_build, "torch.compile(Linear)"),
+    (_module_compiled_in_place_build, "0.compile()"),
+])
+def test_compiled_step_is_said_to_be_predicted_as_eager(build, what):
+    cap = capture_workload(build, "h200")
+    assert cap.compiled and any(what in note and "predicted as eager" in note for note in cap.notes)
+    assert cap.ops  # the eager ops are there to predict
+    pred = predict_capture(cap, "h200")
+    assert pred.compiled and pred.summary().startswith("compiled step predicted as eager")
+    assert Capture.from_json(cap.to_json()).compiled
+
+
+def test_compiled_code_reached_only_at_run_time_is_noticed():
+    compiled = torch.compile(lambda t: t * 2)
+    with capture("h200") as block:
+        with block.paused():
+            x = torch.randn(8, device="cuda")
+        _GLOBAL_CALLS.append(compiled)
+        _call_global(x)
+    assert block.capture.compiled
+    assert any("1 call of compiled code" in note for note in block.capture.notes)
+
+
+_GLOBAL_CALLS: list = []
+
+
+def _call_global(x):
+    return _GLOBAL_CALLS[-1](x)
+
+
+def test_eager_step_is_not_marked_compiled():
+    cap = capture_workload(_small_transformer_build, "h200")
+    assert not cap.compiled and not any("torch.compile" in note for note in cap.notes)
+    assert not predict_capture(cap, "h200").summary().startswith("compiled")

@@ -196,12 +196,13 @@ class Capture:
     workload: str = ""
     notes: tuple[str, ...] = ()  # what the capture had to assume (placeholder values for syncs, ...)
     world_size: int = 1  # ranks of the (fake) process group the step ran in; 1: a single-GPU step
+    compiled: bool = False  # the step runs torch.compile'd code, recorded (and predicted) as eager ops
 
     def to_json(self) -> dict:
         return {
             "format": CAPTURE_FORMAT_VERSION, "workload": self.workload,
             "settings": asdict(self.settings), "notes": list(self.notes), "world_size": self.world_size,
-            "ops": [op.to_json() for op in self.ops],
+            "compiled": self.compiled, "ops": [op.to_json() for op in self.ops],
         }
 
     @staticmethod
@@ -212,6 +213,7 @@ class Capture:
             ops=tuple(OpRecord.from_json(o) for o in d["ops"]),
             settings=CaptureSettings(**d.get("settings", {})),
             workload=d.get("workload", ""), notes=tuple(d.get("notes", ())), world_size=d.get("world_size", 1),
+            compiled=d.get("compiled", False),
         )
 
     def save(self, path: str | Path) -> None:

@@ -26,6 +26,7 @@ from kernelcast import _fake_cuda
 from kernelcast.records import RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, CaptureSettings, OpRecord
 
 from .compat import real_run_paths
+from .compiled import CompileWatch, compiled_note
 from .cpu_speed import this_machine_bench_us
 from .cuda_facade import TargetDevice, cuda_facade
 from .host_clock import BASELINE_CALLS, BASELINE_LOOPS, GapBaselines, HostClock, fastest_mean
@@ -142,6 +143,8 @@ class CaptureSession:
         self.router: Router | None = None
         self.fake_mode: FakeTensorMode | None = None
         self.gap_baselines = GapBaselines()  # set by measure_gap_baselines
+        self.compile_watch = CompileWatch()
+        self.compiled_found: list[str] = []  # torch.compile'd callables found in the step (capture/api.py)
 
     # -- context ---------------------------------------------------------------------------------------
     def __enter__(self) -> "CaptureSession":
@@ -152,6 +155,7 @@ class CaptureSession:
         stack = self._stack
         try:
             stack.enter_context(cuda_facade(self.target, on_sync=self._host_sync, streams=self))
+            stack.enter_context(self.compile_watch.watching())
             self.tracker = _CountingTracker()  # entered only while recording: its hooks cost time
             stack.callback(self._stop_tracking)
             stack.callback(register_optimizer_step_pre_hook(self._optimizer_enter).remove)
@@ -193,6 +197,7 @@ class CaptureSession:
             self._stop_tracking()
         self.recorder.recording = on
         self.router.tag_origins = on
+        self.compile_watch.recording = on
 
     def _stop_tracking(self) -> None:
         if self.tracker is not None and getattr(self.tracker, "_fw_pre_handle", None) is not None:
@@ -290,4 +295,9 @@ class CaptureSession:
             python_bench_us=round(this_machine_bench_us(), 1),
         )
         ops: tuple[OpRecord, ...] = self._with_model_python(tuple(self.recorder.ops))
-        return Capture(ops=ops, settings=settings, workload=workload, notes=tuple(sorted(self.recorder.notes)))
+        notes = set(self.recorder.notes)
+        compiled = compiled_note(self.compiled_found, self.compile_watch.compiled_calls)
+        if compiled is not None:
+            notes.add(compiled)
+        return Capture(ops=ops, settings=settings, workload=workload, notes=tuple(sorted(notes)),
+                       compiled=compiled is not None)
