@@ -3,12 +3,15 @@ backends, modules copied under the capture, compiled steps. Expected counts come
 validation/zoo_measured.json.gz), named by zoo workload."""
 
 import copy
+import json
 
 import pytest
 import torch
 import torch.nn as nn
 
 from kernelcast.capture import capture, capture_workload
+from kernelcast.capture.cuda_path import load_op_table, ops_to_keep_whole
+from kernelcast.errors import CaptureError
 from kernelcast.predict import predict_capture
 from kernelcast.records import Capture
 
@@ -111,3 +114,66 @@ def test_eager_step_is_not_marked_compiled():
     cap = capture_workload(_small_transformer_build, "h200")
     assert not cap.compiled and not any("torch.compile" in note for note in cap.notes)
     assert not predict_capture(cap, "h200").summary().startswith("compiled")
+
+
+# -- the CUDA op table and the ops a CUDA build keeps whole -------------------------------------------------
+def _write_table(folder, version):
+    doc = {"torch": f"{version}.0+cu130", "command": "test", "keys": ["CUDA", "CompositeImplicitAutograd"],
+           "ops": {"aten::silu_backward": "01"}}
+    (folder / f"cuda_ops_torch{version}.json").write_text(json.dumps(doc))
+
+
+def test_op_table_for_this_torch_or_the_nearest_with_a_note(tmp_path):
+    _write_table(tmp_path, "2.11")
+    _write_table(tmp_path, "2.14")
+    exact = load_op_table("2.11.0", tmp_path)
+    assert exact.note == "" and exact.keys("aten::silu_backward") == {"CUDA", "CompositeImplicitAutograd"}
+    near = load_op_table("2.13.0+cpu", tmp_path)  # 2.14 is one minor release away, 2.11 two
+    assert near.torch_version == "2.14.0+cu130" and "torch 2.14.0+cu130" in near.note and "2.13" in near.note
+    assert load_op_table("2.12.1", tmp_path).torch_version == "2.11.0+cu130"
+    with pytest.raises(CaptureError, match="no CUDA op table"):
+        load_op_table("2.11.0", tmp_path / "missing")
+
+
+def test_recorded_table_keeps_whole_what_cuda_runs_as_one_kernel():
+    table = load_op_table("2.11.0")
+    assert table.torch_version.startswith("2.11") and "cuda_op_table.py" in table.command
+    # A CUDA kernel and an implicit formula in the CUDA build; no CUDA kernel in this CPU-only one.
+    assert {"aten::_fused_rms_norm", "aten::silu_backward", "aten::mish_backward"} <= set(ops_to_keep_whole(table))
+    assert table.decomposes_below_autograd("aten::stack")  # CompositeExplicitAutograd, no CUDA kernel
+    assert not table.decomposes_below_autograd("aten::cat")  # a CUDA kernel
+
+
+def test_rms_norm_is_one_fused_kernel_as_on_cuda():
+    # H200, torch 2.11: zoo layernorm_odd_widths, nn.RMSNorm runs _fused_rms_norm (1 kernel) and
+    # _fused_rms_norm_backward (2 kernels) where a CPU-only capture recorded pow/mean/add/rsqrt/mul.
+    with capture("h200") as block:
+        with block.paused():
+            norm = nn.RMSNorm(96).cuda().to(torch.bfloat16)
+            x = torch.randn(37, 4, 96, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        norm(x.transpose(0, 1)).float().sum().backward()
+    ops = {op.op: op for op in block.capture.ops}
+    assert "aten.rsqrt.default" not in ops and "aten.pow.Tensor_Scalar" not in ops
+    forward, backward = ops["aten._fused_rms_norm.default"], ops["aten._fused_rms_norm_backward.default"]
+    # _fused_rms_norm_cuda: Y contiguous in the input's dtype; rstd in the accumulate type (float), the
+    # normalized dims kept as 1.
+    y, rstd = forward.outputs
+    assert (y.shape, y.stride, y.dtype) == ((4, 37, 96), (37 * 96, 96, 1), "bfloat16")
+    assert (rstd.shape, rstd.dtype) == ((4, 37, 1), "float32")
+    assert backward.phase == "backward" and [t.shape for t in backward.outputs] == [(4, 37, 96), (96,)]
+    pred = predict_capture(block.capture, "h200")
+    kernels = {p.op: p.kernels for p in pred.ops}
+    assert kernels["aten._fused_rms_norm.default"] == 1 and kernels["aten._fused_rms_norm_backward.default"] == 2
+    assert not pred.uncosted
+
+
+def test_mish_backward_is_one_op_with_the_kernels_output():
+    # mish_backward's CUDA kernel is one TensorIterator op: its gradient is laid out as its inputs.
+    with capture("h200") as block:
+        with block.paused():
+            x = torch.randn(8, 64, device="cuda", requires_grad=True)
+        torch.nn.functional.mish(x).sum().backward()
+    (mish,) = [op for op in block.capture.ops if op.phase == "backward" and "mish" in op.op]
+    assert mish.op == "aten.mish_backward.default"
+    assert [(t.shape, t.stride, t.dtype) for t in mish.outputs] == [((8, 64), (64, 1), "float32")]
+    assert "aten.tanh.default" not in [op.op for op in block.capture.ops if op.phase == "backward"]

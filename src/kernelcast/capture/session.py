@@ -29,10 +29,10 @@ from .compat import real_run_paths
 from .compiled import CompileWatch, compiled_note
 from .cpu_speed import this_machine_bench_us
 from .cuda_facade import TargetDevice, cuda_facade
+from .cuda_path import CudaOpTable, cuda_kernels_kept_whole, load_op_table
 from .host_clock import BASELINE_CALLS, BASELINE_LOOPS, GapBaselines, HostClock, fastest_mean
 from .recorder import Recorder
 from .router import Router, origin_of_current_backward_node
-from .whole_ops import cuda_kernels_kept_whole
 
 NO_BACKWARD_MESSAGE = (
     "this torch is a CPU build and kernelcast could not make autograd work on fake CUDA tensors ({why}); "
@@ -144,6 +144,7 @@ class CaptureSession:
         self.fake_mode: FakeTensorMode | None = None
         self.gap_baselines = GapBaselines()  # set by measure_gap_baselines
         self.compile_watch = CompileWatch()
+        self.op_table: CudaOpTable | None = None  # the CUDA build's dispatch choices (capture/cuda_path.py)
         self.compiled_found: list[str] = []  # torch.compile'd callables found in the step (capture/api.py)
 
     # -- context ---------------------------------------------------------------------------------------
@@ -162,7 +163,8 @@ class CaptureSession:
             stack.callback(register_optimizer_step_post_hook(self._optimizer_exit).remove)
             stack.enter_context(_foreach_accepts_fake_tensors())
             stack.enter_context(real_run_paths())
-            stack.enter_context(cuda_kernels_kept_whole())
+            self.op_table = load_op_table()
+            stack.enter_context(cuda_kernels_kept_whole(self.op_table))
             self.fake_mode = _CaptureFakeMode(allow_non_fake_inputs=True)
             stack.enter_context(_swappable_fake_tensors(self.fake_mode))
             stack.enter_context(self.fake_mode)
@@ -296,6 +298,8 @@ class CaptureSession:
         )
         ops: tuple[OpRecord, ...] = self._with_model_python(tuple(self.recorder.ops))
         notes = set(self.recorder.notes)
+        if self.op_table is not None and self.op_table.note:
+            notes.add(self.op_table.note)
         compiled = compiled_note(self.compiled_found, self.compile_watch.compiled_calls)
         if compiled is not None:
             notes.add(compiled)
