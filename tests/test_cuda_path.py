@@ -10,6 +10,7 @@ import torch
 import torch.nn as nn
 
 from kernelcast.capture import capture, capture_workload
+from kernelcast.capture.cuda_only import cuda_only_ops
 from kernelcast.capture.cuda_path import load_op_table, ops_to_keep_whole
 from kernelcast.errors import CaptureError
 from kernelcast.predict import predict_capture
@@ -177,3 +178,79 @@ def test_mish_backward_is_one_op_with_the_kernels_output():
     assert mish.op == "aten.mish_backward.default"
     assert [(t.shape, t.stride, t.dtype) for t in mish.outputs] == [((8, 64), (64, 1), "float32")]
     assert "aten.tanh.default" not in [op.op for op in block.capture.ops if op.phase == "backward"]
+
+
+# -- ops that exist only as CUDA kernels -------------------------------------------------------------------
+def test_ctc_loss_with_lengths_on_the_gpu_captures_as_cuda_runs_it():
+    # zoo wav2vec2_train failed with "Could not run 'aten::empty_strided' with arguments from the 'CUDA'
+    # backend": ctc_loss asks _use_cudnn_ctc_loss.Tensor, a CUDA-only op. H200, torch 2.11: the lengths are
+    # read back to the host (4 device-to-host copies), then _ctc_loss runs 4 work items and its backward 8.
+    with capture("h200") as block:
+        with block.paused():
+            logits = torch.randn(50, 4, 20, device="cuda", requires_grad=True)
+            targets = torch.randint(1, 20, (4, 10), device="cuda")
+            input_lengths = torch.full((4,), 50, device="cuda")
+            target_lengths = torch.full((4,), 10, device="cuda")
+        loss = torch.nn.functional.ctc_loss(logits.log_softmax(2), targets, input_lengths, target_lengths,
+                                            reduction="sum")
+        loss.backward()
+    cap = block.capture
+    (forward,) = [op for op in cap.ops if op.op.startswith("aten._ctc_loss.")]
+    (backward,) = [op for op in cap.ops if op.op.startswith("aten._ctc_loss_backward")]
+    assert forward.sync == "ctc lengths" and any("CTC lengths" in note for note in cap.notes)
+    # log_alpha is (batch, time, 2 * longest target + 1): 2 * 10 + 1 = 21
+    assert [t.shape for t in forward.outputs] == [(4,), (4, 50, 21)]
+    assert backward.outputs[0].shape == (50, 4, 20)
+    kernels = {p.op: p.kernels for p in predict_capture(cap, "h200").ops}
+    assert kernels[forward.op] == 4 + 4 and kernels[backward.op] == 8
+
+
+def test_grid_sample_takes_cudnn_as_on_cuda():
+    # grid_sampler's implicit formula takes cudnn_grid_sampler (CUDA-only) for bilinear, zero-padded,
+    # align_corners=True sampling of 4-D float inputs (GridSampler.cpp, cond_cudnn_grid_sampler).
+    with capture("h200") as block:
+        with block.paused():
+            x = torch.randn(2, 3, 8, 8, device="cuda", requires_grad=True)
+            grid = torch.rand(2, 5, 6, 2, device="cuda") * 2 - 1
+        torch.nn.functional.grid_sample(x, grid, align_corners=True).sum().backward()
+    ops = {op.op: op for op in block.capture.ops}
+    assert ops["aten.cudnn_grid_sampler.default"].outputs[0].shape == (2, 3, 5, 6)
+    grad_input, grad_grid = ops["aten.cudnn_grid_sampler_backward.default"].outputs
+    assert (grad_input.shape, grad_grid.shape) == ((2, 3, 8, 8), (2, 5, 6, 2))
+
+
+def test_sync_batch_norm_ops_have_their_cuda_outputs():
+    # SyncBatchNorm's CUDA-only kernels (Normalization.cu): statistics per channel in the accumulate type.
+    aten = torch.ops.aten
+    with capture("h200") as block:
+        with block.paused():
+            x = torch.randn(8, 16, 4, 4, device="cuda", dtype=torch.float16)
+            w = torch.ones(16, device="cuda", dtype=torch.float16)
+        mean, invstd = aten.batch_norm_stats(x, 1e-5)
+        all_mean = torch.stack([mean, mean])
+        counts = torch.full((2,), 128.0, device="cuda")
+        gmean, ginvstd = aten.batch_norm_gather_stats_with_counts(x, all_mean, all_mean, None, None, 0.1, 1e-5,
+                                                                  counts)
+        y = aten.batch_norm_elemt(x, w, w, gmean, ginvstd, 1e-5)
+        sum_dy, sum_dy_xmu, gw, gb = aten.batch_norm_backward_reduce(y, x, gmean, ginvstd, w, True, True, True)
+        dx = aten.batch_norm_backward_elemt(y, x, gmean, ginvstd, w, sum_dy, sum_dy_xmu, counts.int())
+    assert (mean.shape, mean.dtype, gmean.shape) == ((16,), torch.float32, (16,))
+    assert (y.shape, y.dtype, dx.shape) == (x.shape, torch.float16, x.shape)
+    assert (sum_dy.dtype, gw.shape, gw.dtype) == (torch.float32, (16,), torch.float16)
+
+
+def test_cuda_only_op_without_a_fake_stops_with_one_clear_line():
+    with pytest.raises(CaptureError, match=r"aten::_aminmax runs only as a CUDA kernel"):
+        with capture("h200") as block:
+            with block.paused():
+                x = torch.randn(8, device="cuda")
+            torch.ops.aten._aminmax(x)
+
+
+def test_cuda_only_ops_listed_from_the_table():
+    table = load_op_table("2.11.0")
+    listed = set(cuda_only_ops(table))
+    assert {"aten::_use_cudnn_ctc_loss.Tensor", "aten::cudnn_grid_sampler", "aten::batch_norm_stats",
+            "aten::_ctc_loss_backward"} <= listed  # _ctc_loss_backward: CPU and CUDA kernels, no Meta
+    assert not any(name.startswith(("aten::_cudnn_rnn", "aten::bincount")) for name in listed)
+    assert "aten::_fused_rms_norm_backward" not in listed  # a Meta kernel here

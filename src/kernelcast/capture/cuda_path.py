@@ -116,6 +116,15 @@ def op_name(func: torch._ops.OpOverload) -> str:
     return func.name()
 
 
+def overload_of(name: str) -> torch._ops.OpOverload | None:
+    """The overload a table name stands for, or None when this build has no such op."""
+    packet, _, overload = name.removeprefix("aten::").partition(".")
+    try:
+        return getattr(getattr(torch.ops.aten, packet), overload or "default")
+    except AttributeError:
+        return None
+
+
 # -- kept whole ------------------------------------------------------------------------------------------
 def _has_here(name: str, key: str) -> bool:
     return torch._C._dispatch_has_kernel_for_dispatch_key(name, key)
@@ -130,11 +139,6 @@ def ops_to_keep_whole(table: CudaOpTable) -> list[str]:
 
 def _stand_in(*args, **kwargs):
     raise RuntimeError("kernelcast: a stand-in CUDA kernel ran; fake tensors should never reach it")
-
-
-def _overload(name: str) -> torch._ops.OpOverload:
-    packet, _, overload = name.removeprefix("aten::").partition(".")
-    return getattr(getattr(torch.ops.aten, packet), overload or "default")
 
 
 @contextlib.contextmanager

@@ -170,6 +170,7 @@ class Recorder(TorchDispatchMode):
             aten._to_copy.default: self._copy,
             aten.copy_.default: self._copy,
             aten._pin_memory.default: self._pin_memory,
+            aten._ctc_loss.Tensor: self._ctc_lengths,
             aten.is_pinned.default: self._is_pinned,
         }
         self._pinned = WeakIdKeyDictionary()  # host tensors in pinned memory (FakeTensorMode has no such notion)
@@ -321,6 +322,20 @@ class Recorder(TorchDispatchMode):
                 expanded.append(index)
         out = func(self_t, expanded, *args[2:], **kwargs)
         return out, ("boolean mask" if device_type(self_t) == "cuda" else None)
+
+    def _ctc_lengths(self, func, args, kwargs):
+        """CTC loss with its lengths in tensors. On CUDA, ctc_loss reads them back to the host (LossCTC.cpp:
+        `.to(kCPU)`, then the IntArrayRef overload), so the host waits; its outputs' size depends on the longest
+        target. Fake tensors hold no lengths: every input is taken as long as log_probs, every target as long
+        as the padded targets (2-D), or an equal share of them (1-D)."""
+        log_probs, targets, input_lengths, target_lengths = args[:4]
+        steps, batch = log_probs.shape[0], (log_probs.shape[1] if log_probs.dim() == 3 else 1)
+        longest = targets.shape[-1] if targets.dim() == 2 else targets.numel() // max(batch, 1)
+        self._note("CTC lengths read back from the GPU: assumed full (inputs as long as log_probs, targets as "
+                   "long as the padded targets)")
+        out = aten._ctc_loss.default(log_probs, targets, [steps] * batch, [longest] * batch, *args[4:], **kwargs)
+        on_gpu = any(isinstance(t, torch.Tensor) and device_type(t) == "cuda" for t in (input_lengths, target_lengths))
+        return out, ("ctc lengths" if on_gpu else None)
 
     def _pin_memory(self, func, args, kwargs):
         out = aten.clone.default(args[0])

@@ -29,6 +29,7 @@ from .compat import real_run_paths
 from .compiled import CompileWatch, compiled_note
 from .cpu_speed import this_machine_bench_us
 from .cuda_facade import TargetDevice, cuda_facade
+from .cuda_only import cuda_only_fakes
 from .cuda_path import CudaOpTable, cuda_kernels_kept_whole, load_op_table
 from .host_clock import BASELINE_CALLS, BASELINE_LOOPS, GapBaselines, HostClock, fastest_mean
 from .recorder import Recorder
@@ -165,6 +166,7 @@ class CaptureSession:
             stack.enter_context(real_run_paths())
             self.op_table = load_op_table()
             stack.enter_context(cuda_kernels_kept_whole(self.op_table))
+            stack.enter_context(cuda_only_fakes(self.op_table))
             self.fake_mode = _CaptureFakeMode(allow_non_fake_inputs=True)
             stack.enter_context(_swappable_fake_tensors(self.fake_mode))
             stack.enter_context(self.fake_mode)

@@ -249,3 +249,24 @@ def local_scalar_dense(op: OpRecord, ctx: CostContext) -> Cost:
     """A device-to-host copy of one element: one memcpy, a sync."""
     t = arg(op, "self")
     return Cost(bytes_read=t.itemsize if t.on_gpu else 0, kernels=1 if t.on_gpu else 0, kind="memcpy")
+
+
+# CTC loss on CUDA (aten/src/ATen/native/cuda/LossCTC.cu), measured on the H200 (torch 2.11, zoo wav2vec2_train):
+# forward = the log_alpha kernel and three pageable host-to-device copies (input lengths, target lengths, target
+# offsets); backward = two fills (the gradient, log_beta), the log_beta, collect and zero-padding kernels, and
+# the same three copies. With lengths in GPU tensors ctc_loss first copies them to the host: four device-to-
+# host copies (each length tensor twice: the cuDNN check and the kernel's own).
+CTC_LOSS_FORWARD_ITEMS = 4
+CTC_LOSS_BACKWARD_ITEMS = 8
+CTC_LENGTHS_READBACK_COPIES = 4
+
+
+@register("aten._ctc_loss")
+def ctc_loss(op: OpRecord, ctx: CostContext) -> Cost:
+    lengths = [op.args.get("input_lengths"), op.args.get("target_lengths")]
+    read_back = any(isinstance(t, TensorMeta) and t.on_gpu for t in lengths)
+    items = CTC_LOSS_FORWARD_ITEMS + (CTC_LENGTHS_READBACK_COPIES if read_back else 0)
+    return memory_op(op, LOSS_FLOPS_PER_ELEMENT, items, "loss")
+
+
+register("aten._ctc_loss_backward")(_with_flops(LOSS_FLOPS_PER_ELEMENT, "loss", CTC_LOSS_BACKWARD_ITEMS))

@@ -58,6 +58,8 @@ SYNC_ADVICE = {
     "h2d pageable": "pin the host tensor (DataLoader(pin_memory=True) or .pin_memory()) and copy it with "
                     "non_blocking=True, ideally on a side stream ahead of its use",
     "h2d blocking": "copy with non_blocking=True: the source is already pinned",
+    "ctc lengths": "pass ctc_loss its input and target lengths as Python lists or CPU tensors: lengths on the GPU "
+                   "are copied back to the host first",
 }
 
 
