@@ -29,6 +29,7 @@ from kernelcast.capture import capture_workload
 from kernelcast.capture.workload import load_build, on_sys_path
 from kernelcast.measure import packet
 from kernelcast.predict import predict_capture, step_verdict
+from kernelcast.records import root_indices
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL_TARGET_MEDIAN, KERNEL_TARGET_WORST = 0.02, 0.10  # issue 9
@@ -59,9 +60,10 @@ def predict_one(entry: dict, gpu: str, torch_version: str) -> dict:
     cap = dataclasses.replace(cap, settings=dataclasses.replace(cap.settings, torch_version=torch_version))
     pred = predict_capture(cap, gpu)
     by_op: collections.Counter = collections.Counter()
-    for p in pred.ops:
+    roots = root_indices(cap.ops)  # an op CUDA runs by calling others: its children's kernels are its own
+    for p, root in zip(pred.ops, roots):
         if p.kernels:
-            by_op[packet(p.op)] += p.kernels
+            by_op[packet(cap.ops[root].op)] += p.kernels
     return {"kernels": pred.kernels, "by_op": dict(by_op), "uncosted": list(pred.uncosted),
             "notes": list(pred.notes), "captured_ops": sorted({packet(op.op) for op in cap.ops}),
             "gpu_time_us": round(pred.gpu_time_us, 1), "step_time_us": round(pred.step_time_us, 1),

@@ -3,6 +3,7 @@ backends, modules copied under the capture, compiled steps. Expected counts come
 validation/zoo_measured.json.gz), named by zoo workload."""
 
 import copy
+import dataclasses
 import json
 
 import pytest
@@ -12,9 +13,10 @@ import torch.nn as nn
 from kernelcast.capture import capture, capture_workload
 from kernelcast.capture.cuda_only import cuda_only_ops
 from kernelcast.capture.cuda_path import load_op_table, ops_to_keep_whole
+from kernelcast.costs import cost_of
 from kernelcast.errors import CaptureError
 from kernelcast.predict import predict_capture
-from kernelcast.records import Capture
+from kernelcast.records import Capture, root_indices
 
 
 def _small_transformer_build():
@@ -254,3 +256,98 @@ def test_cuda_only_ops_listed_from_the_table():
             "aten::_ctc_loss_backward"} <= listed  # _ctc_loss_backward: CPU and CUDA kernels, no Meta
     assert not any(name.startswith(("aten::_cudnn_rnn", "aten::bincount")) for name in listed)
     assert "aten::_fused_rms_norm_backward" not in listed  # a Meta kernel here
+
+
+# -- ops CUDA runs by calling other ops below autograd ---------------------------------------------------------
+def _kernels_by_root(cap):
+    """Predicted kernels per op the step called (a decomposed op's children count as its own)."""
+    pred = predict_capture(cap, "h200")
+    roots = root_indices(cap.ops)
+    out: dict[str, int] = {}
+    for p, root in zip(pred.ops, roots):
+        name = cap.ops[root].op
+        out[name] = out.get(name, 0) + p.kernels
+    return pred, out
+
+
+def test_explicit_composite_ops_launch_what_their_decomposition_launches():
+    with capture("h200") as block:
+        with block.paused():
+            logits = torch.randn(2048, device="cuda", requires_grad=True)
+            labels = torch.rand(2048, device="cuda")
+            feats = [torch.randn(2048, 64, device="cuda") for _ in range(9)]
+            x = torch.randn(64, 49, device="cuda")
+            mask = torch.rand(64, 49, device="cuda") > 0.5
+            keys = torch.randn(2048, device="cuda")
+        torch.nn.functional.binary_cross_entropy_with_logits(logits, labels)
+        torch.stack(feats, dim=1)
+        x.masked_fill(mask, -100.0)
+        x.abs()
+        torch.sort(keys)
+    pred, kernels = _kernels_by_root(block.capture)
+    # H200, torch 2.11, each launch chain from validation/zoo_measured.json.gz:
+    # zoo dlrm_train_adagrad: binary_cross_entropy_with_logits -> log_sigmoid_forward, fill_, sub_, mul_, sub_,
+    # mean = 6 kernels; stack -> cat = 1.
+    assert kernels["aten.binary_cross_entropy_with_logits.default"] == 6
+    assert kernels["aten.stack.default"] == 1
+    # zoo losses_train, swin_forward: masked_fill -> clone (copy_) and masked_fill_ = 2.
+    assert kernels["aten.masked_fill.Scalar"] == 2
+    # zoo t5_forward: abs -> abs.out = 1.
+    assert kernels["aten.abs.default"] == 1
+    # zoo mixtral_forward: sort of 2048 -> sort.stable: copy, arange, copy, copy, bitonic sort = 5.
+    assert kernels["aten.sort.default"] == 5
+    assert not pred.uncosted
+
+
+def test_decomposed_op_counts_its_children_once():
+    with capture("h200") as block:
+        with block.paused():
+            x = torch.randn(64, 32, device="cuda")
+            mask = torch.rand(64, 32, device="cuda") > 0.5
+        x.masked_fill(mask, 0.0)
+    ops = block.capture.ops
+    parent = ops[0]
+    assert parent.op == "aten.masked_fill.Scalar" and parent.decomposed and parent.parent == -1
+    assert [op.op for op in ops if op.parent >= 0] == [
+        "aten.clone.default", "aten.empty_like.default", "aten.copy_.default", "aten.masked_fill_.Scalar"]
+    assert all(root == 0 for root in root_indices(ops))
+    pred = predict_capture(block.capture, "h200")
+    assert pred.ops[0].kernels == 0 and pred.kernels == 2  # the parent launches nothing itself
+    # Host: the parent is one op launching its children's two kernels; the children, called from C++, add none.
+    assert pred.ops[0].host_us > 0 and all(p.host_us == 0 for p in pred.ops[1:])
+    again = Capture.from_json(block.capture.to_json())
+    assert [op.parent for op in again.ops] == [op.parent for op in ops]
+
+
+def test_clone_decomposed_prices_as_the_whole_clone_did():
+    # clone -> empty_like + copy_: the copy_ takes the kind, key, bytes and kernels the clone formula gave.
+    with capture("h200") as block:
+        with block.paused():
+            x = torch.randn(64, 128, device="cuda")
+            images = torch.randn(8, 16, 32, 32, device="cuda")
+        x.clone()
+        x.t().contiguous()  # a transposing copy
+        images.contiguous(memory_format=torch.channels_last)
+        x[:, :100].clone()
+    ops = block.capture.ops
+    clones = [op for op in ops if op.op == "aten.clone.default" and op.decomposed]
+    assert len(clones) == 4
+    for clone in clones:
+        (copy,) = [op for op in ops if op.parent == clone.index and op.op == "aten.copy_.default"]
+        whole = cost_of(dataclasses.replace(clone, tags=()))  # the clone formula on the clone itself
+        part = cost_of(copy)
+        assert (part.kind, part.key, part.bytes_read, part.bytes_written, part.kernels) == \
+            (whole.kind, whole.key, whole.bytes_read, whole.bytes_written, whole.kernels)
+    assert cost_of(dataclasses.replace(clones[1], tags=())).kind == "copy_transpose"
+
+
+def test_conversions_and_host_copies_stay_whole():
+    # _to_copy is answered by the recorder (host transfers, pinned memory): one op, one copy, as before.
+    with capture("h200") as block:
+        with block.paused():
+            x = torch.randn(64, 128, device="cuda")
+        x.to(torch.bfloat16)
+        x.cpu()
+    copies = [op for op in block.capture.ops if op.op == "aten._to_copy.default"]
+    assert len(copies) == 2 and not any(op.decomposed for op in copies)
+    assert [op.sync for op in copies] == [None, "cpu"]

@@ -8,6 +8,7 @@ masks, copies to the CPU): those become sync points, and the step goes on with p
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable
 
 import torch
@@ -15,8 +16,10 @@ from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils.weak import WeakIdKeyDictionary
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from kernelcast.records import ENGINE_NODES_OP, HOST_OP_PREFIX, OpRecord, TensorMeta
+from kernelcast.records import DECOMPOSED_TAG, ENGINE_NODES_OP, HOST_OP_PREFIX, OpRecord, TensorMeta
 
+from .cuda_path import CudaOpTable
+from .decompose import Decomposer
 from .host_clock import HostClock
 from .source import current_source
 
@@ -93,7 +96,7 @@ class _Schema:
 
     def __init__(self, func: torch._ops.OpOverload) -> None:
         self.args = [
-            (a.name, a.kwarg_only, a.default_value if a.has_default_value() else None)
+            (a.name, a.kwarg_only, a.default_value if a.has_default_value() else None, a.is_out)
             for a in func._schema.arguments
         ]
         tags = [name for tag, name in KEPT_TAGS.items() if tag in func.tags]
@@ -104,8 +107,11 @@ class _Schema:
         self.tags = tuple(tags)
 
     def bind(self, args: tuple, kwargs: dict) -> dict[str, Any]:
+        """Arguments by name; an `out=` argument is left to the outputs (it is written, not read)."""
         bound: dict[str, Any] = {}
-        for i, (name, kwarg_only, default) in enumerate(self.args):
+        for i, (name, kwarg_only, default, is_out) in enumerate(self.args):
+            if is_out:
+                continue
             if not kwarg_only and i < len(args):
                 value = args[i]
             else:
@@ -125,6 +131,15 @@ def _on_gpu(args: tuple, kwargs: dict) -> bool:
     return False
 
 
+def _targets_gpu(args: tuple, kwargs: dict) -> bool:
+    """A GPU tensor among the arguments, or a factory asked for a CUDA tensor."""
+    device = kwargs.get("device")
+    return _on_gpu(args, kwargs) or (device is not None and torch.device(device).type == "cuda")
+
+
+_NOT_DECOMPOSED = object()
+
+
 def _outputs(out: Any) -> tuple[TensorMeta | None, ...]:
     items = out if isinstance(out, (tuple, list)) else (out,)
     metas: list[TensorMeta | None] = []
@@ -142,7 +157,7 @@ class Recorder(TorchDispatchMode):
     """Records ops while `recording` is set; handles sync ops always (the warm-up step needs them too)."""
 
     def __init__(self, phase_of: Callable[[], str], module_of: Callable[[], str],
-                 backward_origin: Callable[[], tuple[str, str] | None]) -> None:
+                 backward_origin: Callable[[], tuple[str, str] | None], op_table: CudaOpTable | None = None) -> None:
         super().__init__()
         self.recording = False
         self.ops: list[OpRecord] = []
@@ -175,6 +190,9 @@ class Recorder(TorchDispatchMode):
         }
         self._pinned = WeakIdKeyDictionary()  # host tensors in pinned memory (FakeTensorMode has no such notion)
         self._pending_tags: tuple[str, ...] = ()  # set by a handler for the op it handles
+        # Ops CUDA runs by calling other ops (capture/decompose.py); the ops being decomposed, innermost last.
+        self._decomposer = Decomposer(op_table, set(self._sync_handlers))
+        self._parents: list[int] = []
 
     # -- dispatch --------------------------------------------------------------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -191,6 +209,12 @@ class Recorder(TorchDispatchMode):
             return func(*args, **kwargs)
         self._pending_tags = ()
         handler = self._sync_handlers.get(func)
+        if handler is None and self.recording and func not in NO_DEVICE_WORK:
+            how = self._decomposer.how(func)
+            if how is not None and (self._parents or _targets_gpu(args, kwargs)):
+                out = self._decompose(func, how, args, kwargs)
+                if out is not _NOT_DECOMPOSED:
+                    return out
         if handler is not None:
             out, sync = handler(func, args, kwargs)
         else:
@@ -202,26 +226,59 @@ class Recorder(TorchDispatchMode):
             self._record(func, args, kwargs, out, sync)
         return out
 
-    def _record(self, func, args: tuple, kwargs: dict, out: Any, sync: str | None) -> None:
+    def _decompose(self, func, how: str, args: tuple, kwargs: dict) -> Any:
+        """Record the op, then run it as CUDA does (decompose.py), recording the ops it calls as its
+        children. An op whose kernel launches by itself, or builds its output without calling ops (a plain
+        tensor comes back), is recorded whole instead (_NOT_DECOMPOSED)."""
+        index = len(self.ops)
+        self._record(func, args, kwargs, None, None, extra_tags=(DECOMPOSED_TAG,),
+                     on_gpu=bool(self._parents) or _targets_gpu(args, kwargs))
+        self._parents.append(index)
+        try:
+            with self:  # the ops it calls come back through this recorder
+                out = Decomposer.run(func, how, args, kwargs)
+        except Exception as exc:
+            if not Decomposer.launched_by_itself(exc):
+                raise
+            out = NotImplemented
+        finally:
+            self._parents.pop()
+        if out is NotImplemented or not Decomposer.outputs_fake(out):
+            self._decomposer.self_launching.add(func)
+            del self.ops[index:], self.torch_calls[index:]
+            return _NOT_DECOMPOSED
+        self.ops[index] = dataclasses.replace(self.ops[index], outputs=_outputs(out))
+        return out
+
+    def _record(self, func, args: tuple, kwargs: dict, out: Any, sync: str | None, extra_tags: tuple = (),
+                on_gpu: bool | None = None) -> None:
         schema = self._schemas.get(func)
         if schema is None:
             schema = self._schemas[func] = _Schema(func)
-        phase = self._phase_of()
-        origin = self._backward_origin() if phase == "backward" else None
-        if origin is not None:
-            source, module = origin
+        if on_gpu is None:
+            on_gpu = _on_gpu(args, kwargs) or _on_gpu((out,), {})  # factories have only a device kwarg
+        tags = (schema.tags if on_gpu else schema.tags + ("host",)) + extra_tags
+        parent = self._parents[-1] if self._parents else -1
+        if parent >= 0:  # called by a decomposed op: its phase, module and line; no autograd of its own
+            caller = self.ops[parent]
+            phase, module, source, stream = caller.phase, caller.module, caller.source, caller.stream
         else:
-            source, module = current_source(), self._module_of()
-        on_gpu = _on_gpu(args, kwargs) or _on_gpu((out,), {})  # factories have only a device kwarg
-        tags = schema.tags if on_gpu else schema.tags + ("host",)
-        tags += self._autograd_tags(phase, args) + self._pending_tags
+            phase = self._phase_of()
+            origin = self._backward_origin() if phase == "backward" else None
+            if origin is not None:
+                source, module = origin
+            else:
+                source, module = current_source(), self._module_of()
+            stream = self.current_stream
+            tags += self._autograd_tags(phase, args)
+        tags += self._pending_tags
         self._pending_tags = ()
         python_us, torch_calls, modules = self.clock.take()
         self.torch_calls.append(torch_calls)
         self.ops.append(OpRecord(
             index=len(self.ops), op=str(func), args=schema.bind(args, kwargs), outputs=_outputs(out),
             tags=tags, phase=phase, module=module, source=source, sync=sync, python_us=python_us, modules=modules,
-            stream=self.current_stream,
+            stream=stream, parent=parent,
         ))
 
     def _autograd_tags(self, phase: str, args: tuple) -> tuple[str, ...]:
