@@ -65,7 +65,7 @@ def predict_one(entry: dict, gpu: str, torch_version: str) -> dict:
         if p.kernels:
             by_op[packet(cap.ops[root].op)] += p.kernels
     return {"kernels": pred.kernels, "by_op": dict(by_op), "uncosted": list(pred.uncosted),
-            "notes": list(pred.notes), "captured_ops": sorted({packet(op.op) for op in cap.ops}),
+            "notes": list(pred.notes), "captured_ops": sorted({packet(op.op) for op in cap.ops if op.parent < 0}),
             "gpu_time_us": round(pred.gpu_time_us, 1), "step_time_us": round(pred.step_time_us, 1),
             "bound": pred.bound, "sync_points": pred.sync_points, "capture_s": round(capture_s, 2)}
 

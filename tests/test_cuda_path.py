@@ -11,6 +11,7 @@ import torch
 import torch.nn as nn
 
 from kernelcast.capture import capture, capture_workload
+from kernelcast.capture.attention import SdpaCall, mask_ok_for_cudnn, choose_backend
 from kernelcast.capture.cuda_only import cuda_only_ops
 from kernelcast.capture.cuda_path import load_op_table, ops_to_keep_whole
 from kernelcast.costs import cost_of
@@ -351,3 +352,85 @@ def test_conversions_and_host_copies_stay_whole():
     copies = [op for op in block.capture.ops if op.op == "aten._to_copy.default"]
     assert len(copies) == 2 and not any(op.decomposed for op in copies)
     assert [op.sync for op in copies] == [None, "cpu"]
+
+
+# -- scaled_dot_product_attention: the backend CUDA picks -------------------------------------------------------
+def _attention_ops(block):
+    return [op.op.removeprefix("aten.").removesuffix(".default") for op in block.capture.ops
+            if "attention" in op.op or op.op in ("aten.bmm.default", "aten._softmax.default")]
+
+
+def test_transposed_qkv_run_the_math_path():
+    # zoo unet_block_train / unet_block_forward_fp16: q, k, v are transposed views whose last dim has stride
+    # != 1; the H200 ran bmm and _softmax (check_last_dim_stride_equals_1_dense fails every fused backend).
+    with capture("h200") as block:
+        with block.paused():
+            x = torch.randn(2, 4, 64, 256, device="cuda", dtype=torch.float16)  # (B, heads, head_dim, tokens)
+        q = x.transpose(-1, -2)  # (B, heads, tokens, head_dim), stride(-1) = 256
+        torch.nn.functional.scaled_dot_product_attention(q, q, q)
+    ops = _attention_ops(block)
+    assert "bmm" in ops and "_softmax" in ops and not any("cudnn" in op or "flash" in op for op in ops)
+
+
+def test_mask_with_a_strided_last_dim_runs_the_math_path():
+    # zoo t5_forward (transformers 5.17 on the H200): the relative position bias comes out of a permute, its
+    # last dim has stride = heads; those calls ran the math path, the contiguous-mask calls cuDNN.
+    with capture("h200") as block:
+        with block.paused():
+            q = torch.randn(2, 8, 64, 64, device="cuda", dtype=torch.bfloat16)
+            bias = torch.randn(64, 64, 8, device="cuda", dtype=torch.bfloat16).permute(2, 0, 1).unsqueeze(0)
+        torch.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=bias)
+        torch.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=bias.contiguous())
+    ops = _attention_ops(block)
+    assert ops.count("_scaled_dot_product_cudnn_attention") == 1 and "bmm" in ops
+
+
+def test_cudnn_mask_shape_rules():
+    # check_attn_mask_shape: a 4-D mask with batch and heads each 1 or full goes to cuDNN; a 3-D one does not
+    # (efficient takes it), nor one that requires grad.
+    q = torch.randn(2, 8, 64, 64, dtype=torch.bfloat16)
+
+    def backend(mask_shape, requires_grad=False):
+        call = SdpaCall(torch.bfloat16, 64, 64, 64, 64, 8, 8, 8, True,
+                        mask_ok_for_cudnn(torch.zeros(mask_shape, requires_grad=requires_grad), q, q),
+                        False, False, False, True, False)
+        return choose_backend(call, "sm_90")
+
+    assert backend((2, 1, 64, 64)) == "cudnn" and backend((1, 8, 1, 64)) == "cudnn" and backend((64, 64)) == "cudnn"
+    assert backend((8, 64, 64)) == "efficient" and backend((2, 3, 64, 64)) == "efficient"
+    assert backend((2, 1, 64, 64), requires_grad=True) == "efficient"
+
+
+def test_attention_inside_multihead_attention_is_routed():
+    # zoo amp_bf16_clip_train: nn.TransformerEncoderLayer's MultiheadAttention calls SDPA from Python; the H200
+    # ran cuDNN attention with dropout: philox unpack + memset + kernel = 3 items forward, 4 backward.
+    with capture("h200") as block:
+        with block.paused():
+            layer = nn.TransformerEncoderLayer(512, 8, 2048, dropout=0.1, batch_first=True).cuda()
+            x = torch.randn(4, 128, 512, device="cuda")
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            layer(x).sum().backward()
+    assert _attention_ops(block) == ["_scaled_dot_product_cudnn_attention",
+                                     "_scaled_dot_product_cudnn_attention_backward"]
+    kernels = {p.op: p.kernels for p in predict_capture(block.capture, "h200").ops}
+    assert kernels["aten._scaled_dot_product_cudnn_attention.default"] == 3
+    assert kernels["aten._scaled_dot_product_cudnn_attention_backward.default"] == 4
+
+
+def test_cudnn_attention_launches_for_decode_and_grouped_heads():
+    # zoo gpt2_decode_dynamic_cache: a single query takes cuDNN's sm80 kernel with no memset, 1 item per call
+    # (12 for 12 layers); zoo qwen2_train: with fewer key/value heads, the backward adds two fmha_reduce_head
+    # kernels (24 items for 4 calls: 6 each).
+    with capture("h200") as block:
+        with block.paused():
+            q1 = torch.randn(1, 12, 1, 64, device="cuda", dtype=torch.float16)
+            kv = torch.randn(1, 12, 300, 64, device="cuda", dtype=torch.float16)
+            q = torch.randn(2, 8, 128, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+            k = torch.randn(2, 2, 128, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        torch.nn.functional.scaled_dot_product_attention(q1, kv, kv)
+        torch.nn.functional.scaled_dot_product_attention(q, k, k, is_causal=True, enable_gqa=True).sum().backward()
+    pred = predict_capture(block.capture, "h200")
+    cudnn = [(p.op, p.kernels) for p in pred.ops if "cudnn_attention" in p.op]
+    assert cudnn == [("aten._scaled_dot_product_cudnn_attention.default", 1),
+                     ("aten._scaled_dot_product_cudnn_attention.default", 2),
+                     ("aten._scaled_dot_product_cudnn_attention_backward.default", 6)]

@@ -1,8 +1,7 @@
 """A TorchFunctionMode that sits above autograd during a capture.
 
-It does what the dispatch-level recorder cannot:
-- sends scaled_dot_product_attention to the fused CUDA kernel the target would pick (torch chooses it with a
-  CUDA-only C++ stub that a CPU build lacks, and would otherwise run the math path);
+It does what the dispatch-level recorder cannot (scaled_dot_product_attention is routed below it, at the
+dispatcher: capture/attention.py):
 - notes where each forward op came from on its autograd node, so backward ops can name their forward line;
 - turns host reads that bypass aten (`tolist`, `numpy`, printing) into sync points;
 - refuses backward cleanly when this process cannot run autograd on fake CUDA tensors.
@@ -17,7 +16,6 @@ from torch.overrides import TorchFunctionMode
 
 from kernelcast.errors import CaptureError
 
-from . import attention
 from .host_clock import HostClock
 from .source import current_source
 
@@ -36,8 +34,6 @@ class Router(TorchFunctionMode):
         self.on_backward: Callable[[int], None] | None = None  # told how many autograd nodes a backward ran
         self.clock = HostClock()  # the recorder's, set by the session: every torch call is the capture's time
         self._routes: dict[Any, Callable] = {
-            torch.nn.functional.scaled_dot_product_attention: self._sdpa,
-            torch._C._nn.scaled_dot_product_attention: self._sdpa,
             torch.Tensor.backward: self._backward,
             torch.autograd.backward: self._backward,
             torch.Tensor.__repr__: self._host_read("print"),
@@ -71,9 +67,6 @@ class Router(TorchFunctionMode):
             return
         if node is not None and ORIGIN_KEY not in node.metadata:
             tag_new_nodes(node, (current_source(), self._module_of()))
-
-    def _sdpa(self, func, args, kwargs):
-        return attention.route_sdpa(self.arch, *args, **kwargs)
 
     def _backward(self, func, args, kwargs):
         if self._backward_error is not None:

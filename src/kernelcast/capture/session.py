@@ -26,6 +26,7 @@ from kernelcast import _fake_cuda
 from kernelcast.records import RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, CaptureSettings, OpRecord
 
 from .compat import real_run_paths
+from .attention import sdpa_routed
 from .compiled import CompileWatch, compiled_note
 from .cpu_speed import this_machine_bench_us
 from .cuda_facade import TargetDevice, cuda_facade
@@ -167,6 +168,7 @@ class CaptureSession:
             self.op_table = load_op_table()
             stack.enter_context(cuda_kernels_kept_whole(self.op_table))
             stack.enter_context(cuda_only_fakes(self.op_table))
+            stack.enter_context(sdpa_routed(self.arch))
             self.fake_mode = _CaptureFakeMode(allow_non_fake_inputs=True)
             stack.enter_context(_swappable_fake_tensors(self.fake_mode))
             stack.enter_context(self.fake_mode)
