@@ -434,3 +434,36 @@ def test_cudnn_attention_launches_for_decode_and_grouped_heads():
     assert cudnn == [("aten._scaled_dot_product_cudnn_attention.default", 1),
                      ("aten._scaled_dot_product_cudnn_attention.default", 2),
                      ("aten._scaled_dot_product_cudnn_attention_backward.default", 6)]
+
+
+def test_ctc_loss_with_integer_lengths_and_the_mean():
+    # ctc_loss's C++ formula turns integer target lengths into a tensor from host memory for the mean
+    # reduction (LossCTC.cpp); the capture reduces in Python the same way. int32 targets on the host take
+    # cuDNN's CTC loss (_use_cudnn_ctc_loss), others the native kernel.
+    def run(targets):
+        with capture("h200") as block:
+            with block.paused():
+                logits = torch.randn(50, 4, 20, device="cuda", requires_grad=True)
+            loss = torch.nn.functional.ctc_loss(logits.log_softmax(2), targets(), [50] * 4, [10] * 4)
+            loss.backward()
+        return [op.op for op in block.capture.ops if "ctc" in op.op]
+
+    assert "aten._cudnn_ctc_loss.default" in run(lambda: torch.randint(1, 20, (40,), dtype=torch.int32))
+    assert "aten._ctc_loss.default" in run(lambda: torch.randint(1, 20, (4, 10), device="cuda"))
+
+
+def test_pointwise_losses_reduce_with_mean_as_cuda_does():
+    # Loss.cpp: the loss per element, then at::mean_out over it (a global reduce zeroes its semaphores first).
+    # H200, torch 2.11: zoo unet_block_train mse_loss 3 items, mse_loss_backward 2 (zeros_like, kernel); zoo
+    # losses_train huber_loss and smooth_l1_loss 3 each, their backward 2 each (zeros_like, the .out kernel).
+    with capture("h200") as block:
+        with block.paused():
+            x = torch.randn(8, 4, 64, 64, device="cuda", requires_grad=True)
+            y = torch.randn(8, 4, 64, 64, device="cuda")
+        for loss in (torch.nn.functional.mse_loss, torch.nn.functional.huber_loss,
+                     torch.nn.functional.smooth_l1_loss):
+            loss(x, y).backward()
+    _, kernels = _kernels_by_root(block.capture)
+    for name in ("mse_loss", "huber_loss", "smooth_l1_loss"):
+        assert kernels[f"aten.{name}.default"] == 3
+        assert kernels[f"aten.{name}_backward.default"] == 2

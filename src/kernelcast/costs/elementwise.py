@@ -108,10 +108,30 @@ register("aten.nll_loss_forward", "aten.nll_loss2d_forward")(
     _with_flops(LOSS_FLOPS_PER_ELEMENT, "loss", NLL_LOSS_FORWARD_KERNELS))
 register("aten.nll_loss_backward", "aten.nll_loss2d_backward")(
     _with_flops(LOSS_FLOPS_PER_ELEMENT, "loss", NLL_LOSS_BACKWARD_KERNELS))
-register("aten.mse_loss", "aten.mse_loss_backward", "aten.binary_cross_entropy", "aten.huber_loss",
-         "aten.huber_loss_backward",
+register("aten.binary_cross_entropy", "aten.huber_loss_backward",
          "aten.binary_cross_entropy_backward", "aten.binary_cross_entropy_with_logits",
-         "aten.smooth_l1_loss", "aten.smooth_l1_loss_backward")(_with_flops(LOSS_FLOPS_PER_ELEMENT, "loss"))
+         "aten.smooth_l1_loss_backward")(_with_flops(LOSS_FLOPS_PER_ELEMENT, "loss"))
+
+REDUCTION_NONE = 0  # at::Reduction::None; Mean is 1, Sum 2
+# mse_loss_backward (aten/src/ATen/native/Loss.cpp): grad_input = zeros_like(input), then the backward kernel
+# into it: 2 items (H200, torch 2.11: zoo unet_block_train). Huber's and smooth L1's run the same way, as the
+# ops their explicit kernels call (capture/decompose.py).
+MSE_LOSS_BACKWARD_ITEMS = 2
+register("aten.mse_loss_backward")(_with_flops(LOSS_FLOPS_PER_ELEMENT, "loss", MSE_LOSS_BACKWARD_ITEMS))
+
+
+@register("aten.mse_loss", "aten.smooth_l1_loss", "aten.huber_loss")
+def reduced_pointwise_loss(op: OpRecord, ctx: CostContext) -> Cost:
+    """The loss per element (one TensorIterator kernel), then, unless reduction is none, at::mean_out or
+    sum_out over all of it (aten/src/ATen/native/Loss.cpp: mse_loss_out, smooth_l1_loss_out, huber_loss_out),
+    which zeroes its semaphores first when it is a global reduce (H200, torch 2.11: zoo unet_block_train
+    mse_loss and losses_train huber_loss / smooth_l1_loss, 3 items each with the mean)."""
+    x = arg(op, "self")
+    kernels = 1
+    if int(op.args.get("reduction", 1)) != REDUCTION_NONE and x.numel > 1:
+        kernels += 1 + REDUCE_SEMAPHORE_MEMSETS * is_global_reduce(1, x.numel, True, ctx.sm_count,
+                                                                   ctx.max_threads_per_sm)
+    return memory_op(op, LOSS_FLOPS_PER_ELEMENT, kernels, "loss")
 
 
 def _batch_norm_kind(kind: str, x: TensorMeta) -> str:
