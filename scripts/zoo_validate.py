@@ -29,6 +29,7 @@ from kernelcast.capture import capture_workload
 from kernelcast.capture.workload import load_build, on_sys_path
 from kernelcast.measure import packet
 from kernelcast.predict import predict_capture, step_verdict
+from kernelcast.records import root_indices
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL_TARGET_MEDIAN, KERNEL_TARGET_WORST = 0.02, 0.10  # issue 9
@@ -69,12 +70,14 @@ def predict_one(entry: dict, gpu: str, torch_version: str) -> dict:
     pred = predict_capture(cap, gpu)
     by_op: collections.Counter = collections.Counter()
     time_by_op: collections.Counter = collections.Counter()
-    for p in pred.ops:
+    roots = root_indices(cap.ops)  # an op CUDA runs by calling others: its children's kernels are its own
+    for p, root in zip(pred.ops, roots):
         if p.kernels:
-            by_op[packet(p.op)] += p.kernels
-            time_by_op[packet(p.op)] += p.time_us
-    return {"kernels": pred.kernels, "by_op": dict(by_op), "time_by_op": {k: round(v, 2) for k, v in time_by_op.items()}, "uncosted": list(pred.uncosted),
-            "notes": list(pred.notes), "captured_ops": sorted({packet(op.op) for op in cap.ops}),
+            by_op[packet(cap.ops[root].op)] += p.kernels
+            time_by_op[packet(cap.ops[root].op)] += p.time_us
+    return {"kernels": pred.kernels, "by_op": dict(by_op), "time_by_op": {k: round(v, 2) for k, v in time_by_op.items()},
+            "uncosted": list(pred.uncosted),
+            "notes": list(pred.notes), "captured_ops": sorted({packet(op.op) for op in cap.ops if op.parent < 0}),
             "gpu_time_us": round(pred.gpu_time_us, 1), "step_time_us": round(pred.step_time_us, 1),
             "bound": pred.bound, "sync_points": pred.sync_points, "capture_s": round(capture_s, 2)}
 

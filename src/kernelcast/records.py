@@ -30,6 +30,18 @@ RECORD_EVENT_OP = HOST_OP_PREFIX + "record_event"
 WAIT_EVENT_OP = HOST_OP_PREFIX + "wait_event"
 ENGINE_NODES_OP = HOST_OP_PREFIX + "autograd_nodes"
 
+# The tag of an op that CUDA runs by calling other ops (recorded after it, their `parent` its index).
+DECOMPOSED_TAG = "decomposed"
+
+
+def root_indices(ops) -> list[int]:
+    """For each op, the index of the op the step itself called that launched it (its own for most ops)."""
+    roots: list[int] = []
+    for i, op in enumerate(ops):
+        roots.append(roots[op.parent] if 0 <= op.parent < i else i)
+    return roots
+
+
 # The stream id collectives are recorded on. NCCL runs them on a stream of its own (ProcessGroupNCCL keeps one
 # per device and process group), so they can overlap compute on stream 0; a number well above the ids a capture
 # gives user-created streams keeps the two apart.
@@ -122,6 +134,9 @@ class OpRecord:
     python_us: float = 0.0
     modules: int = 0
     group_size: int = 0  # ranks in the process group of a collective (all_reduce, ...); 0 for any other op
+    # The op whose CUDA implementation called this one (the index of an op tagged "decomposed", see
+    # capture/decompose.py); -1 for an op the step itself called.
+    parent: int = -1
 
     @property
     def packet(self) -> str:
@@ -135,6 +150,11 @@ class OpRecord:
     @property
     def is_view(self) -> bool:
         return "view" in self.tags
+
+    @property
+    def decomposed(self) -> bool:
+        """CUDA runs this op as the ops recorded after it with it as their parent; they launch its kernels."""
+        return DECOMPOSED_TAG in self.tags
 
     def tensors_in(self) -> list[TensorMeta]:
         out: list[TensorMeta] = []
@@ -162,6 +182,8 @@ class OpRecord:
             d["modules"] = self.modules
         if self.group_size:
             d["group_size"] = self.group_size
+        if self.parent >= 0:
+            d["parent"] = self.parent
         return d
 
     @staticmethod
@@ -173,7 +195,7 @@ class OpRecord:
             tags=tuple(d.get("tags", ())), phase=d.get("phase", "forward"), module=d.get("module", ""),
             source=d.get("source", ""), sync=d.get("sync"), stream=d.get("stream", 0),
             python_us=d.get("python_us", 0.0), modules=d.get("modules", 0),
-            group_size=d.get("group_size", 0),
+            group_size=d.get("group_size", 0), parent=d.get("parent", -1),
         )
 
 
@@ -200,12 +222,13 @@ class Capture:
     workload: str = ""
     notes: tuple[str, ...] = ()  # what the capture had to assume (placeholder values for syncs, ...)
     world_size: int = 1  # ranks of the (fake) process group the step ran in; 1: a single-GPU step
+    compiled: bool = False  # the step runs torch.compile'd code, recorded (and predicted) as eager ops
 
     def to_json(self) -> dict:
         return {
             "format": CAPTURE_FORMAT_VERSION, "workload": self.workload,
             "settings": asdict(self.settings), "notes": list(self.notes), "world_size": self.world_size,
-            "ops": [op.to_json() for op in self.ops],
+            "compiled": self.compiled, "ops": [op.to_json() for op in self.ops],
         }
 
     @staticmethod
@@ -218,6 +241,7 @@ class Capture:
             ops=tuple(OpRecord.from_json(o) for o in d["ops"]),
             settings=CaptureSettings(**d.get("settings", {})),
             workload=d.get("workload", ""), notes=tuple(d.get("notes", ())), world_size=d.get("world_size", 1),
+            compiled=d.get("compiled", False),
         )
 
     def save(self, path: str | Path) -> None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from kernelcast.costs import cost_of
 from kernelcast.measure import Measurement, measure_step, packet
 from kernelcast.predict import Prediction, cost_context, predict_capture
-from kernelcast.records import Capture
+from kernelcast.records import Capture, root_indices
 
 
 @dataclass(frozen=True)
@@ -74,13 +74,14 @@ def compare(capture: Capture, prediction: Prediction, measurement: Measurement, 
     ctx = cost_context(prediction.gpu, capture)
     queues: dict[str, collections.deque] = collections.defaultdict(collections.deque)
     predicted = collections.defaultdict(lambda: [0.0, 0])
-    for op, p in zip(capture.ops, prediction.ops):
+    roots = root_indices(capture.ops)  # the profiler names the op the step called, not the ops it calls
+    for op, p, root in zip(capture.ops, prediction.ops, roots):
         cost = cost_of(op, ctx)
         kind = cost.kind if cost is not None and cost.kind else "other"
         predicted[kind][0] += p.time_us
         predicted[kind][1] += p.kernels
         for _ in range(p.kernels):
-            queues[family(op.op)].append(kind)
+            queues[family(capture.ops[root].op)].append(kind)
     last_kind: dict[str, str] = {}
     measured = collections.defaultdict(lambda: [0.0, 0])
     for k in measurement.kernels:
@@ -107,5 +108,5 @@ def validate_file(spec: str, gpu: str) -> Validation:
     build, folder = load_build(spec)
     with on_sys_path(folder) if folder else contextlib.nullcontext():
         step, args = build()
-        measurement = measure_step(step, tuple(args), recorded_ops={packet(op.op) for op in cap.ops})
+        measurement = measure_step(step, tuple(args), recorded_ops={packet(op.op) for op in cap.ops if op.parent < 0})
     return compare(cap, prediction, measurement, spec)

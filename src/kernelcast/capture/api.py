@@ -12,6 +12,7 @@ from kernelcast.devices import GPU, get_gpu
 from kernelcast.errors import CaptureError
 from kernelcast.records import Capture
 
+from .compiled import compiled_in
 from .cuda_facade import TargetDevice
 from .distributed import check_world_size, distributed_capture, fake_process_group
 from .session import CaptureSession
@@ -34,6 +35,7 @@ def _session(gpu: str | GPU) -> CaptureSession:
 
 
 def _run_steps(session: CaptureSession, step: Callable, args: tuple) -> None:
+    session.compiled_found = compiled_in(step, args)
     for _ in range(WARMUP_STEPS):
         step(*args)
     session.recording = True

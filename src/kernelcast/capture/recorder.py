@@ -9,6 +9,7 @@ output size depends on data (nonzero, unique, bincount, ...) get a stated size (
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable
 
 import torch
@@ -16,10 +17,12 @@ from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils.weak import WeakIdKeyDictionary
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from kernelcast.records import ENGINE_NODES_OP, HOST_OP_PREFIX, OpRecord, TensorMeta
+from kernelcast.records import DECOMPOSED_TAG, ENGINE_NODES_OP, HOST_OP_PREFIX, OpRecord, TensorMeta
 
 from .cuda_inplace import CudaInPlace
 from .dynamic_shapes import DynamicShapes, ValueHints, as_python
+from .cuda_path import CudaOpTable
+from .decompose import Decomposer
 from .host_clock import HostClock
 from .rnn import cudnn_rnn_with_cuda_layout
 from .source import current_source
@@ -106,7 +109,7 @@ class _Schema:
 
     def __init__(self, func: torch._ops.OpOverload) -> None:
         self.args = [
-            (a.name, a.kwarg_only, a.default_value if a.has_default_value() else None)
+            (a.name, a.kwarg_only, a.default_value if a.has_default_value() else None, a.is_out)
             for a in func._schema.arguments
         ]
         tags = [name for tag, name in KEPT_TAGS.items() if tag in func.tags]
@@ -117,8 +120,11 @@ class _Schema:
         self.tags = tuple(tags)
 
     def bind(self, args: tuple, kwargs: dict) -> dict[str, Any]:
+        """Arguments by name; an `out=` argument is left to the outputs (it is written, not read)."""
         bound: dict[str, Any] = {}
-        for i, (name, kwarg_only, default) in enumerate(self.args):
+        for i, (name, kwarg_only, default, is_out) in enumerate(self.args):
+            if is_out:
+                continue
             if not kwarg_only and i < len(args):
                 value = args[i]
             else:
@@ -138,6 +144,15 @@ def _on_gpu(args: tuple, kwargs: dict) -> bool:
     return False
 
 
+def _targets_gpu(args: tuple, kwargs: dict) -> bool:
+    """A GPU tensor among the arguments, or a factory asked for a CUDA tensor."""
+    device = kwargs.get("device")
+    return _on_gpu(args, kwargs) or (device is not None and torch.device(device).type == "cuda")
+
+
+_NOT_DECOMPOSED = object()
+
+
 def _outputs(out: Any) -> tuple[TensorMeta | None, ...]:
     items = out if isinstance(out, (tuple, list)) else (out,)
     metas: list[TensorMeta | None] = []
@@ -155,7 +170,7 @@ class Recorder(TorchDispatchMode):
     """Records ops while `recording` is set; handles sync ops always (the warm-up step needs them too)."""
 
     def __init__(self, phase_of: Callable[[], str], module_of: Callable[[], str],
-                 backward_origin: Callable[[], tuple[str, str] | None]) -> None:
+                 backward_origin: Callable[[], tuple[str, str] | None], op_table: CudaOpTable | None = None) -> None:
         super().__init__()
         self.recording = False
         self.ops: list[OpRecord] = []
@@ -182,6 +197,7 @@ class Recorder(TorchDispatchMode):
             aten._to_copy.default: self._copy,
             aten.copy_.default: self._copy,
             aten._pin_memory.default: self._pin_memory,
+            aten._ctc_loss.Tensor: self._ctc_lengths,
             aten.is_pinned.default: self._is_pinned,
             aten._cudnn_rnn.default: cudnn_rnn_with_cuda_layout,
         }
@@ -189,6 +205,9 @@ class Recorder(TorchDispatchMode):
         self._pending_tags: tuple[str, ...] = ()  # set by a handler for the op it handles
         self.in_place = CudaInPlace()  # backward work a GPU run does in place (cuda_inplace.py)
         self._host_read_kind: str | None = None  # set while a host read (tolist) copies a tensor to the CPU
+        # Ops CUDA runs by calling other ops (capture/decompose.py); the ops being decomposed, innermost last.
+        self._decomposer = Decomposer(op_table, set(self._sync_handlers))
+        self._parents: list[int] = []
 
     # -- dispatch --------------------------------------------------------------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -206,6 +225,12 @@ class Recorder(TorchDispatchMode):
         self._pending_tags = ()
         func, args, kwargs = self.in_place.rewrite(func, args, kwargs)
         handler = self._sync_handlers.get(func)
+        if handler is None and self.recording and func not in NO_DEVICE_WORK:
+            how = self._decomposer.how(func)
+            if how is not None and (self._parents or _targets_gpu(args, kwargs)):
+                out = self._decompose(func, how, args, kwargs)
+                if out is not _NOT_DECOMPOSED:
+                    return out
         if handler is not None:
             out, sync = handler(func, args, kwargs)
         else:
@@ -226,26 +251,59 @@ class Recorder(TorchDispatchMode):
         if self.recording:
             self._record(func, args, kwargs, out, sync)
 
-    def _record(self, func, args: tuple, kwargs: dict, out: Any, sync: str | None) -> None:
+    def _decompose(self, func, how: str, args: tuple, kwargs: dict) -> Any:
+        """Record the op, then run it as CUDA does (decompose.py), recording the ops it calls as its
+        children. An op whose kernel launches by itself, or builds its output without calling ops (a plain
+        tensor comes back), is recorded whole instead (_NOT_DECOMPOSED)."""
+        index = len(self.ops)
+        self._record(func, args, kwargs, None, None, extra_tags=(DECOMPOSED_TAG,),
+                     on_gpu=bool(self._parents) or _targets_gpu(args, kwargs))
+        self._parents.append(index)
+        try:
+            with self:  # the ops it calls come back through this recorder
+                out = Decomposer.run(func, how, args, kwargs)
+        except Exception as exc:
+            if not Decomposer.launched_by_itself(exc):
+                raise
+            out = NotImplemented
+        finally:
+            self._parents.pop()
+        if out is NotImplemented or not Decomposer.outputs_fake(out):
+            self._decomposer.self_launching.add(func)
+            del self.ops[index:], self.torch_calls[index:]
+            return _NOT_DECOMPOSED
+        self.ops[index] = dataclasses.replace(self.ops[index], outputs=_outputs(out))
+        return out
+
+    def _record(self, func, args: tuple, kwargs: dict, out: Any, sync: str | None, extra_tags: tuple = (),
+                on_gpu: bool | None = None) -> None:
         schema = self._schemas.get(func)
         if schema is None:
             schema = self._schemas[func] = _Schema(func)
-        phase = self._phase_of()
-        origin = self._backward_origin() if phase == "backward" else None
-        if origin is not None:
-            source, module = origin
+        if on_gpu is None:
+            on_gpu = _on_gpu(args, kwargs) or _on_gpu((out,), {})  # factories have only a device kwarg
+        tags = (schema.tags if on_gpu else schema.tags + ("host",)) + extra_tags
+        parent = self._parents[-1] if self._parents else -1
+        if parent >= 0:  # called by a decomposed op: its phase, module and line; no autograd of its own
+            caller = self.ops[parent]
+            phase, module, source, stream = caller.phase, caller.module, caller.source, caller.stream
         else:
-            source, module = current_source(), self._module_of()
-        on_gpu = _on_gpu(args, kwargs) or _on_gpu((out,), {})  # factories have only a device kwarg
-        tags = schema.tags if on_gpu else schema.tags + ("host",)
-        tags += self._autograd_tags(phase, args) + self._pending_tags
+            phase = self._phase_of()
+            origin = self._backward_origin() if phase == "backward" else None
+            if origin is not None:
+                source, module = origin
+            else:
+                source, module = current_source(), self._module_of()
+            stream = self.current_stream
+            tags += self._autograd_tags(phase, args)
+        tags += self._pending_tags
         self._pending_tags = ()
         python_us, torch_calls, modules = self.clock.take()
         self.torch_calls.append(torch_calls)
         self.ops.append(OpRecord(
             index=len(self.ops), op=str(func), args=schema.bind(args, kwargs), outputs=_outputs(out),
             tags=tags, phase=phase, module=module, source=source, sync=sync, python_us=python_us, modules=modules,
-            stream=self.current_stream,
+            stream=stream, parent=parent,
         ))
 
     def _autograd_tags(self, phase: str, args: tuple) -> tuple[str, ...]:
@@ -332,6 +390,20 @@ class Recorder(TorchDispatchMode):
             tensor.to("cpu")
         finally:
             self._host_read_kind = None
+
+    def _ctc_lengths(self, func, args, kwargs):
+        """CTC loss with its lengths in tensors. On CUDA, ctc_loss reads them back to the host (LossCTC.cpp:
+        `.to(kCPU)`, then the IntArrayRef overload), so the host waits; its outputs' size depends on the longest
+        target. Fake tensors hold no lengths: every input is taken as long as log_probs, every target as long
+        as the padded targets (2-D), or an equal share of them (1-D)."""
+        log_probs, targets, input_lengths, target_lengths = args[:4]
+        steps, batch = log_probs.shape[0], (log_probs.shape[1] if log_probs.dim() == 3 else 1)
+        longest = targets.shape[-1] if targets.dim() == 2 else targets.numel() // max(batch, 1)
+        self._note("CTC lengths read back from the GPU: assumed full (inputs as long as log_probs, targets as "
+                   "long as the padded targets)")
+        out = aten._ctc_loss.default(log_probs, targets, [steps] * batch, [longest] * batch, *args[4:], **kwargs)
+        on_gpu = any(isinstance(t, torch.Tensor) and device_type(t) == "cuda" for t in (input_lengths, target_lengths))
+        return out, ("ctc lengths" if on_gpu else None)
 
     def _pin_memory(self, func, args, kwargs):
         out = aten.clone.default(args[0])

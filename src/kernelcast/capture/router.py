@@ -1,15 +1,16 @@
 """A TorchFunctionMode that sits above autograd during a capture.
 
-It does what the dispatch-level recorder cannot:
-- sends scaled_dot_product_attention to the fused CUDA kernel the target would pick (torch chooses it with a
-  CUDA-only C++ stub that a CPU build lacks, and would otherwise run the math path);
+It does what the dispatch-level recorder cannot (scaled_dot_product_attention is routed below it, at the
+dispatcher: capture/attention.py):
 - notes where each forward op came from on its autograd node, so backward ops can name their forward line;
 - turns host reads that bypass aten (`tolist`, `numpy`, printing) into sync points;
+- reduces ctc_loss over integer lengths in Python, as its C++ formula does from host memory;
 - refuses backward cleanly when this process cannot run autograd on fake CUDA tensors.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 import torch
@@ -17,11 +18,11 @@ from torch.overrides import TorchFunctionMode
 
 from kernelcast.errors import CaptureError
 
-from . import attention
 from .dynamic_shapes import as_python
 from .host_clock import HostClock
 from .source import current_source
 
+_CTC_SIGNATURE = inspect.signature(torch.nn.functional.ctc_loss)
 ORIGIN_KEY = "kernelcast_origin"  # autograd Node.metadata key: (source, module) of the forward op
 
 
@@ -42,8 +43,7 @@ class Router(TorchFunctionMode):
         self.hints: Any = None
         self.copy_to_host: Callable[[torch.Tensor, str], None] | None = None
         self._routes: dict[Any, Callable] = {
-            torch.nn.functional.scaled_dot_product_attention: self._sdpa,
-            torch._C._nn.scaled_dot_product_attention: self._sdpa,
+            torch.nn.functional.ctc_loss: self._ctc_loss,
             torch.Tensor.backward: self._backward,
             torch.autograd.backward: self._backward,
             torch.Tensor.__repr__: self._host_read("print"),
@@ -82,8 +82,20 @@ class Router(TorchFunctionMode):
         if node is not None and ORIGIN_KEY not in node.metadata:
             tag_new_nodes(node, (current_source(), self._module_of()))
 
-    def _sdpa(self, func, args, kwargs):
-        return attention.route_sdpa(self.arch, *args, **kwargs)
+    def _ctc_loss(self, func, args, kwargs):
+        """ctc_loss with lengths as integers and the mean reduction: its C++ formula makes a tensor of the
+        target lengths from host memory (at::tensor, LossCTC.cpp apply_loss_reduction), which a fake tensor
+        cannot hold. The same reduction, in Python: the per-sample losses over the lengths copied to the
+        device (clamped to 1), averaged."""
+        bound = _CTC_SIGNATURE.bind(*args, **kwargs)
+        bound.apply_defaults()
+        a = bound.arguments
+        if a["reduction"] != "mean" or isinstance(a["target_lengths"], torch.Tensor):
+            return func(*args, **kwargs)
+        losses = func(a["log_probs"], a["targets"], a["input_lengths"], a["target_lengths"], blank=a["blank"],
+                      reduction="none", zero_infinity=a["zero_infinity"])
+        lengths = torch.tensor(list(a["target_lengths"]), dtype=losses.dtype, device=losses.device)
+        return (losses / lengths.clamp_min(1)).mean()
 
     def _backward(self, func, args, kwargs):
         if self._backward_error is not None:

@@ -29,13 +29,16 @@ from kernelcast.errors import DEBUG_ENV
 from kernelcast.records import RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, CaptureSettings, OpRecord
 
 from .compat import real_run_paths
+from .attention import sdpa_routed
+from .compiled import CompileWatch, compiled_note
 from .cpu_speed import this_machine_bench_us
 from .cuda_facade import TargetDevice, cuda_facade
+from .cuda_only import cuda_only_fakes
+from .cuda_path import CudaOpTable, cuda_kernels_kept_whole, load_op_table
 from .host_clock import BASELINE_CALLS, BASELINE_LOOPS, GapBaselines, HostClock, fastest_mean
 from .recorder import Recorder
 from .rnn import RnnRoutes, cudnn_rnns_on_fake_cuda
 from .router import Router, origin_of_current_backward_node
-from .whole_ops import cuda_kernels_kept_whole
 
 NO_BACKWARD_MESSAGE = (
     "this torch is a CPU build and kernelcast could not make autograd work on fake CUDA tensors ({why}); "
@@ -49,6 +52,13 @@ class _CaptureFakeMode(FakeTensorMode):
     @property
     def avoid_device_init(self) -> bool:  # type: ignore[override]
         return True
+
+    def __deepcopy__(self, memo: dict) -> "_CaptureFakeMode":
+        """One mode for the whole capture. copy.deepcopy of a fake tensor copies its __dict__, and with it its
+        `fake_mode`: a deep-copied module (nn.TransformerEncoder clones its layer so; EMA copies of a model)
+        would get a second FakeTensorMode whose memo still references the copies, and `.cuda()` then failed
+        ("Couldn't swap ...weight": swap_tensors refuses a tensor with weak references)."""
+        return self
 
 
 # torch loggers that log, at ERROR with a full traceback, an exception they then raise to the caller anyway:
@@ -162,6 +172,9 @@ class CaptureSession:
         self.router: Router | None = None
         self.fake_mode: FakeTensorMode | None = None
         self.gap_baselines = GapBaselines()  # set by measure_gap_baselines
+        self.compile_watch = CompileWatch()
+        self.op_table: CudaOpTable | None = None  # the CUDA build's dispatch choices (capture/cuda_path.py)
+        self.compiled_found: list[str] = []  # torch.compile'd callables found in the step (capture/api.py)
 
     # -- context ---------------------------------------------------------------------------------------
     def __enter__(self) -> "CaptureSession":
@@ -173,19 +186,23 @@ class CaptureSession:
         try:
             stack.enter_context(_reraised_errors_not_logged())
             stack.enter_context(cuda_facade(self.target, on_sync=self._host_sync, streams=self))
+            stack.enter_context(self.compile_watch.watching())
             self.tracker = _CountingTracker()  # entered only while recording: its hooks cost time
             stack.callback(self._stop_tracking)
             stack.callback(register_optimizer_step_pre_hook(self._optimizer_enter).remove)
             stack.callback(register_optimizer_step_post_hook(self._optimizer_exit).remove)
             stack.enter_context(_foreach_accepts_fake_tensors())
             stack.enter_context(real_run_paths())
-            stack.enter_context(cuda_kernels_kept_whole())
+            self.op_table = load_op_table()
+            stack.enter_context(cuda_kernels_kept_whole(self.op_table))
             stack.enter_context(cudnn_rnns_on_fake_cuda())
+            stack.enter_context(cuda_only_fakes(self.op_table))
+            stack.enter_context(sdpa_routed(self.arch))
             self.fake_mode = _CaptureFakeMode(allow_non_fake_inputs=True)
             stack.enter_context(_swappable_fake_tensors(self.fake_mode))
             stack.enter_context(self.fake_mode)
             self.recorder = stack.enter_context(
-                Recorder(self._phase, self._module, origin_of_current_backward_node))
+                Recorder(self._phase, self._module, origin_of_current_backward_node, self.op_table))
             self.router = stack.enter_context(
                 Router(self.arch, self._module, self._host_sync, backward_error))
             self.tracker.clock = self.router.clock = self.recorder.clock
@@ -219,6 +236,7 @@ class CaptureSession:
             self._stop_tracking()
         self.recorder.recording = on
         self.router.tag_origins = on
+        self.compile_watch.recording = on
 
     def _stop_tracking(self) -> None:
         if self.tracker is not None and getattr(self.tracker, "_fw_pre_handle", None) is not None:
@@ -316,4 +334,11 @@ class CaptureSession:
             python_bench_us=round(this_machine_bench_us(), 1),
         )
         ops: tuple[OpRecord, ...] = self._with_model_python(tuple(self.recorder.ops))
-        return Capture(ops=ops, settings=settings, workload=workload, notes=tuple(sorted(self.recorder.notes)))
+        notes = set(self.recorder.notes)
+        if self.op_table is not None and self.op_table.note:
+            notes.add(self.op_table.note)
+        compiled = compiled_note(self.compiled_found, self.compile_watch.compiled_calls)
+        if compiled is not None:
+            notes.add(compiled)
+        return Capture(ops=ops, settings=settings, workload=workload, notes=tuple(sorted(notes)),
+                       compiled=compiled is not None)

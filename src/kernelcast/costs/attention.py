@@ -18,6 +18,14 @@ from .registry import Cost, CostContext, register
 CUDNN_FORWARD_KERNELS = 2
 DROPOUT_RNG_KERNELS = 1  # with dropout, one more item to set up the RNG seed and offset (measured, cuDNN)
 CUDNN_BACKWARD_KERNELS = 4
+# A single query (decoding) takes cuDNN's sm80 fprop kernel, launched without the workspace memset: one item
+# (zoo llama_decode_static_cache, 4 calls, and gpt2_decode_dynamic_cache, 12: one kernel each). Every longer
+# query the zoo measured (49 tokens and up) took the sm90 kernel and its memset.
+CUDNN_DECODE_FORWARD_KERNELS = 1
+CUDNN_DECODE_MAX_SEQ_Q = 1
+# With fewer key/value heads than query heads (grouped-query attention), the backward reduces dK and dV over
+# each group of heads: two fmha_reduce_head kernels more (zoo qwen2_train: 8 for 4 backward calls).
+CUDNN_GQA_BACKWARD_REDUCE_KERNELS = 2
 FLASH_FORWARD_KERNELS = 1
 FLASH_BACKWARD_KERNELS = 5
 EFFICIENT_FORWARD_KERNELS = 1
@@ -85,10 +93,17 @@ def _backward(kernels: int):
 @register("aten._scaled_dot_product_cudnn_attention")
 def cudnn_attention_forward(op: OpRecord, ctx: CostContext) -> Cost:
     dropout = float(op.args.get("dropout_p") or 0.0) > 0.0
-    return _forward(CUDNN_FORWARD_KERNELS + DROPOUT_RNG_KERNELS * dropout)(op, ctx)
+    decode = arg(op, "query").shape[2] <= CUDNN_DECODE_MAX_SEQ_Q
+    kernels = CUDNN_DECODE_FORWARD_KERNELS if decode else CUDNN_FORWARD_KERNELS
+    return _forward(kernels + DROPOUT_RNG_KERNELS * dropout)(op, ctx)
+
+
+@register("aten._scaled_dot_product_cudnn_attention_backward")
+def cudnn_attention_backward(op: OpRecord, ctx: CostContext) -> Cost:
+    grouped = arg(op, "key").shape[1] < arg(op, "query").shape[1]
+    return _backward(CUDNN_BACKWARD_KERNELS + CUDNN_GQA_BACKWARD_REDUCE_KERNELS * grouped)(op, ctx)
 
 register("aten._scaled_dot_product_flash_attention")(_forward(FLASH_FORWARD_KERNELS))
 register("aten._scaled_dot_product_efficient_attention")(_forward(EFFICIENT_FORWARD_KERNELS))
-register("aten._scaled_dot_product_cudnn_attention_backward")(_backward(CUDNN_BACKWARD_KERNELS))
 register("aten._scaled_dot_product_flash_attention_backward")(_backward(FLASH_BACKWARD_KERNELS))
 register("aten._scaled_dot_product_efficient_attention_backward")(_backward(EFFICIENT_BACKWARD_KERNELS))

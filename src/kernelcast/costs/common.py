@@ -71,7 +71,7 @@ def casts(op: OpRecord) -> bool:
     return len(dtypes | outs) > 1
 
 
-def _dense(t: TensorMeta) -> bool:
+def dense(t: TensorMeta) -> bool:
     """Non-overlapping and dense in some memory order (row-major, channels_last, ...): no gaps, no broadcast.
     Size-1 dims may have any stride."""
     expected = 1
@@ -85,7 +85,7 @@ def _dense(t: TensorMeta) -> bool:
 def row_major(t: TensorMeta) -> bool:
     """Contiguous in the default (row-major) order: dense, innermost dim fastest. Size-1 dims may have any
     stride."""
-    return _dense(t) and _stride_order(t) == tuple(i for i in reversed(range(len(t.shape))) if t.shape[i] > 1)
+    return dense(t) and _stride_order(t) == tuple(i for i in reversed(range(len(t.shape))) if t.shape[i] > 1)
 
 
 def _same_layout(a: TensorMeta, b: TensorMeta) -> bool:
@@ -101,7 +101,7 @@ def strided_inputs(op: OpRecord) -> bool:
     if not outs:
         return False
     out = outs[0]
-    return any(t.numel > 1 and (t.shape != out.shape or not _dense(t) or not _same_layout(t, out))
+    return any(t.numel > 1 and (t.shape != out.shape or not dense(t) or not _same_layout(t, out))
                for t in gpu_tensors(op.tensors_in()))
 
 

@@ -13,7 +13,7 @@ import dataclasses
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import (arg, bytes_written, channels_last, host_transfer, memory_key, memory_op, out_dtype,
+from .common import (arg, bytes_written, channels_last, dense, host_transfer, memory_key, memory_op, out_dtype,
                      row_major, write_only)
 from .reduce_config import is_global_reduce, reduced_dims, reduces_fastest_dim
 from .registry import Cost, CostContext, register, register_tag, register_zero_cost
@@ -75,7 +75,8 @@ register_zero_cost(
 
 # Pointwise in effect but not tagged so by torch.
 register("aten.native_dropout", "aten.tril", "aten.triu", "aten.where", "aten.masked_fill",
-         "aten.clamp_min", "aten.clamp_max", "aten.bernoulli")(pointwise)
+         "aten.clamp_min", "aten.clamp_max", "aten.bernoulli", "aten.floor_divide", "aten.floor_divide_",
+         "aten.log_sigmoid_forward", "aten.log_sigmoid_backward")(pointwise)
 
 
 def _with_flops(flops_per_element: float, kind: str, kernels: int = 1):
@@ -198,13 +199,15 @@ def to_copy(op: OpRecord, ctx: CostContext) -> Cost:
 
 @register("aten.copy_")
 def copy_(op: OpRecord, ctx: CostContext) -> Cost:
-    """Reads the source only; writes the destination."""
+    """Reads the source only; writes the destination. Keyed as a copy from the source to the destination, as
+    `clone` and `_to_copy` are (CUDA runs both as an allocation and this copy_, capture/decompose.py): a
+    source laid out unlike the destination makes it a transposing copy."""
     src = arg(op, "src")
     transfer = host_transfer(src, arg(op, "self"), "pinned" in op.tags)
     if transfer is not None:
         return transfer
     nbytes = src.touched_bytes if src.on_gpu else 0
-    kind, key = memory_key(op, "copy")
+    kind, key = memory_key(dataclasses.replace(op, args={"src": src}), "copy")
     return Cost(bytes_read=nbytes, bytes_written=bytes_written(op), dtype=out_dtype(op), kind=kind, key=key)
 
 
@@ -224,3 +227,48 @@ def local_scalar_dense(op: OpRecord, ctx: CostContext) -> Cost:
     """A device-to-host copy of one element: one memcpy, a sync."""
     t = arg(op, "self")
     return Cost(bytes_read=t.itemsize if t.on_gpu else 0, kernels=1 if t.on_gpu else 0, kind="memcpy")
+
+
+# CTC loss on CUDA (aten/src/ATen/native/cuda/LossCTC.cu), measured on the H200 (torch 2.11, zoo wav2vec2_train):
+# forward = the log_alpha kernel and three pageable host-to-device copies (input lengths, target lengths, target
+# offsets); backward = two fills (the gradient, log_beta), the log_beta, collect and zero-padding kernels, and
+# the same three copies. With lengths in GPU tensors ctc_loss first copies them to the host: four device-to-
+# host copies (each length tensor twice: the cuDNN check and the kernel's own).
+CTC_LOSS_FORWARD_ITEMS = 4
+CTC_LOSS_BACKWARD_ITEMS = 8
+CTC_LENGTHS_READBACK_COPIES = 4
+
+
+@register("aten._ctc_loss")
+def ctc_loss(op: OpRecord, ctx: CostContext) -> Cost:
+    lengths = [op.args.get("input_lengths"), op.args.get("target_lengths")]
+    read_back = any(isinstance(t, TensorMeta) and t.on_gpu for t in lengths)
+    items = CTC_LOSS_FORWARD_ITEMS + (CTC_LENGTHS_READBACK_COPIES if read_back else 0)
+    return memory_op(op, LOSS_FLOPS_PER_ELEMENT, items, "loss")
+
+
+register("aten._ctc_loss_backward")(_with_flops(LOSS_FLOPS_PER_ELEMENT, "loss", CTC_LOSS_BACKWARD_ITEMS))
+
+
+# sort on CUDA: sort_stable_out (aten/src/ATen/native/Sorting.cpp) copies the input into `values`, then
+# sort_cuda_kernel (aten/src/ATen/native/cuda/Sort.cpp): up to SMALL_SORT_MAX elements along the dim
+# (should_use_small_sort, cuda/Sort.h) it fills the indices (arange, then a copy into them), copies the input
+# into `values` again and sorts in place with one bitonic kernel: 5 work items (H200, torch 2.11: zoo
+# mixtral_forward, 2048 elements, 5 per sort). Beyond it, cub's segmented radix sort, after a copy into a dense
+# layout when the dim is not the innermost one; the radix sort's own launches are not counted one by one here
+# (one item), so longer sorts are short of their passes.
+SMALL_SORT_MAX = 4096
+SMALL_SORT_ITEMS = 5
+SCALAR_SORT_ITEMS = 2  # values.copy_(self), indices.zero_()
+
+
+@register("aten.sort.stable", "aten.sort.values_stable")
+def sort_stable(op: OpRecord, ctx: CostContext) -> Cost:
+    x = arg(op, "self")
+    if not x.shape:
+        return memory_op(op, 0.0, SCALAR_SORT_ITEMS)
+    dim = int(op.args.get("dim", -1)) % len(x.shape)
+    if x.shape[dim] <= SMALL_SORT_MAX:
+        return memory_op(op, 0.0, SMALL_SORT_ITEMS)
+    restrided = not (dense(x) and x.stride[dim] == 1)
+    return memory_op(op, 0.0, 2 + restrided)  # the copy into values, (a dense copy), the radix sort

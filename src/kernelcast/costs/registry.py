@@ -106,6 +106,8 @@ def cost_of(op: OpRecord, ctx: CostContext = DEFAULT_CONTEXT,
         fn = overrides.get(op.op) or overrides.get(op.packet)
         if fn is not None:
             return fn(op, ctx)
+    if op.decomposed:  # CUDA runs it as the ops recorded as its children: they are costed, not it
+        return NO_WORK
     if "host" in op.tags:  # runs on the CPU (a CPU tensor, or a host-side sync marker)
         return NO_WORK
     if _empty(op):  # CUDA ops return early on zero-element tensors: nothing is launched

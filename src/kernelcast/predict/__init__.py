@@ -11,7 +11,7 @@ from kernelcast.costs.launch_table import LaunchTable
 from kernelcast.devices import GPU, get_gpu
 from kernelcast.devices.interconnects import Interconnect, get_interconnect, natural_interconnect
 from kernelcast.profiles import launch_profile, profile_with
-from kernelcast.records import COMM_STREAM, RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, OpRecord
+from kernelcast.records import COMM_STREAM, RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, OpRecord, root_indices
 
 from .host import HostModel
 from .kernel_model import NO_KERNEL, KernelEstimate, KernelModel, RooflineModel
@@ -60,6 +60,8 @@ SYNC_ADVICE = {
     "h2d pageable": "pin the host tensor (DataLoader(pin_memory=True) or .pin_memory()) and copy it with "
                     "non_blocking=True, ideally on a side stream ahead of its use",
     "h2d blocking": "copy with non_blocking=True: the source is already pinned",
+    "ctc lengths": "pass ctc_loss its input and target lengths as Python lists or CPU tensors: lengths on the GPU "
+                   "are copied back to the host first",
 }
 
 
@@ -98,6 +100,7 @@ class Prediction:
     python_time_us: float = 0.0
     launch_bound_ops: int = 0
     step_time_by_host_speed: tuple[tuple[float, float], ...] = ()
+    compiled: bool = False  # the step runs torch.compile'd code, predicted as eager (Capture.compiled)
 
     @property
     def bound(self) -> str:
@@ -290,6 +293,20 @@ def interconnect_for(gpu: GPU, capture: Capture, name: str | Interconnect | None
     return None
 
 
+def launched_for(ops, costs: list[Cost | None]) -> dict[int, Cost]:
+    """What each decomposed op launches through the ops it calls (its descendants' kernels), by its index: its
+    host side launches them, as one op launching that many kernels (a cuBLAS call among them costs more)."""
+    roots = root_indices(ops)
+    kernels: dict[int, int] = {}
+    gemm: set[int] = set()
+    for op, cost, root in zip(ops, costs, roots):
+        if op.parent >= 0 and cost is not None:
+            kernels[root] = kernels.get(root, 0) + cost.kernels
+            if cost.kind == "gemm" and cost.kernels:
+                gemm.add(root)
+    return {root: Cost(kernels=n, kind="gemm" if root in gemm else "") for root, n in kernels.items()}
+
+
 def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel | None = None,
                     host_model: HostModel | None = None, interconnect: str | Interconnect | None = None) -> Prediction:
     spec = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
@@ -301,15 +318,20 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
     costs: list[Cost | None] = []
     launches: list[Launch] = []
     l2 = L2Tracker(spec.l2_bytes)
-    for op in capture.ops:
-        cost = cost_of(op, ctx)
+    all_costs = [cost_of(op, ctx) for op in capture.ops]
+    launched = launched_for(capture.ops, all_costs)
+    for op, cost in zip(capture.ops, all_costs):
         if cost is not None and cost.kind == COLLECTIVE_KIND:  # timed by the interconnect, not a roofline
             est = collective_estimate(cost, link)[0]
         else:
             est = model.estimate(cost, l2.warm_fraction(op)) if cost is not None else NO_KERNEL
-        l2.touch(op)
+        if not op.decomposed:  # its children read and write its tensors
+            l2.touch(op)
         costs.append(cost)
-        dispatch_us, python_us = host.dispatch_us(op, cost), host.python_us(op)
+        if op.parent >= 0:  # called from C++ by a decomposed op, which pays the dispatch and launches
+            dispatch_us, python_us = 0.0, 0.0
+        else:
+            dispatch_us, python_us = host.dispatch_us(op, launched.get(op.index, cost)), host.python_us(op)
         host_us = dispatch_us + python_us
         preds.append(_op_prediction(op, cost, est, host_us, python_us, launch_bound=0 < est.time_us < dispatch_us))
         launches.append(Launch(host_us, est.time_us, op.stream, sync=op.sync is not None,
@@ -326,6 +348,7 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
         gpu_time_us=sum(p.time_us for p in preds), host_time_us=sum(p.host_us for p in preds),
         kernels=sum(p.kernels for p in preds), uncosted=uncosted,
         sync_points=sum(1 for p in preds if p.sync), notes=gpu_notes(spec) + capture.notes,
+        compiled=capture.compiled,
         sync_groups=_sync_groups(preds, costs, launches, timeline, step_us, model),
         python_time_us=sum(p.python_us for p in preds), launch_bound_ops=sum(p.launch_bound for p in preds),
         step_time_by_host_speed=tuple((f, steady_state_step_us([dataclasses.replace(

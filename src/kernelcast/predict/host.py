@@ -123,7 +123,8 @@ class HostModel:
     def for_step(self, ops) -> "HostModel":
         """This model with the chain factors interpolated to the variety of the step's own ops."""
         def factor(chain: float, chain_kinds: int, phases: tuple[str, ...]) -> float:
-            kinds = len({op.op for op in ops if op.phase in phases and not op.op.startswith(HOST_OP_PREFIX)})
+            kinds = len({op.op for op in ops if op.phase in phases and op.parent < 0
+                         and not op.op.startswith(HOST_OP_PREFIX)})
             if chain_kinds <= 1:
                 return chain
             share = min(max(kinds - 1, 0) / (chain_kinds - 1), 1.0)

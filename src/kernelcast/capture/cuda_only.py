@@ -1,0 +1,236 @@
+"""Ops that exist only as CUDA kernels: what FakeTensorMode needs to run them on fake CUDA tensors.
+
+A CUDA build has ops with a CUDA kernel and nothing else: no CPU or Meta kernel, no composite formula, no
+decomposition or fake implementation in torch. Composite code reaches some of them on fake CUDA tensors, as
+it would on a GPU (ctc_loss asks `_use_cudnn_ctc_loss`; grid_sample with align_corners=True takes
+`cudnn_grid_sampler`; SyncBatchNorm calls `batch_norm_stats` and its kin). FakeTensorMode, finding no way to
+compute them, falls back to running the kernel on real tensors of the op's device and fails with "Could not
+run 'aten::empty_strided' with arguments from the 'CUDA' backend" (zoo wav2vec2_train, whose CTC loss asks
+`_use_cudnn_ctc_loss.Tensor`).
+
+FAKES gives each such op its CUDA kernel's outputs (shapes, dtypes, layouts; for the `_use_*` queries, the
+kernel's answer), registered as a fake implementation for the length of the capture; an op that only mutates
+its arguments and returns nothing (the fused optimizers) gets a fake that does nothing. Every other CUDA-only
+op in the CUDA op table gets a fake that stops the capture with one clear line naming it. A CPU kernel does
+not make an op computable: FakeTensorMode's fallback runs the kernel of the tensors' device, CUDA here
+(`_ctc_loss_backward` has CPU and CUDA kernels and no Meta one). The recurrent ops
+(`_cudnn_rnn*`, `_thnn_fused_*_cell*`, `miopen_rnn*`) are left to capture/ code of their own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Callable, Iterator
+
+import torch
+
+from kernelcast.errors import CaptureError
+
+from .cuda_path import CUDA, CudaOpTable, overload_of
+
+# Keys with which FakeTensorMode can compute an op without a fake implementation of ours. A CPU kernel is not
+# one: for a tensor on fake CUDA, FakeTensorMode's fallback would run the kernel of the tensor's device.
+COMPUTABLE_KEYS = ("Meta", "CompositeImplicitAutograd", "CompositeExplicitAutograd",
+                   "CompositeExplicitAutogradNonFunctional")
+# Never given a failing fake here: recurrent ops and ops with data-dependent output shapes (capture code of
+# their own handles them), and ops the recorder answers before FakeTensorMode sees them (capture/recorder.py).
+LEFT_TO_OTHERS = ("aten::_cudnn_rnn", "aten::_thnn_fused_", "aten::miopen_rnn", "aten::_cudnn_init_dropout_state",
+                  "aten::bincount", "aten::_unique", "aten::unique", "aten::masked_select", "aten::nonzero",
+                  "aten::repeat_interleave", "aten::_pack_padded_sequence", "aten::equal", "aten::record_stream")
+CUDNN_CTC_MAX_TARGET_LENGTH = 256  # cuDNN's CTC loss takes target lengths below 256 (LossCTC.cpp, cudnn)
+
+
+# -- CTC loss (aten/src/ATen/native/cudnn/LossCTC.cpp) -----------------------------------------------------
+def _cudnn_ctc_static(log_probs: torch.Tensor, targets: torch.Tensor, blank: int) -> bool:
+    return (torch.backends.cudnn.enabled and blank == 0 and targets.dim() == 1
+            and log_probs.dtype == torch.float32 and targets.dtype == torch.int32
+            and log_probs.device.type == "cuda" and targets.is_contiguous() and log_probs.dim() == 3)
+
+
+def use_cudnn_ctc_loss(log_probs, targets, input_lengths, target_lengths, blank):
+    """_use_cudnn_ctc_loss: cuDNN when the targets are int32 on the host, every input as long as the
+    longest, and every target shorter than 256 and than its input."""
+    if not (_cudnn_ctc_static(log_probs, targets, blank) and targets.device.type == "cpu"):
+        return False
+    if any(n != log_probs.shape[0] for n in input_lengths):
+        return False
+    return all(t < CUDNN_CTC_MAX_TARGET_LENGTH and t <= n for t, n in zip(target_lengths, input_lengths))
+
+
+def use_cudnn_ctc_loss_tensor(log_probs, targets, input_lengths, target_lengths, blank):
+    """_use_cudnn_ctc_loss.Tensor: the same static checks, lengths as int32 tensors. The CUDA kernel then
+    reads the lengths back to check them; fake tensors hold none, so they are taken to pass."""
+    return (_cudnn_ctc_static(log_probs, targets, blank) and input_lengths.dtype == torch.int32
+            and target_lengths.dtype == torch.int32)
+
+
+def use_miopen_ctc_loss(*args):
+    """MIOpen is ROCm's; a CUDA build never takes it."""
+    return False
+
+
+def cudnn_ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, deterministic, zero_infinity):
+    """(costs per batch element, gradient like the contiguous log_probs)."""
+    costs = log_probs.new_empty((log_probs.shape[1],))
+    return costs, torch.empty_like(log_probs, memory_format=torch.contiguous_format)
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, zero_infinity=False):
+    """(neg_log_likelihood per batch element, log_alpha (batch, time, 2 * longest target + 1)): ctc_loss_gpu_template
+    (LossCTC.cu). FakeTensorMode lists _ctc_loss among ops whose output shapes depend on data, which holds for
+    lengths in tensors only; with lengths as integers (the recorder reads tensor lengths back as CUDA does,
+    capture/recorder.py) the shapes follow from them."""
+    batch = log_probs.shape[1]
+    longest = max(target_lengths, default=0)
+    return log_probs.new_empty((batch,)), log_probs.new_empty((batch, log_probs.shape[0], 2 * longest + 1))
+
+
+def ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths, neg_log_likelihood, log_alpha,
+                      blank, zero_infinity=False):
+    """The gradient: full_like(log_probs, -inf), contiguous (aten/src/ATen/native/cuda/LossCTC.cu)."""
+    return torch.empty_like(log_probs, memory_format=torch.contiguous_format)
+
+
+# -- grid sampling (aten/src/ATen/native/cudnn/GridSampler.cpp) ----------------------------------------------
+def cudnn_grid_sampler(input, grid):
+    """Output (N, C, H_out, W_out), contiguous; the grid is (N, H_out, W_out, 2)."""
+    return input.new_empty((input.shape[0], input.shape[1], grid.shape[1], grid.shape[2]))
+
+
+def cudnn_grid_sampler_backward(input, grid, grad_output):
+    return (torch.empty_like(input, memory_format=torch.contiguous_format),
+            torch.empty_like(grid, memory_format=torch.contiguous_format))
+
+
+# -- SyncBatchNorm (aten/src/ATen/native/cuda/Normalization.cu) ---------------------------------------------
+def _stats_dtype(input: torch.Tensor) -> torch.dtype:
+    """Statistics in the accumulate type: half and bfloat16 inputs keep float statistics."""
+    return torch.float32 if input.dtype in (torch.float16, torch.bfloat16) else input.dtype
+
+
+def _per_channel(input: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    return input.new_empty((input.shape[1],), dtype=dtype)
+
+
+def _like_input(input: torch.Tensor) -> torch.Tensor:
+    """empty_like(input, input.suggest_memory_format()): channels_last stays channels_last."""
+    channels_last = input.dim() == 4 and input.is_contiguous(memory_format=torch.channels_last) \
+        and not input.is_contiguous()
+    return torch.empty_like(input, memory_format=torch.channels_last if channels_last else torch.contiguous_format)
+
+
+def batch_norm_stats(input, eps):
+    """(mean, invstd) per channel."""
+    dtype = _stats_dtype(input)
+    return _per_channel(input, dtype), _per_channel(input, dtype)
+
+
+def batch_norm_gather_stats(input, mean, invstd, running_mean, running_var, momentum, eps, count):
+    """(mean, invstd) per channel, from every rank's statistics ((ranks, C) tensors)."""
+    return mean.new_empty((mean.shape[-1],)), mean.new_empty((mean.shape[-1],))
+
+
+def batch_norm_gather_stats_with_counts(input, mean, invstd, running_mean, running_var, momentum, eps, counts):
+    return batch_norm_gather_stats(input, mean, invstd, running_mean, running_var, momentum, eps, 0)
+
+
+def batch_norm_elemt(input, weight, bias, mean, invstd, eps):
+    return _like_input(input)
+
+
+def batch_norm_backward_reduce(grad_out, input, mean, invstd, weight, input_g, weight_g, bias_g):
+    """(sum_dy, sum_dy_xmu) like mean when the input needs a gradient; weight and bias gradients per channel
+    in the weight's dtype when asked for."""
+    param_dtype = weight.dtype if weight is not None else input.dtype
+    return (torch.empty_like(mean) if input_g else None, torch.empty_like(mean) if input_g else None,
+            _per_channel(input, param_dtype) if weight_g else None,
+            _per_channel(input, param_dtype) if bias_g else None)
+
+
+def batch_norm_backward_elemt(grad_out, input, mean, invstd, weight, sum_dy, sum_dy_xmu, count):
+    return _like_input(input)
+
+
+FAKES: dict[str, Callable] = {
+    "aten::_use_cudnn_ctc_loss": use_cudnn_ctc_loss,
+    "aten::_use_cudnn_ctc_loss.Tensor": use_cudnn_ctc_loss_tensor,
+    "aten::_use_miopen_ctc_loss": use_miopen_ctc_loss,
+    "aten::_use_miopen_ctc_loss.Tensor": use_miopen_ctc_loss,
+    "aten::_cudnn_ctc_loss": cudnn_ctc_loss,
+    "aten::_cudnn_ctc_loss.Tensor": cudnn_ctc_loss,
+    "aten::_ctc_loss": ctc_loss,
+    "aten::_ctc_loss_backward": ctc_loss_backward,
+    "aten::_ctc_loss_backward.Tensor": ctc_loss_backward,
+    "aten::cudnn_grid_sampler": cudnn_grid_sampler,
+    "aten::cudnn_grid_sampler_backward": cudnn_grid_sampler_backward,
+    "aten::batch_norm_stats": batch_norm_stats,
+    "aten::batch_norm_gather_stats": batch_norm_gather_stats,
+    "aten::batch_norm_gather_stats_with_counts": batch_norm_gather_stats_with_counts,
+    "aten::batch_norm_elemt": batch_norm_elemt,
+    "aten::batch_norm_backward_reduce": batch_norm_backward_reduce,
+    "aten::batch_norm_backward_elemt": batch_norm_backward_elemt,
+}
+
+
+def _fake_computable(name: str) -> bool:
+    """Whether FakeTensorMode can already compute the op: a kernel it can use, a decomposition, a meta
+    function, or a registered fake implementation."""
+    if any(torch._C._dispatch_has_kernel_for_dispatch_key(name, key) for key in COMPUTABLE_KEYS):
+        return True
+    func = overload_of(name)
+    if func is None:
+        return True  # not an op of this build: nothing reaches it
+    from torch._decomp import decomposition_table, meta_table
+    from torch._subclasses.fake_impls import op_implementations_checks
+
+    return (func in decomposition_table or func in meta_table
+            or any(applies(func) for applies, _ in op_implementations_checks)
+            or torch._library.simple_registry.singleton.find(name).fake_impl.kernel is not None
+            or torch._library.utils.can_generate_trivial_fake_impl(func))  # returns None, or its out= args
+
+
+def cuda_only_ops(table: CudaOpTable) -> list[str]:
+    """Ops with a CUDA kernel in the CUDA build that this build cannot compute on fake tensors."""
+    here = set(torch._C._dispatch_get_all_op_names())
+    return sorted(name for name, keys in table.ops.items()
+                  if CUDA in keys and name in here and not name.startswith(LEFT_TO_OTHERS)
+                  and not _fake_computable(name))
+
+
+def _returns_nothing_in_place(name: str) -> bool:
+    """An op that only mutates its arguments (the fused optimizers: `_fused_adagrad_`, `_fused_sgd_`, ...):
+    its outputs are its inputs, whose metadata it keeps, so a fake needs do nothing."""
+    func = overload_of(name)
+    return (func is not None and not func._schema.returns
+            and any(a.alias_info is not None and a.alias_info.is_write for a in func._schema.arguments))
+
+
+def _in_place_no_op(*args, **kwargs) -> None:
+    return None
+
+
+def _unsupported(name: str) -> Callable:
+    def fake(*args, **kwargs):
+        raise CaptureError(f"{name} runs only as a CUDA kernel and kernelcast has no fake implementation of it "
+                           "yet (capture/cuda_only.py): this step cannot be captured without a GPU")
+
+    return fake
+
+
+@contextlib.contextmanager
+def cuda_only_fakes(table: CudaOpTable) -> Iterator[None]:
+    """Fake implementations of the CUDA-only ops (and of the ops in FAKES), for the length of the capture."""
+    here = set(torch._C._dispatch_get_all_op_names())
+    fakes = {name: fn for name, fn in FAKES.items() if table.has_cuda_kernel(name) and name in here}
+    for name in cuda_only_ops(table):
+        fakes.setdefault(name, _in_place_no_op if _returns_nothing_in_place(name) else _unsupported(name))
+    if not fakes:
+        yield
+        return
+    lib = torch.library.Library("aten", "FRAGMENT")
+    try:
+        for name, fake in fakes.items():
+            torch.library.register_fake(name, fake, lib=lib)
+        yield
+    finally:
+        lib._destroy()
