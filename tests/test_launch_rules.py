@@ -15,9 +15,22 @@ from kernelcast.records import TensorMeta
 
 
 def _kernels(cap, name, phase=None):
-    """Work items per recorded call of an op (by overload packet name), in order."""
-    return [cost_of(o).kernels for o in cap.capture.ops
-            if o.name == name and (phase is None or o.phase == phase)]
+    """Work items per call of an op the step made (by overload packet name), in order; an op CUDA runs by calling
+    others (capture/decompose.py) counts the work items of the ops it called."""
+    ops = cap.capture.ops
+    totals = {}
+    for o in ops:
+        root = o.index if o.parent < 0 else _root(ops, o)
+        if ops[root].name == name and (phase is None or ops[root].phase == phase):
+            cost = cost_of(o) if not o.tags or "decomposed" not in o.tags else None
+            totals[root] = totals.get(root, 0) + (cost.kernels if cost else 0)
+    return [totals[k] for k in sorted(totals)]
+
+
+def _root(ops, o):
+    while o.parent >= 0:
+        o = ops[o.parent]
+    return o.index
 
 
 def _ops(cap, phase):

@@ -17,7 +17,8 @@ from kernelcast.records import OpRecord
 MEMORY_KINDS = {"pointwise", "pointwise_transpose", "pointwise_cast", "pointwise_strided", "copy_cast", "reduction", "reduction_outer", "softmax", "softmax_backward",
                 "norm", "norm_backward", "batch_norm", "batch_norm_backward", "batch_norm_channels_last",
                 "batch_norm_backward_channels_last", "loss", "copy", "copy_transpose",
-                "fill", "embedding_backward", "foreach", "memcpy"}
+                "fill", "embedding_backward", "foreach", "memcpy", "gather", "scatter", "sort", "scan", "select", "group_norm",
+                "group_norm_backward"}
 
 
 def _costs(case: dict) -> list[tuple[OpRecord, Cost]]:

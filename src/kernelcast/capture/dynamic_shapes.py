@@ -155,6 +155,8 @@ class ValueHints:
     # -- sources ---------------------------------------------------------------------------------------
     def seed(self, func, args: tuple, kwargs: dict, out: Any) -> None:
         """Hints for the outputs of ops whose values the host knows or the capture guesses."""
+        if "out" in kwargs:  # an out= variant a decomposed op calls: the op itself gets the hint
+            return
         if func in LIFT_OPS:
             real = args[0]
             # FakeTensorMode keeps the values of one-element host tensors itself (their `constant`)

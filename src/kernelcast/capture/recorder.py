@@ -273,6 +273,9 @@ class Recorder(TorchDispatchMode):
             del self.ops[index:], self.torch_calls[index:]
             return _NOT_DECOMPOSED
         self.ops[index] = dataclasses.replace(self.ops[index], outputs=_outputs(out))
+        self.in_place.note(func, out)  # a decomposed new_zeros still makes a backward formula's zeros
+        self.hints.seed(func, args, kwargs, out)  # value hints follow the op, not the ops it called
+        self.hints.propagate(func, args, kwargs, out)
         return out
 
     def _record(self, func, args: tuple, kwargs: dict, out: Any, sync: str | None, extra_tags: tuple = (),

@@ -80,7 +80,7 @@ def _memory(op: OpRecord, kernels: int, kind: str = "copy") -> Cost:
 def nonzero(op: OpRecord, ctx: CostContext) -> Cost:
     t = arg(op, "self")
     out = op.tensors_out()
-    return _memory(op, nonzero_kernels(t, out[0].shape[0] if out else t.numel))
+    return _memory(op, nonzero_kernels(t, out[0].shape[0] if out else t.numel), kind="select")
 
 
 def _broadcast(a: TensorMeta, b: TensorMeta) -> tuple[int, ...]:
@@ -96,7 +96,7 @@ def masked_select(op: OpRecord, ctx: CostContext) -> Cost:
     if mask.shape != shape:  # the expanded mask is strided: nonzero copies it first
         mask = TensorMeta(shape, mask.dtype, (0,) * len(shape), mask.device)
     found = op.tensors_out()[0].numel if op.tensors_out() else math.prod(shape)
-    return _memory(op, nonzero_kernels(mask, found) + 1)
+    return _memory(op, nonzero_kernels(mask, found) + 1, kind="select")
 
 
 def _flag(op: OpRecord, name: str) -> bool:
@@ -110,7 +110,7 @@ def unique(op: OpRecord, ctx: CostContext) -> Cost:
     inverse, counts = _flag(op, "return_inverse"), _flag(op, "return_counts")
     if t.dtype == "bool" and not consecutive:
         kernels = cub_reduce_kernels(t.numel) + 1 + inverse + DEVICE_TO_HOST_COPY
-        return _memory(op, kernels)
+        return _memory(op, kernels, kind="sort")
     kernels = 0 if row_major(t) else 1  # expect_contiguous
     if not consecutive:
         kernels += radix_sort_kernels(t.numel, t.itemsize) + (1 if inverse else 0)  # + the arange for pairs
@@ -118,13 +118,13 @@ def unique(op: OpRecord, ctx: CostContext) -> Cost:
         kernels += UNIQUE_INVERSE_KERNELS - (1 if consecutive else 0)
     kernels += CUB_SELECT_KERNELS + DEVICE_TO_HOST_COPY
     del counts  # Unique or RunLengthEncode: the same two kernels
-    return _memory(op, kernels)
+    return _memory(op, kernels, kind="sort")
 
 
 @register("aten.bincount")
 def bincount(op: OpRecord, ctx: CostContext) -> Cost:
     x = arg(op, "self")
-    return _memory(op, BINCOUNT_KERNELS if x.numel else 1)
+    return _memory(op, BINCOUNT_KERNELS if x.numel else 1, kind="scatter")
 
 
 @register("aten.repeat_interleave.Tensor")
@@ -154,10 +154,10 @@ def sort(op: OpRecord, ctx: CostContext) -> Cost:
     of the pairs (assumed: the copy, an index fill and the sort)."""
     t = arg(op, "self")
     if t.numel <= 1:
-        return _memory(op, 1)
+        return _memory(op, 1, kind="sort")
     n = _dim_size(t, int(op.args.get("dim", -1)))
     if n <= SMALL_SORT_MAX_SLICE:
-        return _memory(op, SMALL_SORT_KERNELS)
-    return _memory(op, 2 + radix_sort_kernels(t.numel, t.itemsize))
+        return _memory(op, SMALL_SORT_KERNELS, kind="sort")
+    return _memory(op, 2 + radix_sort_kernels(t.numel, t.itemsize), kind="sort")
 
 

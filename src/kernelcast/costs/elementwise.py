@@ -126,8 +126,7 @@ def _memory(op: OpRecord, ctx: CostContext) -> Cost:
 
 
 # Data movement: no math.
-register("aten.clone", "aten.index_select", "aten.gather", "aten.index", "aten._unsafe_index", "aten.flip",
-         "aten.repeat", "aten.embedding", "aten.masked_scatter", "aten.slice_scatter", "aten.select_scatter",
+register("aten.clone", "aten.flip", "aten.repeat", "aten.masked_scatter", "aten.slice_scatter", "aten.select_scatter",
          "aten.diagonal_scatter", "aten.as_strided_scatter", "aten.upsample_nearest2d",
          "aten.upsample_bilinear2d", "aten.upsample_nearest2d_backward", "aten.upsample_bilinear2d_backward",
          "aten.max_pool2d_with_indices", "aten.avg_pool2d", "aten.avg_pool2d_backward",

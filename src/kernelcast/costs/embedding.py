@@ -99,11 +99,19 @@ def embedding_dense_backward(op: OpRecord, ctx: CostContext) -> Cost:
 
 @register("aten._embedding_bag", "aten._embedding_bag_forward_only")
 def embedding_bag(op: OpRecord, ctx: CostContext) -> Cost:
-    """_embedding_bag_cuda: one gather-and-reduce kernel per call, after promoting the index dtypes."""
+    """_embedding_bag_cuda: one gather-and-reduce kernel per call, after promoting the index dtypes. It reads one
+    weight row per index (not the table), the indices and offsets, and writes one row per bag."""
     base = memory_op(op)
-    indices = _tensor(op, "indices")
+    indices, weight = _tensor(op, "indices"), _tensor(op, "weight")
     if indices is None:
         return base
+    if weight is not None and len(weight.shape) == 2:
+        rows = indices.numel * weight.shape[1] * weight.itemsize
+        offsets = _tensor(op, "offsets")
+        read = rows + indices.nbytes + (offsets.nbytes if offsets is not None else 0)
+        out = op.tensors_out()[0] if op.tensors_out() else None
+        base = dataclasses.replace(base, bytes_read=float(read), bytes_written=float(out.nbytes if out else 0),
+                                   kind="gather")
     return dataclasses.replace(base, kernels=promote_copies(indices, _tensor(op, "offsets"))
                                + EMBEDDING_BAG_FORWARD_KERNELS)
 

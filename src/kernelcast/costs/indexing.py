@@ -56,6 +56,31 @@ def _with_kernels(op: OpRecord, kernels: int, kind: str = "copy") -> Cost:
     return dataclasses.replace(memory_op(op, kind=kind), kernels=kernels)
 
 
+SCATTER_KIND = "scatter"
+UPDATE_ARGS = ("values", "source", "src")
+
+
+def scatter_cost(op: OpRecord, kernels: int) -> Cost:
+    """Bytes of an indexed write: the updates and the indices read once, the destination elements they touch read
+    and written once (not the whole destination: a gradient scattered into 512 rows of a 500k-row table touches
+    512 rows); an out-of-place variant first copies self whole."""
+    self_t = _tensor(op, "self")
+    updates = next((op.args[n] for n in UPDATE_ARGS if isinstance(op.args.get(n), TensorMeta)), None)
+    indices = [i for i in (*_index_list(op), op.args.get("index")) if isinstance(i, TensorMeta)]
+    index_bytes = sum(i.nbytes for i in indices)
+    touched_elems = updates.numel if updates is not None else max((i.numel for i in indices), default=0)
+    if self_t is not None:
+        touched_elems = min(touched_elems, self_t.numel)
+    itemsize = self_t.itemsize if self_t is not None else 4
+    touched = touched_elems * itemsize
+    read = (updates.nbytes if updates is not None else 0) + index_bytes + touched
+    written = touched
+    if self_t is not None and not _inplace(op):
+        read, written = read + self_t.nbytes, written + self_t.nbytes
+    base = memory_op(op, kind=SCATTER_KIND)
+    return dataclasses.replace(base, bytes_read=float(read), bytes_written=float(written), kernels=kernels)
+
+
 def _is_mask(t) -> bool:
     return isinstance(t, TensorMeta) and t.dtype in MASK_DTYPES
 
@@ -152,7 +177,9 @@ def _index_put(op: OpRecord, ctx: CostContext, unsafe: bool, clone: bool) -> Cos
     if self_t is None:
         return memory_op(op)
     kernels = index_put_kernels(self_t, _index_list(op), values, bool(op.args.get("accumulate")), unsafe, ctx)
-    return _with_kernels(op, kernels + clone)
+    if not op.args.get("accumulate") and can_dispatch_to_masked_fill(self_t, _index_list(op), values):
+        return _with_kernels(op, kernels + clone, kind="pointwise")  # masked_fill_ streams over self
+    return scatter_cost(op, kernels + clone)
 
 
 @register("aten._index_put_impl_")
@@ -187,8 +214,8 @@ def index_add_or_copy(op: OpRecord, ctx: CostContext) -> Cost:
     op copies self first. Nothing runs for an empty slice."""
     source = _tensor(op, "source")
     if source is not None and source.numel == 0:
-        return _with_kernels(op, _copy_of_self(op))
-    return _with_kernels(op, _copy_of_self(op) + 1)
+        return scatter_cost(op, _copy_of_self(op))
+    return scatter_cost(op, _copy_of_self(op) + 1)
 
 
 @register("aten.scatter_", "aten.scatter", "aten.scatter_add_", "aten.scatter_add")
@@ -197,7 +224,7 @@ def scatter(op: OpRecord, ctx: CostContext) -> Cost:
     empty index)."""
     index = _tensor(op, "index")
     body = 0 if index is not None and index.numel == 0 else 1
-    return _with_kernels(op, _copy_of_self(op) + body)
+    return scatter_cost(op, _copy_of_self(op) + body)
 
 
 @register("aten.scatter_reduce_", "aten.scatter_reduce")
@@ -208,11 +235,11 @@ def scatter_reduce(op: OpRecord, ctx: CostContext) -> Cost:
     index = _tensor(op, "index")
     copies = 2 * _copy_of_self(op)
     if index is not None and index.numel == 0:
-        return _with_kernels(op, copies)
+        return scatter_cost(op, copies)
     include_self = op.args.get("include_self", True) is not False
     mean = op.args.get("reduce") == "mean"
     kernels = copies + (not include_self) + 1 + (SCATTER_MEAN_KERNELS if mean else 0)
-    return _with_kernels(op, kernels)
+    return scatter_cost(op, kernels)
 
 
 @register("aten.masked_fill_")

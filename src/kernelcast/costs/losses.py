@@ -77,7 +77,9 @@ def regression_loss(op: OpRecord, ctx: CostContext) -> Cost:
 
 @register("aten.mse_loss_backward", "aten.huber_loss_backward", "aten.smooth_l1_loss_backward")
 def regression_loss_backward(op: OpRecord, ctx: CostContext) -> Cost:
-    return _loss(op, LOSS_BACKWARD_KERNELS)
+    """The functional backward zero-fills grad_input and runs the kernel into it (2); the out= variant it calls
+    when recorded as the ops CUDA runs (capture/decompose.py) is the kernel alone (1)."""
+    return _loss(op, 1 if op.op.endswith(".out") or op.op.endswith(".grad_input") else LOSS_BACKWARD_KERNELS)
 
 
 @register("aten.binary_cross_entropy")

@@ -186,7 +186,8 @@ def group_norm_backward_kernels(hxw: int, has_gamma: bool, grads: tuple[bool, bo
 
 @register("aten.native_group_norm")
 def native_group_norm(op: OpRecord, ctx: CostContext) -> Cost:
-    base = memory_op(op, NORM_FLOPS_PER_ELEMENT, kind="norm")
+    # a kind of its own: group norm reduces over C/G x H x W per group, not along rows as layer norm does
+    base = memory_op(op, NORM_FLOPS_PER_ELEMENT, kind="group_norm")
     hxw = op.args.get("HxW")
     if not isinstance(hxw, int):
         return base
@@ -196,7 +197,7 @@ def native_group_norm(op: OpRecord, ctx: CostContext) -> Cost:
 
 @register("aten.native_group_norm_backward")
 def native_group_norm_backward(op: OpRecord, ctx: CostContext) -> Cost:
-    base = memory_op(op, NORM_BACKWARD_FLOPS_PER_ELEMENT, kind="norm_backward")
+    base = memory_op(op, NORM_BACKWARD_FLOPS_PER_ELEMENT, kind="group_norm_backward")
     hxw = op.args.get("HxW")
     if not isinstance(hxw, int):
         return base

@@ -77,7 +77,7 @@ def _input(op: OpRecord) -> TensorMeta | None:
 @register("aten.cumsum", "aten.cumsum_", "aten.cumprod", "aten.cumprod_")
 def cum_op(op: OpRecord, ctx: CostContext) -> Cost:
     x, outs = _input(op), op.tensors_out()
-    base = memory_op(op, SCAN_FLOPS_PER_ELEMENT, kind="copy")
+    base = memory_op(op, SCAN_FLOPS_PER_ELEMENT, kind="scan")
     if x is None or not isinstance(op.args.get("dim"), int):
         return base
     out_dtype = outs[0].dtype if outs else x.dtype
@@ -87,7 +87,7 @@ def cum_op(op: OpRecord, ctx: CostContext) -> Cost:
 @register("aten.topk")
 def topk(op: OpRecord, ctx: CostContext) -> Cost:
     x = _input(op)
-    base = memory_op(op)
+    base = memory_op(op, kind="sort")
     if x is None:
         return base
     kernels = topk_kernels(x, int(op.args.get("k", 1)), int(op.args.get("dim", -1)),

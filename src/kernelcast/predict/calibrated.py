@@ -198,6 +198,8 @@ MEMORY_FALLBACK = {
     "reduction_outer": ("reduction",), "softmax_backward": ("softmax", "pointwise"),
     "batch_norm_backward": ("batch_norm", "norm_backward"), "memcpy": ("fill",), "fill": ("pointwise",),
     "batch_norm_channels_last": ("batch_norm",), "batch_norm_backward_channels_last": ("batch_norm_backward",),
+    "gather": ("copy",), "scatter": ("gather", "copy"), "sort": ("copy",), "scan": ("reduction", "copy"),
+    "select": ("reduction", "copy"), "group_norm": ("norm",), "group_norm_backward": ("norm_backward",),
 }
 
 
