@@ -55,3 +55,44 @@ def test_split_copies_pack_their_tables_and_copy_them_to_the_device():
     chunk_cat = op("fsdp.chunk_cat.default", {"tensors": grads, "dim": 0, "num_chunks": 2,
                                               "out": contiguous((2, 22022144), "float32")}, [])
     assert cost_of(chunk_cat, TORCH_2_11).kernels == 2
+
+
+# -- capture: where FSDP2's hooks begin and end -------------------------------------------------------------
+def _fsdp_mlp_build():
+    import torch
+    from torch.distributed.fsdp import fully_shard
+
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 8)).to("cuda")
+    for layer in (model[0], model[2]):
+        fully_shard(layer)
+    fully_shard(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+    def step(x):
+        model(x).sum().backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step, (torch.randn(16, 32, device="cuda"),)
+
+
+def test_capture_records_fsdp2_hook_ranges_in_pairs():
+    from kernelcast.capture import capture_workload
+    from kernelcast.records import RANGE_BEGIN_OP, RANGE_END_OP
+
+    cap = capture_workload(_fsdp_mlp_build, "h200", world_size=2)
+    stack, seen = [], []
+    for o in cap.ops:
+        if o.op == RANGE_BEGIN_OP:
+            stack.append(o.args["name"])
+            seen.append((o.args["name"], o.phase))
+        elif o.op == RANGE_END_OP:
+            assert stack.pop() == o.args["name"]  # properly nested
+    assert not stack
+    # FSDP2's hooks (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py): per Linear unit, a pre-forward
+    # that all-gathers and copies out, a post-forward, a pre-backward, and the post-backward's three parts
+    for unit in ("0", "2"):
+        assert (f"FSDP::pre_forward ({unit})", "forward") in seen and (f"FSDP::post_forward ({unit})", "forward") in seen
+        assert (f"FSDP::post_backward_reduce ({unit})", "backward") in seen
+    assert ("FSDP::root_post_backward_callback", "backward") in seen
+    assert [n for n, _ in seen].count("FSDP::all_gather (0)") == 2  # forward and (prefetched for) backward

@@ -29,6 +29,10 @@ HOST_OP_PREFIX = "host."
 RECORD_EVENT_OP = HOST_OP_PREFIX + "record_event"
 WAIT_EVENT_OP = HOST_OP_PREFIX + "wait_event"
 ENGINE_NODES_OP = HOST_OP_PREFIX + "autograd_nodes"
+# Where a profiler range (torch.profiler.record_function) that the predict stage models begins and ends, e.g.
+# FSDP2's "FSDP::pre_forward (layers.0)" (args: {"name": ...}). Markers only: no CPU or GPU work of their own.
+RANGE_BEGIN_OP = HOST_OP_PREFIX + "range_begin"
+RANGE_END_OP = HOST_OP_PREFIX + "range_end"
 
 # The stream id collectives are recorded on. NCCL runs them on a stream of its own (ProcessGroupNCCL keeps one
 # per device and process group), so they can overlap compute on stream 0; a number well above the ids a capture
