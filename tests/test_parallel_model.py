@@ -96,3 +96,189 @@ def test_capture_records_fsdp2_hook_ranges_in_pairs():
         assert (f"FSDP::post_backward_reduce ({unit})", "backward") in seen
     assert ("FSDP::root_post_backward_callback", "backward") in seen
     assert [n for n, _ in seen].count("FSDP::all_gather (0)") == 2  # forward and (prefetched for) backward
+
+
+# -- collectives: the link's measured fit ---------------------------------------------------------------------
+def test_collective_fit_recovers_a_line():
+    from kernelcast.calibrate.parallel_fit import fit_collective, fit_line
+
+    assert fit_line([(0.0, 10.0), (1.0, 12.0), (2.0, 14.0)]) == pytest.approx((10.0, 2.0))
+    # all_gather at 2 ranks: bus bytes = S / 2; t = 40 us + bus / 250 GB/s exactly
+    rows = [{"collective": "all_gather", "dtype": "float32", "bytes": s, "measured_us": 40.0 + s / 2 / 250e9 * 1e6}
+            for s in (2 ** 20, 2 ** 24, 2 ** 28)]
+    fit = fit_collective(rows, "all_gather", 2)
+    assert fit.intercept_us == pytest.approx(40.0) and fit.busbw_bytes_per_s == pytest.approx(250e9)
+    assert max(abs(r) for r in fit.residuals.values()) < 1e-9
+
+
+def test_measured_link_times_collectives_from_its_fit():
+    from kernelcast.devices.interconnects import get_interconnect
+    from kernelcast.predict.comm import collective_time, host_issue_us
+
+    link = get_interconnect("nvlink4")  # [nvlink4.measured]: 2 H200s, fitted by scripts/fit_parallel.py
+    fit = link.measured.collectives["all_gather"]
+    est = collective_time("all_gather", 88088576, 2, link)  # a Llama layer's bf16 parameters, gathered
+    # latency + S/2 / busbw: 25.9 + 44044288 / 265.4 GB/s = 25.9 + 165.95 = 191.9 us; the device's profiled
+    # all-gather of this size ran 182.2 us (x32, validation/distributed)
+    assert est.algorithm == "measured" and est.time_us == pytest.approx(fit.latency_us + 44044288 / fit.busbw_bytes_per_s * 1e6)
+    assert est.time_us == pytest.approx(191.9, abs=0.1)
+    assert host_issue_us("all_gather", link) == link.measured.host_issue_us == 20.1
+    # 8 ranks: the same bus bandwidth; the latency grows by NCCL's ring/simple hop latency on NVLink for the 6
+    # extra steps (3.4 us each): 25.9 + 20.4 = 46.3 us
+    eight = collective_time("all_gather", 88088576, 8, link)
+    assert eight.latency_us == pytest.approx(fit.latency_us + 6 * 3.4)
+    assert eight.bandwidth_us == pytest.approx(88088576 * 7 / 8 / fit.busbw_bytes_per_s * 1e6)
+    # never measured: broadcast keeps NCCL's tuning model; so does InfiniBand (no measurement)
+    assert collective_time("broadcast", 2 ** 20, 2, link).algorithm == "ring"
+    assert collective_time("all_gather", 2 ** 20, 16, get_interconnect("ib")).algorithm == "ring"
+    assert host_issue_us("all_gather", get_interconnect("ib")) is None
+
+
+def test_interconnect_fit_is_the_fit_of_the_committed_device_run():
+    """devices/interconnects.toml [nvlink4.measured] holds what scripts/fit_parallel.py fits to
+    validation/distributed (so the data and the script that made it stay together)."""
+    import gzip
+    import json
+    import pathlib
+    import sys
+
+    from kernelcast.devices.interconnects import get_interconnect
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(root / "scripts"))
+    import fit_parallel
+
+    folder = root / "validation" / "distributed"
+    measured = json.loads((folder / "distributed_measured.json").read_text())
+    profiles = json.load(gzip.open(folder / "distributed_profiles.json.gz", "rt"))
+    fit = fit_parallel.fit_all(measured, profiles)
+    stored = get_interconnect("nvlink4").measured
+    assert stored.host_issue_us == pytest.approx(fit["host_issue_us"], abs=0.05)
+    for name, f in fit["collectives"].items():
+        assert stored.collectives[name].busbw_bytes_per_s == pytest.approx(f.busbw_bytes_per_s, rel=1e-3)
+        assert stored.collectives[name].latency_us == pytest.approx(f.intercept_us - fit["host_issue_us"], abs=0.05)
+    hooks = json.loads((root / "src/kernelcast/profiles/h200_parallel.json").read_text())["fsdp"]
+    assert {k: (v["base_us"], v["per_param_us"]) for k, v in hooks.items()} == {
+        k: (round(h.base_us, 2), round(h.per_param_us, 3)) for k, h in fit["hooks"].items()}
+
+
+# -- the host model of FSDP2's hooks and DDP's reducer ------------------------------------------------------------
+def _marker(index, edge, name, phase="forward", python_us=0.0):
+    from kernelcast.records import RANGE_BEGIN_OP, RANGE_END_OP, OpRecord
+
+    return OpRecord(index=index, op=RANGE_BEGIN_OP if edge == "begin" else RANGE_END_OP, args={"name": name},
+                    outputs=(), tags=("host",), phase=phase, python_us=python_us)
+
+
+def _fsdp_unit_ops(unit, params):
+    """A unit's pre-forward as the capture records it: its range, and inside it the all_gather range around the
+    copy-in of the unit's `params` shards."""
+    from dataclasses import replace
+
+    return [_marker(0, "begin", f"FSDP::pre_forward ({unit})", python_us=7.0),
+            _marker(1, "begin", f"FSDP::all_gather ({unit})", python_us=30.0),
+            replace(_copy_in([(1024,)] * params, "float32"), index=2, python_us=40.0),
+            _marker(3, "end", f"FSDP::all_gather ({unit})", python_us=5.0),
+            _marker(4, "end", f"FSDP::pre_forward ({unit})", python_us=9.0)]
+
+
+def test_fsdp_range_names_and_units():
+    from kernelcast.predict.parallel_host import fsdp_range_kind
+
+    assert fsdp_range_kind("FSDP::pre_forward (model.layers.0)") == ("pre_forward", "model.layers.0")
+    assert fsdp_range_kind("FSDP::pre_forward") == ("pre_forward", "")  # the root's
+    assert fsdp_range_kind("FSDP::backward_prefetch for blocks.6") == ("backward_prefetch", "blocks.6")
+    assert fsdp_range_kind("Optimizer.step#AdamW.step") is None
+
+
+def test_fsdp_hooks_are_priced_per_unit_from_its_parameters():
+    from kernelcast.predict.parallel_host import HookCost, ParallelHostCosts, fsdp_hook_us, fsdp_ranges, unit_params
+
+    ops = _fsdp_unit_ops("blocks.0", 12)
+    ranges = fsdp_ranges(ops)
+    assert [(r.kind, r.unit, r.begin, r.end) for r in ranges] == [("pre_forward", "blocks.0", 0, 4),
+                                                                   ("all_gather", "blocks.0", 1, 3)]
+    assert unit_params(ops, ranges) == {"blocks.0": 12}  # the copy-in's 12 inputs
+    costs = ParallelHostCosts({"pre_forward": HookCost(100.0, 10.0), "all_gather": HookCost(200.0)})
+    extra, replaced, unmodelled, units = fsdp_hook_us(ops, costs)
+    assert extra == {0: 100.0 + 10.0 * 12, 1: 200.0}  # charged where each hook begins
+    assert replaced == frozenset({1, 2, 3, 4})  # the captured Python inside the hooks; not the begin's own
+    assert unmodelled == ()
+    # a hook kind the fitted file lacks is listed, and costs nothing
+    assert fsdp_hook_us(ops, ParallelHostCosts({"all_gather": HookCost(200.0)}))[2] == ("pre_forward",)
+
+
+def test_ddp_reducer_copies_are_found_by_the_bucket_they_touch():
+    from kernelcast.predict import _is_all_reduce
+    from kernelcast.predict.parallel_host import ParallelHostCosts, ddp_reducer_us
+    from kernelcast.records import COMM_STREAM, OpRecord, TensorMeta
+
+    bucket = TensorMeta((4096,), "float32", (1,), "cuda", 9)
+    grad, param_grad = (TensorMeta((1024,), "float32", (1,), "cuda", s) for s in (3, 4))
+    ops = [OpRecord(0, "aten.mul.out", {"self": grad, "other": 0.5, "out": bucket}, (bucket,), phase="backward"),
+           OpRecord(1, "c10d.allreduce_.default", {"tensors": (bucket,)}, (bucket,), phase="backward",
+                    stream=COMM_STREAM, group_size=2),
+           OpRecord(2, "aten.copy_.default", {"self": param_grad, "src": bucket}, (param_grad,), tags=("inplace",),
+                    phase="backward"),
+           OpRecord(3, "aten.add.Tensor", {"self": grad, "other": grad}, (grad,), phase="backward")]
+    costs = ParallelHostCosts(ddp_reducer_copy_us=0.9, ddp_grad_copy_us=1.2)
+    # H200 profiles: the reducer's C++ around each copy took 0.9 and 1.2 us of self time (h200_parallel.json)
+    assert ddp_reducer_us(ops, costs, _is_all_reduce) == {0: 0.9, 2: 1.2}
+
+
+def _compact(events, threads=("thread 1 (python3)", "thread 2 (pt_autograd_0)")):
+    """A compact profile (scripts/validate_distributed.py compact_trace) from (table, name, ts, dur, thread,
+    input_dims) rows."""
+    strings, rows = [], {"cpu_ops": [], "ranges": [], "runtime": [], "gpu": [], "gpu_ranges": []}
+
+    def intern(v):
+        if v not in strings:
+            strings.append(v)
+        return strings.index(v)
+
+    for table, name, ts, dur, thread, dims in events:
+        if table == "cpu_ops":
+            rows[table].append([intern(name), ts, dur, thread, None, intern(dims or []), intern([])])
+        elif table == "ranges":
+            rows[table].append([intern(name), ts, dur, thread, None])
+        else:
+            rows[table].append([intern(name), ts, dur, thread, 0, None])
+    return {"columns": {"cpu_ops": ["name", "ts_us", "dur_us", "thread", "external_id", "input_dims", "input_types"],
+                        "ranges": ["name", "ts_us", "dur_us", "thread", "external_id"],
+                        "runtime": ["name", "ts_us", "dur_us", "thread", "correlation", "external_id"],
+                        "gpu": [], "gpu_ranges": []},
+            "strings": strings, "threads": list(threads), "steps": [[0.0, 1000.0]], **rows}
+
+
+def test_hook_self_time_leaves_out_what_runs_inside():
+    from kernelcast.calibrate.parallel_fit import fsdp_hook_points, range_self_times
+
+    compact = _compact([
+        ("ranges", "FSDP::pre_forward (blocks.0)", 0.0, 100.0, 0, None),
+        ("ranges", "FSDP::all_gather (blocks.0)", 10.0, 50.0, 0, None),
+        ("cpu_ops", "fsdp::all_gather_copy_in", 20.0, 15.0, 0, [[[8], [8], [8]], [24]]),  # 3 parameters
+        ("cpu_ops", "aten::copy_", 22.0, 5.0, 0, None),  # inside the copy-in: the op's, not the range's
+        ("runtime", "cudaEventRecord", 40.0, 2.0, 0, None),
+        ("cpu_ops", "aten::view", 70.0, 4.0, 0, None),
+    ])
+    selfs = {r.name: r for r in range_self_times(compact)}
+    # pre_forward: 100 - all_gather 50 - view 4 = 46; all_gather: 50 - copy-in 15 - event record 2 = 33
+    assert selfs["FSDP::pre_forward (blocks.0)"].self_us == pytest.approx(46.0)
+    assert selfs["FSDP::all_gather (blocks.0)"].self_us == pytest.approx(33.0)
+    points = {p.kind: p for p in fsdp_hook_points("toy", compact, speed={0: 2.0})}  # the host ran 2x slow
+    assert points["pre_forward"].params == 3 and points["pre_forward"].self_us == pytest.approx(23.0)
+
+
+def test_thread_speed_index_and_hook_fit():
+    from kernelcast.calibrate.parallel_fit import HookPoint, fit_hooks, thread_speed_index
+
+    def views(us):  # 20 aten::view calls on the autograd thread
+        return [("cpu_ops", "aten::view", 10.0 * i, us, 1, None) for i in range(20)]
+
+    assert thread_speed_index(_compact(views(2.0)), _compact(views(1.0)))[1] == pytest.approx(2.0)
+    fits = fit_hooks([HookPoint("a", "pre_forward", "u", 3, 130.0, 1), HookPoint("b", "pre_forward", "v", 9, 190.0, 1),
+                      HookPoint("a", "root_pre_forward", "", 3, 100.0, 1),
+                      HookPoint("b", "root_pre_forward", "", 4, 140.0, 1)])
+    assert (fits["pre_forward"].base_us, fits["pre_forward"].per_param_us) == pytest.approx((100.0, 10.0))
+    # the root's hooks: one unit per model, no slope told apart: the median
+    assert (fits["root_pre_forward"].base_us, fits["root_pre_forward"].per_param_us) == (120.0, 0.0)

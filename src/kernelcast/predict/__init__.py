@@ -15,7 +15,8 @@ from kernelcast.records import COMM_STREAM, RECORD_EVENT_OP, WAIT_EVENT_OP, Capt
 
 from .host import HostModel
 from .kernel_model import NO_KERNEL, KernelEstimate, KernelModel, RooflineModel
-from .comm import collective_estimate
+from .comm import collective_estimate, host_issue_us
+from .parallel_host import ParallelHost, load_parallel_costs, parallel_host
 from .l2 import L2Tracker
 from .overlap import CommSummary, comm_summary, with_stream_events
 from .timeline import Launch, Timeline, simulate, steady_state_step_us
@@ -91,6 +92,7 @@ class Prediction:
     timeline: Timeline | None = None  # one step from an idle CPU and GPU, span by span (for traces)
     sync_groups: tuple[SyncGroup, ...] = ()
     comm: CommSummary | None = None  # a step with collectives: compute, communication, and how much is exposed
+    parallel_host: ParallelHost | None = None  # what FSDP2's / DDP's hooks add to the host time (fitted costs)
     # Host side: the model's own Python (of host_time_us), ops whose kernels are shorter than their launch,
     # and the step time on a host whose CPU work is each factor slower (>1) or faster (<1) than this one's.
     python_time_us: float = 0.0
@@ -252,6 +254,23 @@ def _sync_groups(preds: list[OpPrediction], costs: list[Cost | None], launches: 
     return tuple(sorted(out, key=lambda g: -g.saving_us))
 
 
+def parallel_host_for(gpu: GPU, capture: Capture) -> ParallelHost | None:
+    """FSDP2's and DDP's hook costs (predict/parallel_host.py) from the fitted file of the host that calibrated
+    this GPU's host costs; None for a single-GPU step or where no fitted file ships."""
+    if capture.world_size <= 1:
+        return None
+    profile = profile_with(gpu.id, "host")
+    costs = load_parallel_costs(profile.gpu if profile is not None else gpu.id)
+    if costs is None:
+        return None
+    return parallel_host(capture.ops, costs, _is_all_reduce)
+
+
+def _is_all_reduce(op: OpRecord) -> bool:
+    found = collective_of(op)
+    return found is not None and found[0] == "all_reduce"
+
+
 def interconnect_for(gpu: GPU, capture: Capture, name: str | Interconnect | None = None) -> Interconnect | None:
     """The interconnect asked for, else the GPU's natural one when the step has collectives; else None."""
     if isinstance(name, Interconnect):
@@ -269,6 +288,7 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
     link = interconnect_for(spec, capture, interconnect)
     model = kernel_model or kernel_model_for(spec, capture)
     host = (host_model or host_model_for(spec, capture)).for_step(capture.ops)
+    hooks = parallel_host_for(spec, capture)
     ctx = cost_context(spec, capture)
     preds: list[OpPrediction] = []
     costs: list[Cost | None] = []
@@ -276,13 +296,18 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
     l2 = L2Tracker(spec.l2_bytes)
     for op in capture.ops:
         cost = cost_of(op, ctx)
+        dispatch_us = host.dispatch_us(op, cost)
         if cost is not None and cost.kind == COLLECTIVE_KIND:  # timed by the interconnect, not a roofline
             est = collective_estimate(cost, link)[0]
+            issue_us = host_issue_us(cost.key[0], link)  # the link's measured issue cost, where measured
+            dispatch_us = dispatch_us if issue_us is None else issue_us
         else:
             est = model.estimate(cost, l2.warm_fraction(op)) if cost is not None else NO_KERNEL
         l2.touch(op)
         costs.append(cost)
-        dispatch_us, python_us = host.dispatch_us(op, cost), host.python_us(op)
+        python_us = host.python_us(op)
+        if hooks is not None:  # FSDP2's hooks: their Python from the device fit, not the capture machine's
+            python_us = (0.0 if op.index in hooks.replaced_python else python_us) + hooks.extra_us.get(op.index, 0.0)
         host_us = dispatch_us + python_us
         preds.append(_op_prediction(op, cost, est, host_us, python_us, launch_bound=0 < est.time_us < dispatch_us))
         launches.append(Launch(host_us, est.time_us, op.stream, sync=op.sync is not None,
@@ -306,4 +331,5 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
             for f in HOST_SPEED_FACTORS),
         comm=comm_summary(capture.ops, [p.time_us for p in preds], launches, step_us, link, capture.world_size)
         if link is not None else None,
+        parallel_host=hooks,
     )
