@@ -19,11 +19,14 @@ import statistics
 import sys
 from pathlib import Path
 
-from kernelcast.calibrate.parallel_fit import (fit_collective, fit_hooks, fsdp_hook_points, nccl_kernels,
+from kernelcast.calibrate.parallel_fit import (fit_collective, fit_hooks, fsdp_hook_points,
+                                               fit_per_tensor, fsdp_copy_points, host_issue_from_tiny_messages,
+                                               nccl_kernels, post_launch_share, profiler_us_per_event,
                                                reducer_self_times, step_hook_totals, thread_role,
                                                thread_speed_index, unwaited_groups)
 
 SWEPT = ("all_reduce", "all_gather", "reduce_scatter")
+SINGLE_CONFIGS = ("llama", "gpt")  # the reference profiles: host speed 1, and the profiler's cost per event
 FSDP_CONFIGS = ("llama_fsdp", "llama_fsdp.noop_comm", "gpt_fsdp", "gpt_fsdp.noop_comm")
 DDP_CONFIGS = ("llama_ddp", "llama_ddp.noop_hook", "gpt_ddp", "gpt_ddp.noop_hook")
 LINK = "nvlink4"
@@ -37,11 +40,20 @@ def fit_all(measured: dict, profiles: dict) -> dict:
         for key, durations in nccl_kernels(compact, ranks).items():
             kernels.setdefault(key, []).extend(durations)
     groups = unwaited_groups(kernels, fits)
-    host_issue = statistics.median(g.host_issue_us for g in groups) if groups else 0.0
+    tiny = host_issue_from_tiny_messages(measured["collectives"], SWEPT, ranks)
+    host_issue = statistics.median(tiny.values())
+    shares = [x for compact in profiles.values() for x in post_launch_share(compact)]
+    post_share = statistics.median(shares) if shares else 0.0
     speed = {name: thread_speed_index(compact, profiles[name.split("_")[0]]) for name, compact in profiles.items()
              if name.split("_")[0] in profiles}
+    per_event = {name: profiler_us_per_event(measured["steps"][name]["ranks"][0]["profile"],
+                                             measured["steps"][name]["ranks"][0]["host"]["issue_ms_median"],
+                                             profiles[name]) for name in SINGLE_CONFIGS if name in profiles}
+    k = statistics.median(per_event.values()) if per_event else 0.0
     points = [p for name in FSDP_CONFIGS if name in profiles
-              for p in fsdp_hook_points(name, profiles[name], speed.get(name))]
+              for p in fsdp_hook_points(name, profiles[name], speed.get(name), k)]
+    copies = fit_per_tensor([p for name in FSDP_CONFIGS if name in profiles
+                             for p in fsdp_copy_points(name, profiles[name], speed.get(name), k)])
     hooks = fit_hooks(points)
     held_out = {}
     for model in ("llama", "gpt"):  # fitted on the other model only: how the structure carries over
@@ -50,11 +62,12 @@ def fit_all(measured: dict, profiles: dict) -> dict:
     reducer = {"reducer_copy": [], "grad_copy": []}
     for name in DDP_CONFIGS:
         if name in profiles:
-            for key, values in reducer_self_times(profiles[name], speed.get(name)).items():
+            for key, values in reducer_self_times(profiles[name], speed.get(name), k).items():
                 reducer[key].extend(values)
     roles = {name: {thread_role(profiles[name]["threads"][i]): f for i, f in index.items()
                     if thread_role(profiles[name]["threads"][i]) != "other"} for name, index in speed.items()}
-    return {"speed": roles, "ranks": ranks, "collectives": fits, "groups": groups, "host_issue_us": host_issue, "points": points,
+    return {"per_event": per_event, "per_event_us": k, "copies": copies, "speed": roles, "ranks": ranks, "collectives": fits, "groups": groups, "host_issue_us": host_issue,
+            "tiny": tiny, "post_launch_share": post_share, "call_host_us": host_issue * (1 + post_share), "points": points,
             "hooks": hooks, "totals": step_hook_totals(points, hooks), "held_out": held_out, "reducer": reducer}
 
 
@@ -65,15 +78,27 @@ def report(fit: dict) -> str:
         lines.append(f"  {c:15s} intercept {f.intercept_us:6.1f} us  busbw {f.busbw_bytes_per_s / 1e9:6.1f} GB/s  "
                      f"worst residual {worst[1]:+.1%} at {worst[0]} B")
         lines.append("    " + " ".join(f"{s}:{r:+.1%}" for s, r in sorted(f.residuals.items())))
-    lines.append("unwaited NCCL kernels in the step profiles (device time) and the host issue time they imply:")
+    lines.append("host issue (sweep at <= 16 KiB minus NCCL's ring/LL latency): " + ", ".join(
+        f"{c} {v:.1f} us" for c, v in fit["tiny"].items()) + f"; median {fit['host_issue_us']:.1f} us")
+    lines.append(f"CPU after the launch: {fit['post_launch_share']:.2f} of the time before it (c10d ops, profiles): "
+                 f"one call {fit['call_host_us']:.1f} us of CPU")
+    lines.append("check: NCCL kernels that did not wait for their peer (device time) against the fit's kernel time:")
     for g in fit["groups"]:
-        lines.append(f"  {g.collective:15s} {g.message_bytes:>11d} B  kernel {g.kernel_us:7.1f} us (x{g.samples})  "
-                     f"sweep fit - kernel = {g.host_issue_us:5.1f} us")
-    lines.append(f"  host issue time (median): {fit['host_issue_us']:.1f} us")
+        f = fit["collectives"][g.collective]
+        kernel = f.sweep_us(g.message_bytes) - fit["host_issue_us"]
+        lines.append(f"  {g.collective:15s} {g.message_bytes:>11d} B  measured {g.kernel_us:7.1f} us (x{g.samples})  "
+                     f"fit {kernel:7.1f} us ({(kernel - g.kernel_us) / g.kernel_us:+.1%})")
     lines.append("host speed index per profile (reference ops' time over the single-GPU step's, per thread):")
     for name, index in fit["speed"].items():
         lines.append(f"  {name:22s} " + "  ".join(f"{role} {value:.2f}" for role, value in index.items()))
-    lines.append("FSDP2 hooks: self time = base + per_param * P (µs, profiled, at the reference host speed)")
+    lines.append("profiler's CPU time per recorded event (profiled minus unprofiled step, over its events): "
+                 + ", ".join(f"{n} {v:.2f} us" for n, v in fit["per_event"].items())
+                 + f"; median {fit['per_event_us']:.2f} us")
+    lines.append("FSDP2 copy ops: CPU time = base + per_tensor * tensors (µs, at the reference host speed)")
+    for kind, h in fit["copies"].items():
+        pts = " ".join(f"{p.config}(n={p.params}) {p.self_us:.0f}" for p in h.points)
+        lines.append(f"  {kind:28s} base {h.base_us:7.1f}  per tensor {h.per_param_us:6.2f}   {pts}")
+    lines.append("FSDP2 hooks: self time = base + per_param * P (µs, at the reference host speed, less the profiler)")
     for kind, h in fit["hooks"].items():
         pts = " ".join(f"{p.config.split('.')[0][:5]}{'/noop' if 'noop' in p.config else ''}:{p.unit or 'root'}"
                        f"(P={p.params}) {p.self_us:.0f}" for p in h.points if p.unit in ("", "model.layers.0", "blocks.0"))
@@ -95,7 +120,7 @@ def toml_block(fit: dict, measured: dict) -> str:
     env = measured["env"]
     lines = [f"[{LINK}.measured]", f'gpu = "h200"', f"ranks = {fit['ranks']}",
              f'nccl = "{env.get("nccl", "")}"', f'torch = "{env["torch"]}"', f'date = "{env["date"][:10]}"',
-             f"host_issue_us = {fit['host_issue_us']:.1f}",
+             f"host_issue_us = {fit['host_issue_us']:.1f}", f"call_host_us = {fit['call_host_us']:.1f}",
              'source = "scripts/validate_distributed.py --measure-only on 2 H200s (NVLink 4, NVLS off), fp32 sweep '
              '1 KiB-1 GiB; fitted by scripts/fit_parallel.py validation/distributed"']
     for c, f in fit["collectives"].items():
@@ -116,9 +141,14 @@ def artifact(fit: dict, measured: dict, folder: str) -> dict:
         "fsdp": {k: {"base_us": round(h.base_us, 2), "per_param_us": round(h.per_param_us, 3),
                      "points": [[p.config, p.unit, p.params, round(p.self_us, 1)] for p in h.points]}
                  for k, h in fit["hooks"].items()},
+        "fsdp_ops": {k: {"base_us": round(h.base_us, 2), "per_tensor_us": round(h.per_param_us, 3),
+                         "points": [[p.config, p.params, round(p.self_us, 1), p.per_step] for p in h.points]}
+                     for k, h in fit["copies"].items()},
+        "profiler_us_per_event": round(fit["per_event_us"], 3),
         "fsdp_step_totals_us": {k: [round(m, 1), round(p, 1)] for k, (m, p) in fit["totals"].items()},
         "ddp": {"reducer_copy_us": round(statistics.median(fit["reducer"]["reducer_copy"]), 2),
                 "grad_copy_us": round(statistics.median(fit["reducer"]["grad_copy"]), 2)},
+        "collective_call_us": round(fit["call_host_us"], 1),
     }
 
 

@@ -113,18 +113,21 @@ def test_collective_fit_recovers_a_line():
 
 def test_measured_link_times_collectives_from_its_fit():
     from kernelcast.devices.interconnects import get_interconnect
-    from kernelcast.predict.comm import collective_time, host_issue_us
+    from kernelcast.predict.comm import call_host_us, collective_time, host_issue_us
 
     link = get_interconnect("nvlink4")  # [nvlink4.measured]: 2 H200s, fitted by scripts/fit_parallel.py
     fit = link.measured.collectives["all_gather"]
     est = collective_time("all_gather", 88088576, 2, link)  # a Llama layer's bf16 parameters, gathered
-    # latency + S/2 / busbw: 25.9 + 44044288 / 265.4 GB/s = 25.9 + 165.95 = 191.9 us; the device's profiled
-    # all-gather of this size ran 182.2 us (x32, validation/distributed)
-    assert est.algorithm == "measured" and est.time_us == pytest.approx(fit.latency_us + 44044288 / fit.busbw_bytes_per_s * 1e6)
-    assert est.time_us == pytest.approx(191.9, abs=0.1)
-    assert host_issue_us("all_gather", link) == link.measured.host_issue_us == 20.1
+    # latency + S/2 / busbw: 4.6 + 44044288 / 265.4 GB/s = 4.6 + 165.95 = 170.6 us; the device's profiled
+    # all-gather of this size ran 182.2 us when it did not wait for its peer (x32, validation/distributed)
+    assert est.algorithm == "measured"
+    assert est.time_us == pytest.approx(fit.latency_us + 44044288 / fit.busbw_bytes_per_s * 1e6)
+    assert est.time_us == pytest.approx(170.55, abs=0.1)
+    # the CPU: 41.3 us from the call to the launch (the sweep's 1-16 KiB points less NCCL's LL latency), 63.6 us
+    # for the whole call (the profiles' c10d ops spend 0.54 of that after the launch)
+    assert host_issue_us("all_gather", link) == 41.3 and call_host_us("all_gather", link) == 63.6
     # 8 ranks: the same bus bandwidth; the latency grows by NCCL's ring/simple hop latency on NVLink for the 6
-    # extra steps (3.4 us each): 25.9 + 20.4 = 46.3 us
+    # extra steps (3.4 us each): 4.6 + 20.4 = 25.0 us
     eight = collective_time("all_gather", 88088576, 8, link)
     assert eight.latency_us == pytest.approx(fit.latency_us + 6 * 3.4)
     assert eight.bandwidth_us == pytest.approx(88088576 * 7 / 8 / fit.busbw_bytes_per_s * 1e6)
@@ -154,12 +157,15 @@ def test_interconnect_fit_is_the_fit_of_the_committed_device_run():
     fit = fit_parallel.fit_all(measured, profiles)
     stored = get_interconnect("nvlink4").measured
     assert stored.host_issue_us == pytest.approx(fit["host_issue_us"], abs=0.05)
+    assert stored.call_host_us == pytest.approx(fit["call_host_us"], abs=0.05)
     for name, f in fit["collectives"].items():
         assert stored.collectives[name].busbw_bytes_per_s == pytest.approx(f.busbw_bytes_per_s, rel=1e-3)
         assert stored.collectives[name].latency_us == pytest.approx(f.intercept_us - fit["host_issue_us"], abs=0.05)
-    hooks = json.loads((root / "src/kernelcast/profiles/h200_parallel.json").read_text())["fsdp"]
-    assert {k: (v["base_us"], v["per_param_us"]) for k, v in hooks.items()} == {
+    shipped = json.loads((root / "src/kernelcast/profiles/h200_parallel.json").read_text())
+    assert {k: (v["base_us"], v["per_param_us"]) for k, v in shipped["fsdp"].items()} == {
         k: (round(h.base_us, 2), round(h.per_param_us, 3)) for k, h in fit["hooks"].items()}
+    assert {k: v["base_us"] for k, v in shipped["fsdp_ops"].items()} == {
+        k: round(h.base_us, 2) for k, h in fit["copies"].items()}
 
 
 # -- the host model of FSDP2's hooks and DDP's reducer ------------------------------------------------------------
@@ -282,3 +288,17 @@ def test_thread_speed_index_and_hook_fit():
     assert (fits["pre_forward"].base_us, fits["pre_forward"].per_param_us) == pytest.approx((100.0, 10.0))
     # the root's hooks: one unit per model, no slope told apart: the median
     assert (fits["root_pre_forward"].base_us, fits["root_pre_forward"].per_param_us) == (120.0, 0.0)
+
+
+def test_fsdp_copy_ops_cost_their_fitted_call_and_collectives_their_issue():
+    from kernelcast.calibrate.parallel_fit import host_issue_from_tiny_messages, tiny_message_kernel_us
+    from kernelcast.predict.parallel_host import HookCost, ParallelHostCosts, fsdp_op_us
+
+    costs = ParallelHostCosts(fsdp_ops={"fsdp.all_gather_copy_in": HookCost(88.0, 1.0)})
+    ops = [_copy_in([(1024,)] * 9, "bfloat16")]
+    assert fsdp_op_us(ops, costs) == {0: 88.0 + 9 * 1.0}  # per call, per shard copied
+    # NCCL's ring/LL latency for a tiny all_reduce of 2 ranks: 6.6 + 2 steps * 0.6 = 7.8 us (tuning.cc)
+    assert tiny_message_kernel_us("all_reduce", 2) == pytest.approx(7.8)
+    rows = [{"collective": "all_reduce", "dtype": "float32", "bytes": b, "measured_us": t}
+            for b, t in ((1024, 50.0), (4096, 52.0), (16384, 60.0), (2 ** 20, 90.0))]
+    assert host_issue_from_tiny_messages(rows, ["all_reduce"], 2) == {"all_reduce": pytest.approx(52.0 - 7.8)}

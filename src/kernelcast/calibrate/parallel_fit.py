@@ -4,13 +4,16 @@ functions of the measured record and the compact profiles (no torch, no GPU); sc
 what they return.
 
 Collectives. The sweep times each call with a CUDA-event pair from an idle GPU: the CPU issuing the
-collective (ProcessGroupNCCL: stream waits, event records, the launch) is inside that time, then the kernel.
-Per collective, t(S) = intercept + bus bytes(S) / busbw is fitted by least squares on the relative error over
-every swept size. The intercept is split into the host's issue time and the kernel's latency with the step
-profiles: an NCCL kernel that did not wait for its peer lasts the device time alone. Such kernels are the
-groups (same collective, same size) whose shortest duration repeats (MIN_REPEATS within NEAR_MIN_FRACTION) and
-is below the sweep's time for that size (a kernel that waited for a late peer is longer); the host issue time
-is the median over those groups of sweep fit minus kernel time.
+collective (the Python call, ProcessGroupNCCL's stream waits and event records, up to the kernel's launch) is
+inside that time, then the kernel. Per collective, t(S) = intercept + bus bytes(S) / busbw is fitted by least
+squares on the relative error over every swept size. The intercept is split into the host's issue time and
+the kernel's latency at the smallest sizes (<= TINY_MESSAGE_BYTES), where the kernel is NCCL's latency alone:
+host issue = the sweep's median there minus NCCL's own ring/LL latency for it (predict/comm.py, tuning.cc),
+the median over the collectives; latency = intercept - host issue. The CPU keeps working on the call after the
+launch (the work object, event records, the return): the profiles' c10d ops spend POST_LAUNCH_SHARE of their
+pre-launch time after it, so one call costs the CPU host issue * (1 + that share). Checked against the step
+profiles' NCCL kernels that did not wait for their peer (unwaited_groups): groups of one collective and size
+whose shortest duration repeats (MIN_REPEATS within NEAR_MIN_FRACTION) and is below the sweep's time.
 
 FSDP2's hooks. For every FSDP2 range of a profile (FSDP::<kind> (<unit>)), its self time: its duration minus
 the aten ops, CUDA runtime calls and inner ranges directly inside it (those are priced elsewhere: ops by the
@@ -26,12 +29,24 @@ mean, over SPEED_REFERENCE_OPS with at least SPEED_MIN_CALLS calls, of the op's 
 over its median in a reference profile (the same model on one GPU, whose steps the per-op host model predicts);
 hook self times are divided by their thread's index, so the fit describes the host at the reference's speed.
 
+Profiler bookkeeping. The profiler adds CPU time per event it records (PROFILER_US_PER_EVENT: the single-GPU
+steps' profiled time to their last launch minus the same steps unprofiled, over the events of a step; most
+of it outside the events' own spans, as a view's profiled duration is its unprofiled one). A hook's self time
+loses that much per event directly inside it, an FSDP2 copy op's duration that much per event nested in it.
+
+FSDP2's copy ops. fsdp::all_gather_copy_in, split_with_sizes_copy and chunk_cat are torch.library ops whose
+CUDA kernels are Python (_fsdp_collectives.py): a trampoline into Python, then the aten ops of the copy
+(narrow, split, _foreach_copy_; split_with_sizes_copy.out; _chunk_cat.out). The capture records each as one op;
+its CPU time, base + per_tensor * tensors per kind, is fitted to their profiled durations (less the profiler's
+bookkeeping of what is nested in them, at the reference host speed).
+
 DDP's reducer. Its C++ ranges around each gradient's copy into its bucket (reducer::mul_out, or reducer::copy_
 under a comm hook) and back (copy_bucket_to_grad): the median self time of each.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections import defaultdict
@@ -40,6 +55,7 @@ from dataclasses import dataclass
 from kernelcast.predict.comm import BUS_FACTOR
 from kernelcast.predict.parallel_host import PER_STEP_KINDS, ROOT_UNIT, fsdp_range_kind
 
+TINY_MESSAGE_BYTES = 16384  # up to here a collective's kernel is its latency (the sweep's 1-16 KiB points)
 NEAR_MIN_FRACTION = 1.02  # kernels within 2% of a group's shortest ran the same, undisturbed
 MIN_REPEATS = 3
 NCCL_KERNEL_COLLECTIVE = {"AllGather": "all_gather", "ReduceScatter": "reduce_scatter", "AllReduce": "all_reduce",
@@ -131,6 +147,40 @@ def nccl_kernels(compact: dict, ranks: int) -> dict[tuple[str, int], list[float]
     return dict(out)
 
 
+def tiny_message_kernel_us(collective: str, ranks: int) -> float:
+    """NCCL's own latency for a tiny message on NVLink: ring/LL (tuning.cc baseLat + hops * hwLat)."""
+    from kernelcast.predict.comm import NCCL_BASE_LATENCY_US, NCCL_HOP_LATENCY_US, ring_steps
+
+    return NCCL_BASE_LATENCY_US[("ring", "ll")] + ring_steps(collective, ranks) * NCCL_HOP_LATENCY_US["nvlink"][("ring", "ll")]
+
+
+def host_issue_from_tiny_messages(rows: list[dict], collectives, ranks: int, dtype: str = "float32") -> dict[str, float]:
+    """Per collective: the sweep's median time over its tiny messages minus NCCL's latency for them, µs."""
+    out = {}
+    for c in collectives:
+        tiny = [r["measured_us"] for r in rows if r["collective"] == c and r["dtype"] == dtype
+                and r["bytes"] <= TINY_MESSAGE_BYTES]
+        if tiny:
+            out[c] = statistics.median(tiny) - tiny_message_kernel_us(c, ranks)
+    return out
+
+
+def post_launch_share(compact: dict) -> list[float]:
+    """Per c10d collective op of a profile: its CPU time after the NCCL kernel's launch over its time before."""
+    s = compact["strings"]
+    launches = [r for r in _columns(compact, "runtime") if "LaunchKernel" in s[r["name"]]]
+    out = []
+    for op in _columns(compact, "cpu_ops"):
+        if not s[op["name"]].startswith("c10d::"):
+            continue
+        start, end = op["ts_us"], op["ts_us"] + op["dur_us"]
+        inside = [r for r in launches if r["thread"] == op["thread"] and start <= r["ts_us"] <= end]
+        if inside and inside[-1]["ts_us"] > start:
+            last = inside[-1]
+            out.append((end - last["ts_us"] - last["dur_us"]) / (last["ts_us"] - start))
+    return out
+
+
 @dataclass(frozen=True)
 class UnwaitedGroup:
     collective: str
@@ -191,6 +241,9 @@ class RangeSelf:
     duration_us: float
     self_us: float
     copy_in_inputs: int  # inputs of an fsdp::all_gather_copy_in directly inside it (0: none)
+    direct_children: int = 0  # events directly inside it
+    nested_events: int = 0  # events inside it at any depth
+    input_dims: object = None  # an op's input dims
 
 
 def range_self_times(compact: dict, keep=lambda name: True) -> list[RangeSelf]:
@@ -207,21 +260,24 @@ def range_self_times(compact: dict, keep=lambda name: True) -> list[RangeSelf]:
     out = []
     for thread, events in by_thread.items():
         events.sort(key=lambda e: (e[0], -e[1]))
-        stack: list[list] = []  # [event, time of direct children, copy-in inputs]
+        stack: list[list] = []  # [event, time of direct children, copy-in inputs, direct children, nested]
 
         def close(item):
-            (ts, dur, kind, name, _), children, inputs = item
+            (ts, dur, kind, name, dims), children, inputs, direct, nested = item
             if kind in ("range", "op") and keep(name):
-                out.append(RangeSelf(name, thread, dur, dur - children, inputs))
+                out.append(RangeSelf(name, thread, dur, dur - children, inputs, direct, nested, dims))
 
         for event in events:
             while stack and event[0] >= stack[-1][0][0] + stack[-1][0][1]:
                 close(stack.pop())
             if stack:
                 stack[-1][1] += event[1]
+                stack[-1][3] += 1
+                for item in stack:
+                    item[4] += 1
                 if event[3] == COPY_IN and event[4]:
                     stack[-1][2] = len(event[4][0]) if isinstance(event[4][0], list) else 1
-            stack.append([event, 0.0, 0])
+            stack.append([event, 0.0, 0, 0, 0])
         while stack:
             close(stack.pop())
     return out
@@ -237,11 +293,14 @@ class HookPoint:
     per_step: float  # instances per step
 
 
-def fsdp_hook_points(config: str, compact: dict, speed: dict[int, float] | None = None) -> list[HookPoint]:
+def fsdp_hook_points(config: str, compact: dict, speed: dict[int, float] | None = None,
+                     per_event_us: float = 0.0) -> list[HookPoint]:
     """Median self time per (kind, unit) of one FSDP2 profile, with the unit's parameter count; each range's
-    self time divided by its thread's speed index (thread_speed_index) where given."""
+    self time less the profiler's per_event_us for each event directly inside it, divided by its thread's
+    speed index (thread_speed_index) where given."""
     speed = speed or {}
-    selfs = [RangeSelf(r.name, r.thread, r.duration_us, r.self_us / speed.get(r.thread, 1.0), r.copy_in_inputs)
+    selfs = [dataclasses.replace(r, self_us=max(r.self_us - per_event_us * r.direct_children, 0.0)
+                                 / speed.get(r.thread, 1.0))
              for r in range_self_times(compact, lambda n: fsdp_range_kind(n) is not None)]
     params: dict[str, int] = {}
     for r in selfs:
@@ -298,13 +357,69 @@ def step_hook_totals(points: list[HookPoint], fits: dict[str, HookFit]) -> dict[
     return {k: (v[0], v[1]) for k, v in out.items()}
 
 
+# -- the profiler's own time, FSDP2's copy ops ------------------------------------------------------------------
+def profiler_us_per_event(profile_summary: dict, unprofiled_host_ms: float, compact: dict) -> float:
+    """CPU µs the profiler adds per recorded event: a step's profiled time to its last launch minus its
+    unprofiled one (validate_distributed.py's time_host), over the ops and runtime calls of a profiled step."""
+    steps = max(len(compact.get("steps", ())), 1)
+    events = (len(compact["cpu_ops"]) + len(compact["runtime"])) / steps
+    profiled_ms = statistics.fmean(x for x in profile_summary["last_launch_ms"] if x is not None)
+    return max(profiled_ms - unprofiled_host_ms, 0.0) * 1e3 / events
+
+
+FSDP_COPY_OPS = {"fsdp::all_gather_copy_in": 0, "fsdp::split_with_sizes_copy": 3, "fsdp::chunk_cat": 0}  # -> the
+# argument whose tensor list counts the tensors copied (all_gather_inputs, out, tensors)
+
+
+def fsdp_copy_points(config: str, compact: dict, speed: dict[int, float] | None = None,
+                     per_event_us: float = 0.0) -> list[HookPoint]:
+    """Each FSDP2 copy op's CPU time (kind = the op, params = tensors it copies), less the profiler's
+    per_event_us per nested event, at the reference host speed."""
+    speed = speed or {}
+    out = []
+    for r in range_self_times(compact, lambda n: n in FSDP_COPY_OPS):
+        dims = r.input_dims or []
+        arg = dims[FSDP_COPY_OPS[r.name]] if len(dims) > FSDP_COPY_OPS[r.name] else []
+        tensors = len(arg) if isinstance(arg, list) and arg and isinstance(arg[0], list) else 1
+        cost = max(r.duration_us - per_event_us * r.nested_events, 0.0) / speed.get(r.thread, 1.0)
+        out.append(HookPoint(config, r.name.replace("::", "."), "", tensors, cost, 1.0))
+    return out
+
+
+def median_points(points: list[HookPoint]) -> list[HookPoint]:
+    """One point per (config, kind, tensors): the median, with how many it stands for."""
+    groups: dict[tuple, list[HookPoint]] = defaultdict(list)
+    for p in points:
+        groups[(p.config, p.kind, p.params)].append(p)
+    return [HookPoint(c, k, "", n, statistics.median(p.self_us for p in v), sum(p.per_step for p in v))
+            for (c, k, n), v in sorted(groups.items())]
+
+
+def fit_per_tensor(points: list[HookPoint]) -> dict[str, HookFit]:
+    """Per op kind, base + per_tensor * tensors (HookFit's per_param) over the median points."""
+    by_kind: dict[str, list[HookPoint]] = defaultdict(list)
+    for p in median_points(points):
+        by_kind[p.kind].append(p)
+    out = {}
+    for kind, pts in by_kind.items():
+        a, b = fit_line([(p.params, p.self_us) for p in pts])
+        if b < 0 or len({p.params for p in pts}) < 2:
+            a, b = statistics.median(p.self_us for p in pts), 0.0
+        elif a < 0:
+            a, b = 0.0, sum(p.params * p.self_us for p in pts) / sum(p.params ** 2 for p in pts)
+        out[kind] = HookFit(kind, a, b, tuple(pts))
+    return out
+
+
 # -- DDP reducer ---------------------------------------------------------------------------------------------
-def reducer_self_times(compact: dict, speed: dict[int, float] | None = None) -> dict[str, list[float]]:
+def reducer_self_times(compact: dict, speed: dict[int, float] | None = None,
+                       per_event_us: float = 0.0) -> dict[str, list[float]]:
     """Self times of the reducer's ranges around each gradient copy: {"reducer_copy": [...], "grad_copy": [...]},
-    divided by their thread's speed index where given."""
+    less the profiler's per_event_us per event directly inside, divided by their thread's speed index."""
     wanted = (*REDUCER_COPY_RANGES, REDUCER_GRAD_RANGE)
     speed = speed or {}
     out: dict[str, list[float]] = {"reducer_copy": [], "grad_copy": []}
     for r in range_self_times(compact, lambda n: n in wanted):
-        out["grad_copy" if r.name == REDUCER_GRAD_RANGE else "reducer_copy"].append(r.self_us / speed.get(r.thread, 1.0))
+        self_us = max(r.self_us - per_event_us * r.direct_children, 0.0)
+        out["grad_copy" if r.name == REDUCER_GRAD_RANGE else "reducer_copy"].append(self_us / speed.get(r.thread, 1.0))
     return out

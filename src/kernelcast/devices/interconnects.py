@@ -30,7 +30,8 @@ class LinkMeasurement:
 
     gpu: str
     ranks: int
-    host_issue_us: float  # CPU time to issue one collective (ProcessGroupNCCL), before its kernel
+    host_issue_us: float  # CPU time from the call to the kernel's launch (ProcessGroupNCCL)
+    call_host_us: float  # CPU time of the whole call, launch and what follows it included
     collectives: dict[str, MeasuredCollective]
     source: str
     nccl: str = ""

@@ -15,7 +15,7 @@ from kernelcast.records import COMM_STREAM, RECORD_EVENT_OP, WAIT_EVENT_OP, Capt
 
 from .host import HostModel
 from .kernel_model import NO_KERNEL, KernelEstimate, KernelModel, RooflineModel
-from .comm import collective_estimate, host_issue_us
+from .comm import call_host_us, collective_estimate
 from .parallel_host import ParallelHost, load_parallel_costs, parallel_host
 from .l2 import L2Tracker
 from .overlap import CommSummary, comm_summary, with_stream_events
@@ -283,7 +283,11 @@ def interconnect_for(gpu: GPU, capture: Capture, name: str | Interconnect | None
 
 
 def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel | None = None,
-                    host_model: HostModel | None = None, interconnect: str | Interconnect | None = None) -> Prediction:
+                    host_model: HostModel | None = None, interconnect: str | Interconnect | None = None,
+                    host_speed: dict[str, float] | None = None) -> Prediction:
+    """host_speed: {phase: factor} multiplies the CPU time of that phase's ops (forward, backward, optimizer),
+    for a host measured to run one thread slower than the one that calibrated (backward runs on torch's autograd
+    thread, the rest on the Python thread)."""
     spec = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
     link = interconnect_for(spec, capture, interconnect)
     model = kernel_model or kernel_model_for(spec, capture)
@@ -299,16 +303,18 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
         dispatch_us = host.dispatch_us(op, cost)
         if cost is not None and cost.kind == COLLECTIVE_KIND:  # timed by the interconnect, not a roofline
             est = collective_estimate(cost, link)[0]
-            issue_us = host_issue_us(cost.key[0], link)  # the link's measured issue cost, where measured
-            dispatch_us = dispatch_us if issue_us is None else issue_us
+            call_us = call_host_us(cost.key[0], link)  # the link's measured CPU time per call, where measured
+            dispatch_us = dispatch_us if call_us is None else call_us
         else:
             est = model.estimate(cost, l2.warm_fraction(op)) if cost is not None else NO_KERNEL
         l2.touch(op)
         costs.append(cost)
         python_us = host.python_us(op)
+        if hooks is not None and op.index in hooks.op_us:  # FSDP2's copy ops: Python kernels, fitted per call
+            dispatch_us = hooks.op_us[op.index]
         if hooks is not None:  # FSDP2's hooks: their Python from the device fit, not the capture machine's
             python_us = (0.0 if op.index in hooks.replaced_python else python_us) + hooks.extra_us.get(op.index, 0.0)
-        host_us = dispatch_us + python_us
+        host_us = (dispatch_us + python_us) * (host_speed or {}).get(op.phase, 1.0)
         preds.append(_op_prediction(op, cost, est, host_us, python_us, launch_bound=0 < est.time_us < dispatch_us))
         launches.append(Launch(host_us, est.time_us, op.stream, sync=op.sync is not None,
                                sync_return_us=host.sync_return_us if op.sync else 0.0, **_stream_marker(op)))

@@ -224,8 +224,13 @@ def measured_time(collective: str, message_bytes: float, n: int, link: Interconn
 
 
 def host_issue_us(collective: str, link: Interconnect) -> float | None:
-    """CPU time to issue one collective on this link where it was measured (None: not measured)."""
+    """CPU time from a collective's call to its kernel's launch on this link, where measured (else None)."""
     return link.measured.host_issue_us if measured_fit(collective, link) is not None else None
+
+
+def call_host_us(collective: str, link: Interconnect) -> float | None:
+    """CPU time of one collective call on this link, where measured (else None)."""
+    return link.measured.call_host_us if measured_fit(collective, link) is not None else None
 
 
 def collective_time(collective: str, message_bytes: float, n: int, link: Interconnect) -> CommEstimate:

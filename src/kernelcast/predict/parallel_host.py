@@ -126,6 +126,7 @@ class ParallelHostCosts:
     """Fitted host costs of FSDP2's hooks (per range kind) and DDP's reducer (per parameter), µs."""
 
     fsdp: dict[str, HookCost] = field(default_factory=dict)
+    fsdp_ops: dict[str, HookCost] = field(default_factory=dict)  # FSDP2's copy ops: per call, per tensor copied
     ddp_reducer_copy_us: float = 0.0  # the reducer's C++ around each gradient's copy into its bucket
     ddp_grad_copy_us: float = 0.0  # ... and around each copy back to .grad
     source: str = "none: FSDP2's and DDP's hooks cost nothing beyond their ops"
@@ -134,8 +135,10 @@ class ParallelHostCosts:
     def from_json(data: dict) -> "ParallelHostCosts":
         fsdp = {kind: HookCost(float(v["base_us"]), float(v.get("per_param_us", 0.0)))
                 for kind, v in data.get("fsdp", {}).items()}
+        ops = {op: HookCost(float(v["base_us"]), float(v.get("per_tensor_us", 0.0)))
+               for op, v in data.get("fsdp_ops", {}).items()}
         ddp = data.get("ddp", {})
-        return ParallelHostCosts(fsdp, float(ddp.get("reducer_copy_us", 0.0)), float(ddp.get("grad_copy_us", 0.0)),
+        return ParallelHostCosts(fsdp, ops, float(ddp.get("reducer_copy_us", 0.0)), float(ddp.get("grad_copy_us", 0.0)),
                                  source=data.get("label", "fitted"))
 
 
@@ -153,13 +156,15 @@ class ParallelHost:
     """What FSDP2's and DDP's machinery adds to a step's host time."""
 
     extra_us: dict[int, float]  # op index -> µs of hook work charged before it
+    op_us: dict[int, float]  # op index -> µs of CPU for the op itself, where fitted (FSDP2's copy ops)
     replaced_python: frozenset[int]  # ops whose captured Python is the hooks' (priced in extra_us instead)
     unmodelled: tuple[str, ...]  # hook kinds the step runs that the costs do not hold
     units: dict[str, int]  # FSDP2 unit -> parameters
 
     @property
     def total_us(self) -> float:
-        return sum(self.extra_us.values())
+        """The hooks' own CPU time and that of FSDP2's copy ops, per step."""
+        return sum(self.extra_us.values()) + sum(self.op_us.values())
 
 
 def fsdp_hook_us(ops: Sequence[OpRecord], costs: ParallelHostCosts) -> tuple[dict[int, float], frozenset[int],
@@ -210,8 +215,23 @@ def _out_args(op: OpRecord) -> list:
     return [t for t in (*items, first) if hasattr(t, "storage")]
 
 
+COPY_OP_TENSORS = {"fsdp.all_gather_copy_in": "all_gather_inputs", "fsdp.split_with_sizes_copy": "out",
+                   "fsdp.chunk_cat": "tensors"}  # the argument listing the tensors each copies
+
+
+def fsdp_op_us(ops: Sequence[OpRecord], costs: ParallelHostCosts) -> dict[int, float]:
+    """FSDP2's copy ops (torch.library ops with Python CUDA kernels): their fitted CPU time per call."""
+    out = {}
+    for i, op in enumerate(ops):
+        cost = costs.fsdp_ops.get(op.packet)
+        if cost is not None:
+            tensors = op.args.get(COPY_OP_TENSORS.get(op.packet, ""))
+            out[i] = cost(len(tensors) if isinstance(tensors, tuple) else 1)
+    return out
+
+
 def parallel_host(ops: Sequence[OpRecord], costs: ParallelHostCosts, is_all_reduce) -> ParallelHost:
     extra, replaced, unmodelled, units = fsdp_hook_us(ops, costs)
     for i, us in ddp_reducer_us(ops, costs, is_all_reduce).items():
         extra[i] = extra.get(i, 0.0) + us
-    return ParallelHost(extra, replaced, unmodelled, units)
+    return ParallelHost(extra, fsdp_op_us(ops, costs), replaced, unmodelled, units)
