@@ -1055,7 +1055,8 @@ def main() -> int:
             return 0
         examples = {c.example: (args.world_size if c.parallel != "single" else 1) for c in CONFIGS
                     if c.variant in ("full", "single") and (not args.only or c.name in args.only)}
-        result = {"world_size": args.world_size, "commit": _git_commit(),
+        result = {"world_size": args.world_size, "interconnect": args.interconnect, "commit": _git_commit(),
+                  "command": "PYTHONPATH=src python scripts/validate_distributed.py " + " ".join(sys.argv[1:]),
                   "collectives": predicted_collectives(args.world_size, args.interconnect),
                   "steps": {ex: predicted_step(ex, n, args.interconnect, out, reuse_capture=args.reuse_captures,
                                                repeat=args.repeat)
