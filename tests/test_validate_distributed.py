@@ -85,10 +85,12 @@ def test_top_level_time_counts_nested_spans_once():
     assert vd._top_level_us([]) == 0.0
 
 
-def _measured_rank0(step_ms, compute_kernel_ms=30.0, nccl_kernel_ms=0.0, host_ms=20.0):
+def _measured_rank0(step_ms, compute_kernel_ms=30.0, nccl_kernel_ms=0.0, host_ms=20.0, spread_ms=1.0):
     gpu = {"compute_kernel_ms": compute_kernel_ms, "nccl_kernel_ms": nccl_kernel_ms, "kernels": 1000.0,
            "nccl_kernels": 0.0, "memcpy": 10.0, "memset": 5.0, "memcpy_ms": 1.0, "memset_ms": 0.5}
-    return {"timed": {"median_ms": step_ms}, "host": {"issue_ms_median": host_ms}, "profile": {"gpu_per_step": gpu}}
+    rounds = [step_ms - spread_ms, step_ms, step_ms + spread_ms]
+    return {"timed": {"median_ms": step_ms, "rounds_ms": rounds}, "host": {"issue_ms_median": host_ms},
+            "profile": {"gpu_per_step": gpu}}
 
 
 def test_compare_takes_exposed_communication_against_the_no_op_variant():
@@ -100,14 +102,19 @@ def test_compare_takes_exposed_communication_against_the_no_op_variant():
         "llama_fsdp.noop_comm": {"ranks": [_measured_rank0(55.0), {}]},
         "llama": {"ranks": [_measured_rank0(50.0), {}]}}}
     predicted = {"llama_fsdp": {"step_ms": 57.0, "compute_ms": 32.0, "comm_ms": 10.0, "kernels": 1000,
-                                "host_time_ms": 22.0, "exposed_comm_ms": 4.5, "step_without_comm_ms": 52.5},
+                                "host_time_ms": 22.0, "exposed_comm_ms": 4.0, "noop_saving_ms": 4.5,
+                                "step_without_comm_ms": 53.0},
                  "llama": {"step_ms": 45.0, "compute_ms": 33.0, "comm_ms": 0.0, "kernels": 1015,
                            "host_time_ms": 18.0, "exposed_comm_ms": 0.0, "step_without_comm_ms": 45.0}}
     rows = vd.compare(measured, predicted)
     fsdp = rows["llama_fsdp"]
     assert fsdp["step_error"] == pytest.approx(-0.05) and fsdp["step_within_target"]  # (57 - 60) / 60
     assert fsdp["measured_exposed_comm_ms"] == 5.0 and fsdp["measured_exposed_against"] == "noop_comm"  # 60 - 55
-    assert fsdp["exposed_error"] == pytest.approx(-0.1) and fsdp["exposed_within_target"]  # (4.5 - 5) / 5
+    # against what a no-op variant saves (free on the GPU and to issue): (4.5 - 5) / 5
+    assert fsdp["exposed_error"] == pytest.approx(-0.1) and fsdp["exposed_within_target"]
+    # rounds 59-61 and 54-56: the exposed communication is somewhere in 59 - 56 = 3 to 61 - 54 = 7 ms
+    assert fsdp["measured_exposed_band_ms"] == [3.0, 7.0] and fsdp["exposed_within_band"]
+    assert fsdp["measured_rounds_ms"] == [59.0, 61.0] and not fsdp["step_within_rounds"]  # 57 is outside
     assert fsdp["measured_step_minus"] == {"noop_comm": 5.0, "single": 10.0}  # 60 - 55, 60 - 50
     # kernels, memcpys and memsets: 30 + 1 + 0.5 = 31.5 ms measured against 32 predicted
     assert fsdp["compute_kernel_error"] == pytest.approx(0.5 / 31.5)

@@ -29,6 +29,10 @@ HOST_OP_PREFIX = "host."
 RECORD_EVENT_OP = HOST_OP_PREFIX + "record_event"
 WAIT_EVENT_OP = HOST_OP_PREFIX + "wait_event"
 ENGINE_NODES_OP = HOST_OP_PREFIX + "autograd_nodes"
+# Where a profiler range (torch.profiler.record_function) that the predict stage models begins and ends, e.g.
+# FSDP2's "FSDP::pre_forward (layers.0)" (args: {"name": ...}). Markers only: no CPU or GPU work of their own.
+RANGE_BEGIN_OP = HOST_OP_PREFIX + "range_begin"
+RANGE_END_OP = HOST_OP_PREFIX + "range_end"
 
 # The tag of an op that CUDA runs by calling other ops (recorded after it, their `parent` its index).
 DECOMPOSED_TAG = "decomposed"

@@ -28,6 +28,12 @@ What had to be bent to run these on fake CUDA tensors, each only for the length 
   post-reduce ops) are put on COMM_STREAM beside its collectives: one side stream where FSDP2 has three. The
   predict stage orders the streams by data flow (predict/overlap.py).
 - A workload's own dist.init_process_group() (written for torchrun) is skipped: the fake group is in place.
+
+FSDP2 names each of its hooks with a profiler range (torch.profiler.record_function: "FSDP::pre_forward
+(layers.0)", "FSDP::all_gather (layers.0)", "FSDP::post_backward_reduce (layers.0)", ...). Where they begin and
+end is recorded (RANGE_BEGIN_OP / RANGE_END_OP markers): the predict stage prices the hooks' Python from the
+device (predict/parallel_host.py), not from the capture machine, which runs them on fake tensors and stand-in
+streams, and does not time Python in backward at all.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import sys
+import threading
 from typing import Any, Iterator
 from unittest import mock
 
@@ -42,7 +49,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
 from kernelcast.errors import CaptureError
-from kernelcast.records import COMM_STREAM, Capture, OpRecord
+from kernelcast.records import COMM_STREAM, RANGE_BEGIN_OP, RANGE_END_OP, Capture, OpRecord
 
 from .recorder import runs_as_local_ops
 
@@ -52,6 +59,10 @@ FAKE_BACKEND = "fake"  # torch.testing._internal.distributed.fake_pg registers i
 COLLECTIVE_NAMESPACES = ("c10d", "_c10d_functional")
 # Functional-collective ops that only wait for one issued earlier: they run on the compute stream.
 WAIT_OPS = {"_c10d_functional.wait_tensor.default"}
+# Profiler ranges whose begin and end are recorded: FSDP2's hooks (torch/distributed/fsdp/_fully_shard).
+RECORDED_RANGE_PREFIXES = ("FSDP::",)
+RANGE_ENTER = "profiler._record_function_enter_new.default"
+RANGE_EXIT = "profiler._record_function_exit._RecordFunction"
 
 RANK0_NOTE = ("captured as rank 0 of {n} on torch's fake process group: collectives are recorded with their "
               "sizes and process-group sizes; no data is exchanged")
@@ -148,11 +159,16 @@ class CollectiveMode(TorchDispatchMode):
         self.side_stream_ops: set[int] = set()  # issued inside a stand-in side stream (FSDP2's)
         self.side_stream_depth = 0
         self.completed_work = False
+        # per thread, the names of the profiler ranges open now, innermost last (record_function blocks nest; a
+        # range's exit gets a new Python wrapper of its handle, so exits are matched by nesting, not identity)
+        self._open_ranges: dict[int, list[str]] = {}
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if runs_as_local_ops(types):  # as the Recorder does: DTensor's local ops come back through here
             return NotImplemented
         kwargs = kwargs or {}
+        if func.namespace == "profiler":
+            return self._range(func, args, kwargs)
         recorded = self._recorder.ops
         before = len(recorded)
         if func.namespace not in COLLECTIVE_NAMESPACES:
@@ -168,6 +184,22 @@ class CollectiveMode(TorchDispatchMode):
             new = _with_result_in_work(out)
             self.completed_work |= new is not out
             out = new
+        return out
+
+
+    def _range(self, func, args, kwargs):
+        """record_function's enter and exit: markers where a recorded range begins and ends."""
+        out = func(*args, **kwargs)
+        stack = self._open_ranges.setdefault(threading.get_ident(), [])
+        if str(func) == RANGE_ENTER:
+            name = args[0] if args and isinstance(args[0], str) else ""
+            stack.append(name)
+            if name.startswith(RECORDED_RANGE_PREFIXES):
+                self._recorder.record_range(RANGE_BEGIN_OP, name)
+        elif str(func) == RANGE_EXIT and stack:
+            name = stack.pop()
+            if name.startswith(RECORDED_RANGE_PREFIXES):
+                self._recorder.record_range(RANGE_END_OP, name)
         return out
 
 

@@ -327,6 +327,11 @@ class Recorder(TorchDispatchMode):
         if self.recording:
             self._record_marker(op, {"event": event}, stream=stream)
 
+    def record_range(self, op: str, name: str) -> None:
+        """Where a profiler range the predict stage models begins or ends (RANGE_BEGIN_OP / RANGE_END_OP)."""
+        if self.recording:
+            self._record_marker(op, {"name": name})
+
     def record_engine_nodes(self, nodes: int) -> None:
         """After a backward: the autograd nodes that ran without dispatching an op (each costs the engine
         host time all the same), as a host-only marker."""

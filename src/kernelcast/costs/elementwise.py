@@ -13,8 +13,8 @@ import dataclasses
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import (arg, bytes_written, channels_last, dense, host_transfer, memory_key, memory_op, out_dtype,
-                     row_major, write_only)
+from .common import (arg, bytes_written, channels_last, dense, gpu_tensors, host_transfer, memory_key, memory_op,
+                     out_dtype, row_major, write_only)
 from .reduce_config import is_global_reduce, reduced_dims, reduces_fastest_dim
 from .registry import Cost, CostContext, register, register_tag, register_zero_cost
 
@@ -132,7 +132,26 @@ register("aten.clone", "aten.flip", "aten.repeat", "aten.masked_scatter", "aten.
          "aten.max_pool2d_with_indices", "aten.avg_pool2d", "aten.avg_pool2d_backward",
          "aten._adaptive_avg_pool2d", "aten._adaptive_avg_pool2d_backward",
          "aten.im2col", "aten.col2im", "aten.native_dropout_backward", "aten.unfold_backward",
-         "aten.split_with_sizes_copy", "aten.expand_copy")(_memory)
+         "aten.expand_copy")(_memory)
+
+# split_with_sizes_copy on CUDA (aten/src/ATen/native/cuda/TensorShape.cu, split_with_sizes_copy_out_cuda): when
+# the input and every output are non-overlapping and dense and of one dtype, a fast path packs the pointer and
+# size tables on the host, copies them to the device (one non-blocking H2D memcpy, detail::pack_vecs) and runs
+# one kernel; otherwise the composite copies split by split. The functional op allocates dense outputs and calls
+# the .out one. FSDP2's copy-out is this fast path (H200, torch 2.11: one kernel + one pinned H2D memcpy per call).
+SPLIT_COPY_FAST_PATH_ITEMS = 2
+
+
+@register("aten.split_with_sizes_copy")
+def split_with_sizes_copy(op: OpRecord, ctx: CostContext) -> Cost:
+    src = op.args.get("self")
+    outs = gpu_tensors(op.tensors_out() + [t for t in op.args.get("out") or () if isinstance(t, TensorMeta)])
+    if isinstance(src, TensorMeta) and dense(src) and all(dense(t) and t.dtype == src.dtype for t in outs):
+        kernels = SPLIT_COPY_FAST_PATH_ITEMS
+    else:
+        kernels = sum(1 for t in outs if t.numel)
+    cost = memory_op(op, kernels=kernels)
+    return dataclasses.replace(cost, bytes_written=float(sum(t.nbytes for t in outs)))
 
 
 # torch.cat on CUDA (aten/src/ATen/native/cuda/Cat.cu): one batched kernel per CAT_ARRAY_BATCH_SIZE inputs

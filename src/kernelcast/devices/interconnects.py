@@ -16,6 +16,36 @@ NCCL_HW_CLASSES = ("nvlink", "pci", "net")  # NCCL's tuning model has latencies 
 
 
 @dataclass(frozen=True)
+class MeasuredCollective:
+    """One collective's fit on a link: t = latency_us + bus bytes / busbw_bytes_per_s on the GPU."""
+
+    latency_us: float
+    busbw_bytes_per_s: float
+    max_residual: float  # worst relative error of the fit over the sweep
+
+
+@dataclass(frozen=True)
+class LinkMeasurement:
+    """Collectives measured on a link (interconnects.toml [<id>.measured])."""
+
+    gpu: str
+    ranks: int
+    host_issue_us: float  # CPU time from the call to the kernel's launch (ProcessGroupNCCL)
+    call_host_us: float  # CPU time of the whole call, launch and what follows it included
+    collectives: dict[str, MeasuredCollective]
+    source: str
+    nccl: str = ""
+    torch: str = ""
+    date: str = ""
+
+    @staticmethod
+    def from_toml(entry: dict) -> "LinkMeasurement":
+        fields = dict(entry)
+        collectives = {k: MeasuredCollective(**fields.pop(k)) for k in list(fields) if isinstance(fields[k], dict)}
+        return LinkMeasurement(collectives=collectives, **fields)
+
+
+@dataclass(frozen=True)
 class Interconnect:
     id: str
     name: str
@@ -29,6 +59,7 @@ class Interconnect:
     gpus: tuple[str, ...]
     source: str
     notes: str = ""
+    measured: LinkMeasurement | None = None  # collectives measured on it, where they were
 
     @property
     def bus_bw_bytes_per_s(self) -> float:
@@ -44,6 +75,8 @@ def all_interconnects() -> dict[str, Interconnect]:
         fields = dict(entry)
         fields["aliases"] = tuple(fields.get("aliases", ()))
         fields["gpus"] = tuple(fields.get("gpus", ()))
+        if "measured" in fields:
+            fields["measured"] = LinkMeasurement.from_toml(fields["measured"])
         links[link_id] = Interconnect(id=link_id, **fields)
     return links
 

@@ -15,7 +15,8 @@ from kernelcast.records import COMM_STREAM, RECORD_EVENT_OP, WAIT_EVENT_OP, Capt
 
 from .host import HostModel
 from .kernel_model import NO_KERNEL, KernelEstimate, KernelModel, RooflineModel
-from .comm import collective_estimate
+from .comm import call_host_us, collective_estimate
+from .parallel_host import ParallelHost, load_parallel_costs, parallel_host
 from .l2 import L2Tracker
 from .overlap import CommSummary, comm_summary, with_stream_events
 from .timeline import Launch, Timeline, simulate, steady_state_step_us
@@ -95,6 +96,7 @@ class Prediction:
     timeline: Timeline | None = None  # one step from an idle CPU and GPU, span by span (for traces)
     sync_groups: tuple[SyncGroup, ...] = ()
     comm: CommSummary | None = None  # a step with collectives: compute, communication, and how much is exposed
+    parallel_host: ParallelHost | None = None  # what FSDP2's / DDP's hooks add to the host time (fitted costs)
     # Host side: the model's own Python (of host_time_us), ops whose kernels are shorter than their launch,
     # and the step time on a host whose CPU work is each factor slower (>1) or faster (<1) than this one's.
     python_time_us: float = 0.0
@@ -282,6 +284,23 @@ def _sync_groups(preds: list[OpPrediction], costs: list[Cost | None], launches: 
     return tuple(sorted(out, key=lambda g: -g.saving_us))
 
 
+def parallel_host_for(gpu: GPU, capture: Capture) -> ParallelHost | None:
+    """FSDP2's and DDP's hook costs (predict/parallel_host.py) from the fitted file of the host that calibrated
+    this GPU's host costs; None for a single-GPU step or where no fitted file ships."""
+    if capture.world_size <= 1:
+        return None
+    profile = profile_with(gpu.id, "host")
+    costs = load_parallel_costs(profile.gpu if profile is not None else gpu.id)
+    if costs is None:
+        return None
+    return parallel_host(capture.ops, costs, _is_all_reduce)
+
+
+def _is_all_reduce(op: OpRecord) -> bool:
+    found = collective_of(op)
+    return found is not None and found[0] == "all_reduce"
+
+
 def interconnect_for(gpu: GPU, capture: Capture, name: str | Interconnect | None = None) -> Interconnect | None:
     """The interconnect asked for, else the GPU's natural one when the step has collectives; else None."""
     if isinstance(name, Interconnect):
@@ -308,11 +327,16 @@ def launched_for(ops, costs: list[Cost | None]) -> dict[int, Cost]:
 
 
 def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel | None = None,
-                    host_model: HostModel | None = None, interconnect: str | Interconnect | None = None) -> Prediction:
+                    host_model: HostModel | None = None, interconnect: str | Interconnect | None = None,
+                    host_speed: dict[str, float] | None = None) -> Prediction:
+    """host_speed: {phase: factor} multiplies the CPU time of that phase's ops (forward, backward, optimizer),
+    for a host measured to run one thread slower than the one that calibrated (backward runs on torch's autograd
+    thread, the rest on the Python thread)."""
     spec = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
     link = interconnect_for(spec, capture, interconnect)
     model = kernel_model or kernel_model_for(spec, capture)
     host = (host_model or host_model_for(spec, capture)).for_step(capture.ops)
+    hooks = parallel_host_for(spec, capture)
     ctx = cost_context(spec, capture)
     preds: list[OpPrediction] = []
     costs: list[Cost | None] = []
@@ -321,18 +345,24 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
     all_costs = [cost_of(op, ctx) for op in capture.ops]
     launched = launched_for(capture.ops, all_costs)
     for op, cost in zip(capture.ops, all_costs):
+        if op.parent >= 0:  # called from C++ by a decomposed op, which pays the dispatch and launches
+            dispatch_us, python_us = 0.0, 0.0
+        else:
+            dispatch_us, python_us = host.dispatch_us(op, launched.get(op.index, cost)), host.python_us(op)
         if cost is not None and cost.kind == COLLECTIVE_KIND:  # timed by the interconnect, not a roofline
             est = collective_estimate(cost, link)[0]
+            call_us = call_host_us(cost.key[0], link)  # the link's measured CPU time per call, where measured
+            dispatch_us = dispatch_us if call_us is None else call_us
         else:
             est = model.estimate(cost, l2.warm_fraction(op)) if cost is not None else NO_KERNEL
         if not op.decomposed:  # its children read and write its tensors
             l2.touch(op)
         costs.append(cost)
-        if op.parent >= 0:  # called from C++ by a decomposed op, which pays the dispatch and launches
-            dispatch_us, python_us = 0.0, 0.0
-        else:
-            dispatch_us, python_us = host.dispatch_us(op, launched.get(op.index, cost)), host.python_us(op)
-        host_us = dispatch_us + python_us
+        if hooks is not None and op.index in hooks.op_us:  # FSDP2's copy ops: Python kernels, fitted per call
+            dispatch_us = hooks.op_us[op.index]
+        if hooks is not None:  # FSDP2's hooks: their Python from the device fit, not the capture machine's
+            python_us = (0.0 if op.index in hooks.replaced_python else python_us) + hooks.extra_us.get(op.index, 0.0)
+        host_us = (dispatch_us + python_us) * (host_speed or {}).get(op.phase, 1.0)
         preds.append(_op_prediction(op, cost, est, host_us, python_us, launch_bound=0 < est.time_us < dispatch_us))
         launches.append(Launch(host_us, est.time_us, op.stream, sync=op.sync is not None,
                                sync_return_us=host.sync_return_us if op.sync else 0.0, **_stream_marker(op)))
@@ -356,4 +386,5 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
             for f in HOST_SPEED_FACTORS),
         comm=comm_summary(capture.ops, [p.time_us for p in preds], launches, step_us, link, capture.world_size)
         if link is not None else None,
+        parallel_host=hooks,
     )

@@ -20,6 +20,14 @@ latency-bound and go to LL and, across many nodes, to the tree (log2 of the node
 large ones go to ring/Simple, which reaches the full bus bandwidth. The latencies and protocol factors are
 NCCL's own tuning figures (tuning.cc at NVIDIA/nccl commit b6475625, the 2.18/2.19 releases), quoted below.
 
+Where the link has collectives measured on it (interconnects.toml [<id>.measured], a fit to the device's sweep
+at some number of ranks), that fit times the collective instead: latency + bus bytes / measured bus bandwidth,
+for the measured collectives at the measured rank count ("measured"). At another rank count on the same link
+the measured bandwidth is kept (nccl-tests' bus bandwidth is defined to be independent of the rank count)
+and the latency grows by NCCL's per-hop latency for the extra ring steps ("measured, scaled to n ranks":
+unvalidated). Collectives never measured keep NCCL's tuning model with the datasheet bandwidth and the
+assumed bus efficiency, as do links without a measurement (InfiniBand, PCIe): unvalidated.
+
 Not modelled: NVLS / CollNet, NCCL's per-channel bandwidth caps, the SMs an NCCL kernel takes from compute
 running beside it, and contention between collectives on different streams (they share one NCCL stream here).
 """
@@ -31,7 +39,7 @@ from dataclasses import dataclass
 
 from kernelcast.costs import Cost
 from kernelcast.costs.collectives import COLLECTIVE_KIND
-from kernelcast.devices.interconnects import Interconnect
+from kernelcast.devices.interconnects import Interconnect, MeasuredCollective
 
 from .kernel_model import KernelEstimate
 
@@ -193,12 +201,48 @@ def candidates(collective: str) -> list[tuple[str, str]]:
     return [(a, p) for a in algorithms for p in PROTOCOLS]
 
 
+MEASURED = "measured"  # CommEstimate.algorithm of a collective timed by a measured fit
+
+
+def measured_fit(collective: str, link: Interconnect) -> MeasuredCollective | None:
+    return link.measured.collectives.get(collective) if link.measured is not None else None
+
+
+def measured_time(collective: str, message_bytes: float, n: int, link: Interconnect,
+                  fit: MeasuredCollective) -> CommEstimate:
+    """The link's measured fit; at another rank count, plus NCCL's hop latency for the extra ring steps."""
+    measured_ranks = link.measured.ranks
+    latency = fit.latency_us
+    protocol = "fit"
+    if n != measured_ranks:
+        extra = latency_us(link, "ring", "simple", collective, n) - latency_us(link, "ring", "simple", collective,
+                                                                               measured_ranks)
+        latency = max(latency + extra, 0.0)
+        protocol = f"fit at {measured_ranks} ranks, scaled"
+    moving = bus_bytes(collective, message_bytes, n) / fit.busbw_bytes_per_s * 1e6
+    return CommEstimate(collective, int(message_bytes), n, MEASURED, protocol, latency, moving, fit.busbw_bytes_per_s)
+
+
+def host_issue_us(collective: str, link: Interconnect) -> float | None:
+    """CPU time from a collective's call to its kernel's launch on this link, where measured (else None)."""
+    return link.measured.host_issue_us if measured_fit(collective, link) is not None else None
+
+
+def call_host_us(collective: str, link: Interconnect) -> float | None:
+    """CPU time of one collective call on this link, where measured (else None)."""
+    return link.measured.call_host_us if measured_fit(collective, link) is not None else None
+
+
 def collective_time(collective: str, message_bytes: float, n: int, link: Interconnect) -> CommEstimate:
-    """The fastest (algorithm, protocol) NCCL may use, as NCCL's tuner picks it."""
+    """The link's measured fit where it has one for this collective, else the fastest (algorithm, protocol)
+    NCCL may use, as NCCL's tuner picks it."""
     if collective not in BUS_FACTOR:
         raise ValueError(f"unknown collective {collective!r}; known: {', '.join(BUS_FACTOR)}")
     if n <= 1 or message_bytes <= 0:
         return CommEstimate(collective, int(message_bytes), n, "none", "none", 0.0, 0.0, 0.0)
+    fit = measured_fit(collective, link)
+    if fit is not None and (link.ranks_per_node == 0 or n <= link.ranks_per_node):
+        return measured_time(collective, message_bytes, n, link, fit)
     best: CommEstimate | None = None
     for algorithm, protocol in candidates(collective):
         moving = bandwidth_us(link, algorithm, protocol, collective, message_bytes, n)
@@ -220,5 +264,8 @@ def collective_estimate(cost: Cost, link: Interconnect) -> tuple[KernelEstimate,
     assert cost.kind == COLLECTIVE_KIND, cost.kind
     collective, message_bytes, group_size = cost.key
     comm = collective_time(collective, message_bytes, group_size, link)
-    roof = f"{link.id} {comm.algorithm}/{comm.protocol}" if comm.algorithm != "none" else link.id
+    if comm.algorithm == MEASURED:
+        roof = f"{link.id} measured ({comm.protocol})"
+    else:
+        roof = f"{link.id} {comm.algorithm}/{comm.protocol}" if comm.algorithm != "none" else link.id
     return KernelEstimate(comm.time_us, "comm", roof), comm

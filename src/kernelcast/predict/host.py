@@ -16,12 +16,13 @@ from dataclasses import dataclass
 
 from kernelcast.costs import Cost, cost_of
 from kernelcast.costs.foreach import tensor_lists
-from kernelcast.records import ENGINE_NODES_OP, HOST_OP_PREFIX, OpRecord
+from kernelcast.records import ENGINE_NODES_OP, HOST_OP_PREFIX, RANGE_BEGIN_OP, RANGE_END_OP, OpRecord
 
 # One more cudaLaunchKernel from an op that already launched one. Not isolated by a microbenchmark: a few µs
 # is CUDA's documented order; foreach ops, the main multi-launch ops, have a measured cost of their own.
 EXTRA_KERNEL_LAUNCH_US = 3.0
 FOREACH_PREFIX = "_foreach_"
+RANGE_MARKERS = (RANGE_BEGIN_OP, RANGE_END_OP)
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,8 @@ class HostModel:
         return factor * self._tight_loop_us(op, cost)
 
     def _tight_loop_us(self, op: OpRecord, cost: Cost | None) -> float:
+        if op.op in RANGE_MARKERS:  # where a profiler range begins or ends: no work (its hooks: parallel_host.py)
+            return 0.0
         if op.op == ENGINE_NODES_OP:  # autograd nodes that ran without an op of their own
             return op.args.get("nodes", 0) * self.backward_node_us
         if op.op.startswith(HOST_OP_PREFIX):  # a sync outside aten (synchronize, tolist): its wait is the timeline's

@@ -188,6 +188,11 @@ def prediction_json(pred: Prediction) -> dict:
             "collectives": pred.comm.collectives, "compute_us": pred.comm.compute_us, "comm_us": pred.comm.comm_us,
             "exposed_comm_us": pred.comm.exposed_comm_us, "hidden_comm_us": pred.comm.hidden_comm_us,
             "step_without_comm_us": pred.comm.step_without_comm_us,
+            "issue_host_us": pred.comm.issue_host_us, "noop_saving_us": pred.comm.noop_saving_us,
+        },
+        "parallel_host": None if pred.parallel_host is None else {
+            "hook_us": pred.parallel_host.total_us, "fsdp_units": pred.parallel_host.units,
+            "unmodelled_hooks": list(pred.parallel_host.unmodelled),
         },
         "ops": [
             {"op": p.op, "phase": p.phase, "module": p.module, "source": p.source, "flops": p.flops,
