@@ -82,11 +82,6 @@ def dense(t: TensorMeta) -> bool:
     return True
 
 
-def dense(t: TensorMeta) -> bool:
-    """ATen's is_non_overlapping_and_dense: no gaps, no overlap, in any memory order."""
-    return _dense(t)
-
-
 def row_major(t: TensorMeta) -> bool:
     """Contiguous in the default (row-major) order: dense, innermost dim fastest. Size-1 dims may have any
     stride."""
