@@ -101,21 +101,25 @@ def conv_flops(x_shape, w_shape, out_shape, transposed: bool) -> float:
     return 2.0 * batch * c_out * c_in_per_group * math.prod(kernel) * positions
 
 
-def _swap01(shape):
-    return (shape[1], shape[0], *shape[2:])
+def conv_backward_flops(grad_out_shape, x_shape, w_shape, grad_in_shape, transposed: bool, output_mask) -> float:
+    """Each requested gradient (input, weight) is a convolution with the forward's multiply-adds (so 2x the
+    forward for both); the bias gradient is a reduction and counted as no FLOPs, as flop_counter does.
 
-
-def conv_backward_flops(grad_out_shape, x_shape, w_shape, grad_in_shape, grad_w_shape, transposed: bool,
-                        output_mask) -> float:
-    """Each requested gradient is one convolution of the same size as the forward (so 2x forward for both)."""
+    The input gradient is the forward's transposed conv. The weight gradient of a grouped conv: group g's
+    weight (C_out/G, C_in/G, *k) sums grad_out[g] x input[g] over the batch and the output positions, i.e.
+    2 * N * (C_out/G) * (C_in/G) * prod(k) * positions per group, G groups: 2 * N * C_out * (C_in/G) *
+    prod(k) * positions, the forward's count. torch.utils.flop_counter (conv_backward_flop) instead counts
+    it as an ungrouped conv of the (C_in, N, H, W) input with the (C_out, N, Ho, Wo) gradient:
+    2 * C_in * C_out * N * prod(k) * positions, G times too many. For x (100, 2048, 14, 14), w
+    (2048, 64, 3, 3), stride 2, pad 1, G = 32: forward 2 * 100 * 2048 * 64 * 9 * 49 = 11.56 GFLOP, and
+    flop_counter's weight gradient 32 * 11.56 = 369.9 GFLOP where 11.56 is right.
+    """
+    forward = conv_flops(x_shape, w_shape, grad_out_shape, transposed)
     flops = 0.0
     if output_mask[0]:
         flops += conv_flops(grad_out_shape, w_shape, grad_in_shape, not transposed)
     if output_mask[1]:
-        if transposed:
-            flops += conv_flops(_swap01(grad_out_shape), _swap01(x_shape), _swap01(grad_w_shape), False)
-        else:
-            flops += conv_flops(_swap01(x_shape), _swap01(grad_out_shape), _swap01(grad_w_shape), False)
+        flops += forward
     return flops
 
 
@@ -150,10 +154,9 @@ def convolution(op: OpRecord, ctx: CostContext) -> Cost:
 def convolution_backward(op: OpRecord, ctx: CostContext) -> Cost:
     grad_out, x, w = arg(op, "grad_output"), arg(op, "input"), arg(op, "weight")
     mask = tuple(op.args.get("output_mask", (True, True, True)))
-    grad_in, grad_w = op.outputs[0], op.outputs[1]
-    flops = conv_backward_flops(
-        grad_out.shape, x.shape, w.shape, grad_in.shape if grad_in else x.shape,
-        grad_w.shape if grad_w else w.shape, bool(op.args.get("transposed", False)), mask)
+    grad_in = op.outputs[0]
+    flops = conv_backward_flops(grad_out.shape, x.shape, w.shape, grad_in.shape if grad_in else x.shape,
+                                bool(op.args.get("transposed", False)), mask)
     key = conv_key(x, w, op, backward=True)
     measured = conv_kernels(ctx, key)
     if measured is not None:  # the sweep measured input and weight gradients; a bias gradient is a reduction
