@@ -164,3 +164,44 @@ def convolution_backward(op: OpRecord, ctx: CostContext) -> Cost:
     else:
         kernels = max(sum(1 for want in mask if want), 1)  # one kernel per gradient
     return _matmul_cost(op, flops, x.dtype, kernels, "conv", "conv", key)
+
+
+# torch._grouped_mm (aten/src/ATen/native/cuda/GroupedBlas.cpp, _grouped_mm_cuda): bf16 operands and output on
+# sm_90 / sm_100 take the CUTLASS path, a kernel that prepares the per-group problem table on the device, then
+# the grouped GEMM (two work items; measured on the H200, torch 2.11, zoo mixtral_forward: 8 for 4 calls).
+# Anything else takes _grouped_mm_fallback (GroupedMMUtils.h): 3D x 3D is one bmm; with offsets it copies them
+# to the host (`offs.cpu()`, a sync: capture/recorder.py) and runs one mm per group.
+GROUPED_MM_FAST_ITEMS = 2
+GROUPED_MM_FAST_ARCH_MAJORS = (9, 10)
+D2H_MEMCPY_ITEMS = 1
+BMM_KERNELS = 1
+
+
+def grouped_mm_fallback_items(offs) -> int:
+    """One bmm for 3D x 3D; else the offsets' device-to-host copy and one mm per group."""
+    if not isinstance(offs, TensorMeta):
+        return BMM_KERNELS
+    return D2H_MEMCPY_ITEMS + (offs.shape[0] if offs.shape else 1)
+
+
+def grouped_mm_flops(a_shape, b_shape, out_shape) -> float:
+    """2 * (every output element) * K, with K the contraction length each output element sums over.
+
+    2D x 3D (rows grouped by offsets along M): out (M, N), K = a.shape[-1]. 3D x 3D (batched): out (G, M, N),
+    K = a.shape[-1]. 3D x 2D (columns grouped along N): out (M, N), K = a.shape[-1]. 2D x 2D (groups split K,
+    the weight gradient): out (G, M, N) and each group sums over its own slice of K, so all groups together
+    sum over K once: 2*M*N*K.
+    """
+    if len(a_shape) == 2 and len(b_shape) == 2:
+        m, k = a_shape
+        return 2.0 * m * b_shape[-1] * k
+    return 2.0 * math.prod(out_shape) * a_shape[-1]
+
+
+@register("aten._grouped_mm")
+def grouped_mm(op: OpRecord, ctx: CostContext) -> Cost:
+    a, b = arg(op, "self"), arg(op, "mat2")
+    out = op.tensors_out()[0]
+    fast = (a.dtype == b.dtype == out.dtype == "bfloat16" and ctx.capability[0] in GROUPED_MM_FAST_ARCH_MAJORS)
+    kernels = GROUPED_MM_FAST_ITEMS if fast else grouped_mm_fallback_items(op.args.get("offs"))
+    return _matmul_cost(op, grouped_mm_flops(a.shape, b.shape, out.shape), a.dtype, kernels)

@@ -203,6 +203,7 @@ def cost_context(gpu: GPU, capture: Capture) -> CostContext:
     profile = launch_profile(gpu.id)
     return CostContext(
         sm_count=gpu.sm_count,
+        capability=gpu.capability,
         multi_tensor_large_args=gpu.vendor == "nvidia" and _version(torch_version) >= MULTI_TENSOR_LARGE_ARGS_FROM,
         launches=LaunchTable.from_profile(profile.data["launches"]) if profile and "launches" in profile.data else None,
     )
