@@ -156,7 +156,7 @@ class CaptureSession:
             stack.enter_context(_swappable_fake_tensors(self.fake_mode))
             stack.enter_context(self.fake_mode)
             self.recorder = stack.enter_context(
-                Recorder(self._phase, self._module, origin_of_current_backward_node))
+                Recorder(self._phase, self._module, origin_of_current_backward_node, self.target.capability))
             self.router = stack.enter_context(
                 Router(self.arch, self._module, self._host_sync, backward_error))
             self.tracker.clock = self.router.clock = self.recorder.clock

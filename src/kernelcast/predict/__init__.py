@@ -58,6 +58,12 @@ SYNC_ADVICE = {
     "h2d pageable": "pin the host tensor (DataLoader(pin_memory=True) or .pin_memory()) and copy it with "
                     "non_blocking=True, ideally on a side stream ahead of its use",
     "h2d blocking": "copy with non_blocking=True: the source is already pinned",
+    "linalg info": "torch.linalg.solve/inv/cholesky/lu_factor read the solver's status back after each call: "
+                   "call the *_ex variant and check its info every N steps (eigh, svd, eig and lstsq always "
+                   "check: batch the matrices into one call)",
+    "histc range": "pass min and max to torch.histc: the default (0, 0) reads the input's range back",
+    "grouped_mm offsets": "use bf16 operands (the CUTLASS grouped GEMM on sm_90/sm_100 keeps the offsets on "
+                          "the GPU); other cases copy them to the host",
 }
 
 
