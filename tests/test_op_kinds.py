@@ -159,3 +159,43 @@ def test_dynamic_cache_starts_without_a_sync():
         layer = DynamicLayer()
         layer.lazy_initialization(k, k)  # torch.tensor([], device=...) for keys and values
     assert transformers and not [op for op in cap.capture.ops if op.sync]
+
+
+def test_host_reads_of_nanmedian_multinomial_and_matrix_exp():
+    # cuda/Sorting.cpp median_impl (NaN count .item()), Distributions.cpp multinomial (input checks .item()),
+    # LinearAlgebra.cpp mexp (norms to the host): each a sync; median and multinomial with replacement are not.
+    with capture("h200") as cap:
+        with cap.paused():
+            x = torch.rand(64, device="cuda")
+            a = torch.rand(8, 8, device="cuda")
+        torch.nanmedian(x)
+        torch.median(x)
+        torch.multinomial(x, 4)
+        torch.multinomial(x, 4, replacement=True)
+        torch.linalg.matrix_exp(a)
+    assert [op.sync for op in cap.capture.ops if op.sync] == ["nanmedian count", "multinomial check",
+                                                              "matrix_exp norm"]
+    items = {op.op: cost_of(op).kernels for op in cap.capture.ops}
+    assert items["aten.median.default"] == 3  # sort, isnan, where
+    assert items["aten.nanmedian.default"] == 5  # sort, isnan, sum, .item() memcpy, clone
+
+
+@pytest.mark.parametrize("call, name, items", [
+    # kernel counts from PyTorch's CUDA sources (module docstrings cite them); no device measurement
+    (lambda x: F.interpolate(x, scale_factor=2, mode="bicubic").sum().backward(), "aten.upsample_bicubic2d_backward",
+     2),  # grad_input.zero_(), then the scatter kernel
+    (lambda x: F.adaptive_max_pool2d(x, 3).sum().backward(), "aten.adaptive_max_pool2d_backward", 2),
+    # cdist with p = 2 and more than 25 rows runs the matmul form as ops of its own; 20 rows: one distance kernel
+    (lambda x: torch.cdist(x[:20].flatten(1), x[:20].flatten(1)), "aten._cdist_forward", 1),
+    (lambda x: torch.mv(x.flatten(1), x.new_ones(48)), "aten.mv", 1),
+    (lambda x: torch.addmv(x.new_ones(32), x.flatten(1), x.new_ones(48)), "aten.addmv", 2),  # copy of self, gemv
+    (lambda x: x.flatten(1).index_reduce(0, torch.zeros(4, dtype=torch.long, device="cuda"), x.flatten(1)[:4],
+                                         "mean"), "aten.index_reduce", 1 + 1 + 6),  # copy, reduce, the mean's counts
+])
+def test_kinds_from_cuda_source(call, name, items):
+    with capture("h200") as cap:
+        with cap.paused():
+            x = torch.randn(32, 3, 4, 4, device="cuda", requires_grad=True)
+        call(x)
+    ops = [op for op in cap.capture.ops if op.packet == name]
+    assert ops and cost_of(ops[0]).kernels == items

@@ -53,10 +53,26 @@ LINALG_CHECK_ERRORS_ARG = {aten.linalg_lu_factor_ex.default, aten.linalg_cholesk
                            aten.linalg_inv_ex.default, aten._linalg_solve_ex.default,
                            aten.linalg_ldl_factor_ex.default}
 LINALG_ALWAYS_CHECKED = {aten._linalg_eigh.default, aten._linalg_svd.default, aten.linalg_eig.default,
-                         aten.linalg_lstsq.default, aten.cholesky.default}
+                         aten.linalg_lstsq.default, aten.cholesky.default, aten.linalg_pinv.atol_rtol_tensor}
 # torch._grouped_mm's CUTLASS path (bf16 operands and output, sm_90 / sm_100) runs on the device; any other
 # case with offsets copies them to the host (`offs.cpu()`, _grouped_mm_fallback in GroupedMMUtils.h).
 GROUPED_MM_FAST_ARCH_MAJORS = (9, 10)
+
+
+def _arg(args: tuple, kwargs: dict, index: int, name: str, default=None):
+    return args[index] if len(args) > index else kwargs.get(name, default)
+
+
+# Other ops whose CUDA implementation reads a value back to the host before it goes on, with the condition:
+# nanmedian over the whole tensor counts its NaNs (`sorted.isnan().sum().item()`, cuda/Sorting.cpp, median_impl);
+# multinomial without replacement or for one sample checks its input (`.item()` twice, Distributions.cpp);
+# linalg_matrix_exp copies the matrices' norms to the host to pick the Taylor degree (LinearAlgebra.cpp, mexp).
+HOST_READS = {
+    aten.nanmedian.default: ("nanmedian count", lambda args, kwargs: args[0].numel() > 0),
+    aten.multinomial.default: ("multinomial check", lambda args, kwargs: (
+        not _arg(args, kwargs, 2, "replacement", False) or _arg(args, kwargs, 1, "num_samples") == 1)),
+    aten.linalg_matrix_exp.default: ("matrix_exp norm", lambda args, kwargs: args[0].shape[-1] > 1),
+}
 
 
 def runs_as_local_ops(types) -> bool:
@@ -193,6 +209,7 @@ class Recorder(TorchDispatchMode):
             aten.histc.default: self._histc,
             aten._grouped_mm.default: self._grouped_mm,
             **{op: self._linalg_info for op in LINALG_CHECK_ERRORS_ARG | LINALG_ALWAYS_CHECKED},
+            **{op: self._host_read for op in HOST_READS},
         }
         self._pinned = WeakIdKeyDictionary()  # host tensors in pinned memory (FakeTensorMode has no such notion)
         self._pending_tags: tuple[str, ...] = ()  # set by a handler for the op it handles
@@ -349,6 +366,12 @@ class Recorder(TorchDispatchMode):
         out = func(*args, **kwargs)
         checks = func in LINALG_ALWAYS_CHECKED or func is LINALG_INFO_CHECK or bool(kwargs.get("check_errors"))
         return out, ("linalg info" if checks and _on_gpu(args, kwargs) else None)
+
+    def _host_read(self, func, args, kwargs):
+        """An op of HOST_READS: a sync when its condition holds on a CUDA input."""
+        out = func(*args, **kwargs)
+        kind, reads = HOST_READS[func]
+        return out, (kind if device_type(args[0]) == "cuda" and reads(args, kwargs) else None)
 
     def _histc(self, func, args, kwargs):
         """torch.histc with min == max (the default 0, 0) reads the input's min and max back to the host

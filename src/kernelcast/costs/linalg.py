@@ -418,3 +418,74 @@ def ldl_solve(op: OpRecord, ctx: CostContext) -> Cost:
     ld, b = _matrix(op, "LD"), _matrix(op, "B")
     batch, n, k = max(batch_of(ld), batch_of(b)), ld.shape[-1], b.shape[-1]
     return _solver_cost(op, batch * getrs_flops(n, k), COPY_KERNELS + batch * SOLVER_CALL_ITEMS_ASSUMED, ld)
+
+
+# lu_unpack (BatchLinearAlgebra.cpp, TORCH_IMPL_FUNC(lu_unpack_out)): triu_ and tril_ of the factor, the unit
+# diagonal (fill_), then the permutation: an arange made contiguous over the batch, unpack_pivots, P.zero_()
+# and P.scatter_ of ones.
+LU_UNPACK_LU_KERNELS = 3  # triu, tril, diagonal fill_
+LU_UNPACK_PIVOT_KERNELS = 4  # arange (+ contiguous copy for a batch), unpack_pivots, zero_, scatter_
+
+
+def lu_unpack_items(batch: int, unpack_data: bool = True, unpack_pivots: bool = True) -> int:
+    return (LU_UNPACK_LU_KERNELS * unpack_data
+            + (LU_UNPACK_PIVOT_KERNELS + COPY_KERNELS * (batch > 1)) * unpack_pivots)
+
+
+@register("aten.lu_unpack")
+def lu_unpack(op: OpRecord, ctx: CostContext) -> Cost:
+    lu = _matrix(op, "LU_data")
+    items = lu_unpack_items(batch_of(lu), op.args.get("unpack_data", True) is not False,
+                            op.args.get("unpack_pivots", True) is not False)
+    return _solver_cost(op, 0.0, items, lu)
+
+
+@register("aten.linalg_lu")
+def linalg_lu(op: OpRecord, ctx: CostContext) -> Cost:
+    """linalg_lu_factor_ex into L or U (its working copy and getrf), then lu_unpack (TORCH_IMPL_FUNC(linalg_lu_out))."""
+    a = _matrix(op, "A")
+    batch, (m, n) = batch_of(a), a.shape[-2:]
+    pivot = op.args.get("pivot", True) is not False
+    kernels = COPY_KERNELS + lu_factor_items(batch, m, n) + lu_unpack_items(batch, True, pivot)
+    return _solver_cost(op, batch * getrf_flops(m, n), kernels, a)
+
+
+# linalg_matrix_exp (LinearAlgebra.cpp, mexp / mexp_impl): for n > 1, the 1-norm of each matrix (abs, a sum over
+# rows, a max) is copied to the host to pick the Taylor degree (a sync: capture/recorder.py), then the degree-18
+# polynomial (compute_T18: 5 matmuls and the elementwise sums around them), then s squarings, s data-dependent
+# (not counted). ASSUMED: the degree-18 path, MATRIX_EXP_T18_MATMULS products and MATRIX_EXP_T18_EXTRA_ITEMS
+# elementwise kernels; 1 x 1 matrices are one exp kernel.
+MATRIX_EXP_NORM_ITEMS = 4  # abs, sum, amax, .cpu() memcpy
+MATRIX_EXP_T18_MATMULS = 5
+MATRIX_EXP_T18_EXTRA_ITEMS = 8
+
+
+@register("aten.linalg_matrix_exp")
+def linalg_matrix_exp(op: OpRecord, ctx: CostContext) -> Cost:
+    a = _matrix(op, "self")
+    batch, n = batch_of(a), a.shape[-1]
+    if n <= 1:
+        return _solver_cost(op, float(batch), 1, a)
+    kernels = MATRIX_EXP_NORM_ITEMS + MATRIX_EXP_T18_MATMULS + MATRIX_EXP_T18_EXTRA_ITEMS
+    return _solver_cost(op, batch * MATRIX_EXP_T18_MATMULS * 2.0 * n ** 3, kernels, a)
+
+
+# linalg_pinv (LinearAlgebra.cpp, CompositeExplicitAutogradNonFunctional): without hermitian, _linalg_svd
+# (reduced), the tolerance max(atol, rtol * S[..., 0]) (mul, maximum), where(S > tol, 1 / S, 0) (gt, reciprocal,
+# a 0-d zeros, where), Vh^H scaled by it (mul) and one matmul with U^H; with hermitian, _linalg_eigh and the
+# same steps on |eigenvalues| (abs, amax). Both check their decomposition's info (a sync).
+PINV_ELEMENTWISE_KERNELS = 7  # mul, maximum, gt, reciprocal, zeros, where, mul
+PINV_HERMITIAN_EXTRA_KERNELS = 2  # abs, amax
+
+
+@register("aten.linalg_pinv")
+def linalg_pinv(op: OpRecord, ctx: CostContext) -> Cost:
+    a = _matrix(op, "self")
+    batch, (m, n) = batch_of(a), a.shape[-2:]
+    k = min(m, n)
+    hermitian = bool(op.args.get("hermitian"))
+    decomposition = syevd_flops(n, True) if hermitian else gesvd_flops(m, n, True)
+    factor_items = COPY_KERNELS + FILL_KERNELS + batch * SOLVER_CALL_ITEMS_ASSUMED + check_errors_items(batch, ctx)
+    kernels = (factor_items + PINV_ELEMENTWISE_KERNELS + PINV_HERMITIAN_EXTRA_KERNELS * hermitian
+               + SOLVER_CALL_ITEMS_ASSUMED)
+    return _solver_cost(op, batch * (decomposition + 2.0 * n * k * m), kernels, a)

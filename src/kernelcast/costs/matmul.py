@@ -205,3 +205,72 @@ def grouped_mm(op: OpRecord, ctx: CostContext) -> Cost:
     fast = (a.dtype == b.dtype == out.dtype == "bfloat16" and ctx.capability[0] in GROUPED_MM_FAST_ARCH_MAJORS)
     kernels = GROUPED_MM_FAST_ITEMS if fast else grouped_mm_fallback_items(op.args.get("offs"))
     return _matmul_cost(op, grouped_mm_flops(a.shape, b.shape, out.shape), a.dtype, kernels)
+
+
+# Matrix-vector and vector products (aten/src/ATen/native/cuda/Blas.cpp): addmv copies `self` into the result
+# first when beta != 0 (addmv_out_cuda), then one cuBLAS gemv; mv is addmv_ into a fresh result with beta 0,
+# the gemv alone. dot / vdot: one cuBLAS dot writing its 0-d result on the device (CUBLAS_POINTER_MODE_DEVICE;
+# ASSUMED one item). addr: one TensorIterator kernel, beta * self + alpha * outer(vec1, vec2) (addr_impl_cuda).
+# addbmm: a copy of `self` into the result (beta != 0), then one addmm per batch, accumulating (addbmm_out_cuda).
+GEMV_KERNELS = 1
+CUBLAS_DOT_ITEMS = 1
+COPY_KERNELS = 1
+ADDR_FLOPS_PER_ELEMENT = 2.0  # a multiply and an add per output element (the scalings folded in)
+
+
+def mv_flops(m: int, n: int) -> float:
+    """(M, N) @ (N,): 2 * M * N."""
+    return 2.0 * m * n
+
+
+def _beta_copies(op: OpRecord) -> int:
+    """The copy of `self` into the result: skipped by the in-place variants (the result is self) and when
+    beta == 0 (the GEMM ignores the result's contents)."""
+    beta = op.args.get("beta", 1)
+    in_place = "inplace" in op.tags
+    zero_beta = isinstance(beta, (int, float)) and beta == 0
+    return COPY_KERNELS * (not in_place and not zero_beta)
+
+
+@register("aten.mv")
+def mv(op: OpRecord, ctx: CostContext) -> Cost:
+    a = arg(op, "self")
+    return _matmul_cost(op, mv_flops(*a.shape[-2:]), a.dtype, GEMV_KERNELS)
+
+
+@register("aten.addmv", "aten.addmv_")
+def addmv(op: OpRecord, ctx: CostContext) -> Cost:
+    a = arg(op, "mat")
+    return _matmul_cost(op, mv_flops(*a.shape[-2:]), a.dtype, _beta_copies(op) + GEMV_KERNELS)
+
+
+@register("aten.dot", "aten.vdot")
+def dot(op: OpRecord, ctx: CostContext) -> Cost:
+    a = arg(op, "self")
+    return _matmul_cost(op, 2.0 * a.numel, a.dtype, CUBLAS_DOT_ITEMS)
+
+
+@register("aten.addr", "aten.addr_")
+def addr(op: OpRecord, ctx: CostContext) -> Cost:
+    out = op.tensors_out()[0] if op.tensors_out() else arg(op, "self")
+    return Cost(flops=ADDR_FLOPS_PER_ELEMENT * out.numel, bytes_read=bytes_read(op), bytes_written=bytes_written(op),
+                kernels=1, dtype=out.dtype, kind="pointwise")
+
+
+@register("aten.addbmm", "aten.addbmm_")
+def addbmm(op: OpRecord, ctx: CostContext) -> Cost:
+    a, b = arg(op, "batch1"), arg(op, "batch2")
+    batch = a.shape[0]
+    return _matmul_cost(op, bmm_flops(a.shape, b.shape), a.dtype, _beta_copies(op) + batch,
+                        key=gemm_key(a, b, True, batch))
+
+
+@register("aten.addmm_")
+def addmm_inplace(op: OpRecord, ctx: CostContext) -> Cost:
+    return addmm(op, ctx)
+
+
+@register("aten._scaled_mm_v2")
+def scaled_mm_v2(op: OpRecord, ctx: CostContext) -> Cost:
+    """The v2 signature of _scaled_mm (per-operand scale recipes): one cuBLASLt / CUTLASS GEMM."""
+    return scaled_mm(op, ctx)

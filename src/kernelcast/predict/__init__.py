@@ -62,6 +62,11 @@ SYNC_ADVICE = {
                    "call the *_ex variant and check its info every N steps (eigh, svd, eig and lstsq always "
                    "check: batch the matrices into one call)",
     "histc range": "pass min and max to torch.histc: the default (0, 0) reads the input's range back",
+    "nanmedian count": "use torch.median, or nanmedian along a dim: nanmedian over the whole tensor reads its NaN "
+                       "count back",
+    "multinomial check": "sample with replacement, or draw the samples on the GPU (e.g. torch.rand and a "
+                         "cumsum/searchsorted): multinomial without replacement validates its input on the host",
+    "matrix_exp norm": "batch the matrices into one call: matrix_exp reads their norms back to pick its degree",
     "grouped_mm offsets": "use bf16 operands (the CUTLASS grouped GEMM on sm_90/sm_100 keeps the offsets on "
                           "the GPU); other cases copy them to the host",
 }
