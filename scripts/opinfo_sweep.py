@@ -1,6 +1,6 @@
 """Coverage sweep: every OpInfo in PyTorch's op_db, with its CUDA dtypes' sample inputs, through capture and costs.
 
-    PYTHONPATH=src python3 scripts/opinfo_sweep.py --out validation/opinfo_sweep.json
+    PYTHONPATH=src python3 scripts/opinfo_sweep.py --out validation/opinfo_sweep.json --doc docs/opinfo_sweep.md
     PYTHONPATH=src python3 scripts/opinfo_sweep.py --only linalg.solve nn.functional.conv2d --samples 3
 
 For each OpInfo (torch.testing._internal.common_methods_invocations.op_db) and each dtype of
@@ -34,6 +34,7 @@ import itertools
 import json
 import logging
 import signal
+import string
 import sys
 import time
 import traceback
@@ -58,6 +59,7 @@ DEFAULT_SAMPLES = 4  # sample inputs per (op, dtype): bounded so the sweep runs 
 FLOP_RTOL = 1e-9
 FLOP_PACKETS = {str(p): p for p in flop_registry}  # "aten.mm" -> packet: ops flop_counter has a formula for
 REASON_CHARS = 160
+FLOP_COUNTER_FILE = "torch/utils/flop_counter.py"
 SAMPLE_SECONDS = 20.0  # a sample (or an OpInfo's sample maker) that runs longer is reported as a timeout
 
 
@@ -235,7 +237,9 @@ class Sweep:
 
 
 def _raised_in_flop_counter(exc: BaseException) -> bool:
-    return any("flop_counter" in frame.filename for frame in traceback.extract_tb(exc.__traceback__))
+    """Raised by a flop_counter formula itself (its mode sits above the capture, so every error passes it)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    return bool(frames) and frames[-1].filename.endswith(FLOP_COUNTER_FILE)
 
 
 def _to_fake_cuda(sample):
@@ -331,6 +335,87 @@ def _compact(r: dict) -> dict:
     return out
 
 
+DOC_TEMPLATE = string.Template("""# OpInfo coverage sweep
+
+Every OpInfo in PyTorch's `op_db` (torch.testing._internal.common_methods_invocations) with each of its CUDA
+dtypes, the first $per_dtype sample inputs per dtype, forward and (where the dtype supports it) backward, captured
+on fake CUDA by kernelcast and costed. Made by
+
+    PYTHONPATH=src $command
+
+(torch $torch, target $gpu; $seconds s on the development machine's 2 shared cores). The data:
+`validation/opinfo_sweep.json`.
+
+## Headline
+
+| | |
+|---|---|
+| OpInfos | $opinfos ($no_cuda without CUDA dtypes: $no_cuda_names) |
+| all samples captured | $all_captured |
+| some samples failed / none captured | $some_failed / $none_captured |
+| samples captured / run | $samples_captured / $samples |
+| distinct aten ops seen | $seen |
+| costed | $costed (**$share%**) |
+| formula errors | $cost_errors |
+| samples whose FLOPs were compared with flop_counter | $compared |
+| FLOP mismatches | **$mismatches** |
+| known, deliberate FLOP differences | $known |
+| samples flop_counter itself failed on | $flop_counter_errors |
+
+## Known FLOP differences (flop_counter's formula is wrong, or counts other work)
+
+- **Grouped convolution, weight gradient.** flop_counter's `conv_backward_flop` convolves the whole
+  (C_in, N, H, W) input with the whole (C_out, N, H_out, W_out) gradient as if the conv were ungrouped:
+  2 * C_in * C_out * N * k * positions, `groups` times the real work. Group g's weight block (C_out/G, C_in/G, k)
+  sums grad_out[g] x input[g] over the batch and positions: 2 * N * (C_out/G) * (C_in/G) * k * positions per
+  group, 2 * N * C_out * (C_in/G) * k * positions in all, the forward's count. Example: x (100, 2048, 14, 14)
+  fp16, w (2048, 64, 3, 3), stride 2, pad 1, groups 32: forward 2 * 100 * 2048 * 64 * 9 * 49 = 11.56 GFLOP;
+  flop_counter's weight gradient 369.9 GFLOP, kernelcast's 11.56 (costs/matmul.py, conv_backward_flops;
+  tests/test_costs.py).
+- **Raw flash / memory-efficient attention kernels** (`_flash_attention_*`, `_efficient_attention_*`): their
+  tensors are (batch, seq, heads, dim); flop_counter passes them to its (batch, heads, seq, dim) formula,
+  swapping heads and sequence length (and raising when seq is not a multiple of heads).
+- **Causal attention.** flop_counter counts every (query, key) pair; kernelcast the pairs the fused kernels
+  compute (1 + 2 + ... + S for S x S).
+
+## Ops seen but not costed
+
+$uncosted
+
+## OpInfos with samples the capture could not run (first reason)
+
+Data-dependent outputs (unique, bincount, lstsq, allclose, repeat_interleave: fake tensors have no values),
+ops with no fake/meta kernel on a CPU-only torch (`empty_strided` on the CUDA backend: geqrf, ctc_loss,
+grid_sample's cuDNN path, the margin losses, fractional_max_pool3d, sparse layouts), jiterator (needs a real
+GPU), a torch meta bug (`_efficient_attention_backward`), and the sweep's own wholesale move of sample tensors to
+CUDA (tensor_split wants its indices on the CPU).
+
+$crashes
+""")
+
+
+def render_doc(doc: dict) -> str:
+    """docs/opinfo_sweep.md from the sweep's JSON."""
+    summary = doc["summary"]
+    known = summary["flop_known_difference_samples"]
+    uncosted = "\n".join(f"- `{op}` (in {', '.join(names)})" for op, names in summary["uncosted"].items())
+    ops = doc["ops"]
+    crashes = "\n".join(f"- `{name}` ({ops[name]['failed']} of {ops[name]['samples']} samples): {reason}"
+                         for name, reason in sorted(summary["crashes"].items()))
+    return DOC_TEMPLATE.substitute(
+        per_dtype=doc["samples_per_dtype"], command=doc["command"], torch=doc["torch"], gpu=doc["gpu"],
+        seconds=summary["seconds"], opinfos=summary["opinfos"], no_cuda=len(summary["opinfos_without_cuda_dtypes"]),
+        no_cuda_names=", ".join(summary["opinfos_without_cuda_dtypes"]) or "-",
+        all_captured=summary["opinfos_all_samples_captured"], some_failed=summary["opinfos_some_failed"],
+        none_captured=summary["opinfos_none_captured"], samples_captured=summary["samples_captured"],
+        samples=summary["samples"], seen=summary["aten_ops_seen"], costed=summary["aten_ops_costed"],
+        share=round(100 * (summary["costed_share"] or 0), 1), cost_errors=summary["cost_errors"],
+        compared=summary["flop_samples_compared"], mismatches=summary["flop_mismatch_samples"],
+        known=", ".join(f"{reason}: {n} samples" for reason, n in known.items()) or "none",
+        flop_counter_errors=summary["flop_counter_errors"], uncosted=uncosted or "none",
+        crashes=crashes or "none")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="JSON to write (e.g. validation/opinfo_sweep.json)")
@@ -339,7 +424,15 @@ def main() -> int:
     parser.add_argument("--limit", type=int, help="only the first N OpInfos")
     parser.add_argument("--only", nargs="*", help="OpInfo names (name or name.variant)")
     parser.add_argument("--no-backward", action="store_true")
+    parser.add_argument("--doc", help="Markdown summary to write (e.g. docs/opinfo_sweep.md)")
+    parser.add_argument("--render", metavar="JSON", help="only write --doc from a sweep's JSON, running nothing")
     args = parser.parse_args()
+    if args.render:
+        if not args.doc or not Path(args.render).is_file():
+            print("error: --render needs an existing sweep JSON and --doc", file=sys.stderr)
+            return 2
+        Path(args.doc).write_text(render_doc(json.loads(Path(args.render).read_text())))
+        return 0
     if args.samples < 1 or (args.limit is not None and args.limit < 1):
         print("error: --samples and --limit must be >= 1", file=sys.stderr)
         return 2
@@ -374,6 +467,8 @@ def main() -> int:
                "gpu": args.gpu, "samples_per_dtype": args.samples, "summary": summary,
                "ops": {name: _compact(r) for name, r in per_op.items()}}
         Path(args.out).write_text(json.dumps(doc, separators=(",", ":")))
+        if args.doc:
+            Path(args.doc).write_text(render_doc(doc))
     return 0
 
 

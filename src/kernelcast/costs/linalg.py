@@ -8,9 +8,12 @@ Work items. What decides them is in torch's aten/src/ATen/native/cuda/linalg/Bat
 BatchLinearAlgebraLib.cpp (torch 2.11):
 - lu_factor: `m != n || batch == 1 || m >= 512` -> cuSOLVER getrf once per matrix (looped), else cuBLAS
   getrfBatched once. (Later torch replaces the 512 cut-off by a batch-aware threshold, PR #185344.)
-- lu_solve: n <= 8 -> cuBLAS getrsBatched; n <= 64 with batch <= 2 and (k <= 64 or n <= 32) -> cuSOLVER
-  getrs per matrix; n == k > 16 or n > 128 or large k -> two triangular solves (unpack pivots, two scatters,
-  two trsm); the rest cuBLAS batched.
+- lu_solve (lu_solve_kernel, the heuristic of PR #72935): n == k: cuBLAS batched for n <= 16, else two
+  triangular solves; otherwise n <= 8: cuBLAS getrsBatched; n <= 64: cuSOLVER getrs per matrix when
+  batch <= 2 and (k <= 64 or transposed or n <= 32), else batched for k <= 8, else triangular; n <= 128:
+  looped for batch <= 2 and k <= 2, batched for k <= 2, else triangular; n > 128: triangular. The triangular
+  path is the permutation (arange, unpack_pivots), two out-of-place scatters (or a clone and a scatter_ when
+  transposed) and two trsm (lu_solve_triangular_items).
 - structured kernels copy their input into a column-major working copy first (one copy), and
   linalg_lu_solve copies B into the result first (one copy, a memcpy when layouts agree).
 Measured (H200, torch 2.11, zoo linalg_solve: ten 30x30 fp32 solves, one right-hand side): cuSOLVER's
@@ -21,9 +24,18 @@ right-hand side; larger n (more panels) and several right-hand sides are ASSUMED
 Every other cuSOLVER / cuBLAS call is ASSUMED to be SOLVER_CALL_ITEMS_ASSUMED work item (their kernels are
 closed source and were not measured).
 
+Where the rule holds: the measured counts (the 30x30 solve: 16 items per _linalg_solve_ex, 3 per check) hold
+for one-panel (n <= 32) single-matrix solves with one right-hand side; the path choice holds for torch 2.11's
+default backend (cuSOLVER/cuBLAS; torch.backends.cuda.preferred_linalg_library("magma") or a ROCm build take
+other paths, not modelled), and larger or batched problems take the paths above with ASSUMED item counts per
+closed-source library call.
+
 Host syncs: `_linalg_check_errors` reads the info tensor back (`infos.any().item()`, BatchLinearAlgebra.cpp)
 on every call on a device tensor, so it is a sync point (capture/recorder.py) costing an `any` (a cast and a
-copy for one matrix; a reduce for a batch) and a device-to-host memcpy.
+copy for one matrix; a reduce for a batch) and a device-to-host memcpy. torch.linalg.solve / inv / cholesky /
+lu_factor / ldl_factor call it after their *_ex op; the *_ex ops with check_errors=True, and _linalg_eigh,
+_linalg_svd, linalg_eig, linalg_lstsq, cholesky and linalg_pinv call it inside (their formulas count its items;
+the recorder marks them as syncs). cholesky_inverse checks a CPU info: no readback.
 """
 
 from __future__ import annotations
