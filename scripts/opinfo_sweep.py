@@ -452,10 +452,10 @@ def main() -> int:
     for i, opinfo in enumerate(ops, 1):
         t = time.perf_counter()
         r = per_op[op_id(opinfo)] = sweep.run_op(opinfo)
-        flag = "" if not (r["failed"] or r["uncosted"] or r["flop_mismatches"] or r["cost_errors"]) else \
-            f"  failed {r['failed']}" * bool(r["failed"]) + f"  uncosted {sorted(r['uncosted'])}" * bool(r["uncosted"]) \
-            + f"  flop mismatches {len(r['flop_mismatches'])}" * bool(r["flop_mismatches"]) \
-            + f"  cost errors {len(r['cost_errors'])}" * bool(r["cost_errors"])
+        flag = "".join(text for text, shown in (
+            (f"  failed {r['failed']}", r["failed"]), (f"  uncosted {sorted(r['uncosted'])}", r["uncosted"]),
+            (f"  flop mismatches {len(r['flop_mismatches'])}", r["flop_mismatches"]),
+            (f"  cost errors {len(r['cost_errors'])}", r["cost_errors"])) if shown)
         print(f"[{i}/{len(ops)}] {op_id(opinfo):40s} {r['captured']:3d}/{r['samples']:3d} "
               f"({time.perf_counter() - t:5.2f} s){flag}", flush=True)
     summary = summarize(per_op)
