@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 from helpers import contiguous, op, transposed
@@ -37,7 +38,7 @@ def test_bmm_flops():
 def test_conv_flops_and_backward_is_twice_forward():
     x, w, out = (8, 3, 32, 32), (16, 3, 3, 3), (8, 16, 30, 30)
     assert conv_flops(x, w, out, False) == 2 * 8 * 16 * 3 * 9 * 900  # 2*N*Cout*Cin*k*k*Hout*Wout = 6220800
-    assert conv_backward_flops(out, x, w, x, w, False, (True, True, False)) == 2 * conv_flops(x, w, out, False)
+    assert conv_backward_flops(out, x, w, x, False, (True, True, False)) == 2 * conv_flops(x, w, out, False)
 
 
 def test_grouped_conv_counts_channels_per_group():
@@ -45,10 +46,41 @@ def test_grouped_conv_counts_channels_per_group():
     assert conv_flops(x, w, out, False) == 2 * 1 * 8 * 2 * 9 * 64  # 18432
 
 
+def test_grouped_conv_weight_gradient_is_the_forward_not_groups_times_it():
+    # x (100, 2048, 14, 14) fp16, w (2048, 64, 3, 3), stride 2, pad 1, groups 32 -> out (100, 2048, 7, 7).
+    # Forward: 2 * 100 * 2048 * 64 * 9 * 49 = 11_560_550_400. The weight gradient has the same multiply-adds
+    # (group g's (64, 64, 3, 3) block sums over the batch and the 49 output positions). torch.utils.flop_counter
+    # convolves the whole input with the whole gradient as if ungrouped: 32 times that, 369.9 GFLOP.
+    x = torch.empty(100, 2048, 14, 14, device="meta", dtype=torch.float16)
+    w = torch.empty(2048, 64, 3, 3, device="meta", dtype=torch.float16, requires_grad=True)
+    with FlopCounterMode(display=False) as counter:
+        out = F.conv2d(x, w, stride=2, padding=1, groups=32)
+        out.backward(torch.ones_like(out))
+    counts = {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
+    forward = conv_flops(tuple(x.shape), tuple(w.shape), tuple(out.shape), False)
+    assert forward == 11_560_550_400 == counts["aten.convolution"]
+    assert counts["aten.convolution_backward"] == 32 * forward == 369_937_612_800  # flop_counter's, wrong
+    weight_only = conv_backward_flops(tuple(out.shape), tuple(x.shape), tuple(w.shape), tuple(x.shape), False,
+                                      (False, True, False))
+    assert weight_only == forward
+    both = conv_backward_flops(tuple(out.shape), tuple(x.shape), tuple(w.shape), tuple(x.shape), False,
+                               (True, True, False))
+    assert both == 2 * forward  # input gradient (the transposed conv) + weight gradient
+
+
+def test_grouped_transposed_conv_backward_is_twice_forward():
+    # ConvTranspose2d(8 -> 12, groups 4): weight (8, 3, 3, 3), x (2, 8, 5, 5) -> out (2, 12, 7, 7).
+    # Forward at the input's positions: 2 * 2 * 8 * 3 * 9 * 25 = 21600.
+    x, w, out = (2, 8, 5, 5), (8, 3, 3, 3), (2, 12, 7, 7)
+    assert conv_flops(x, w, out, True) == 21600
+    assert conv_backward_flops(out, x, w, x, True, (True, True, False)) == 2 * 21600
+
+
 def test_attention_forward_backward_and_causal_pairs():
     q = k = v = (2, 4, 8, 16)
     assert attention_forward_flops(q, k, v, False) == 2 * 2 * 4 * 64 * 32  # 2*B*H*Sq*Sk*(Dqk+Dv) = 65536
-    assert attention_backward_flops(q, k, v, False) == 2 * attention_forward_flops(q, k, v, False)
+    # backward: the QK^T recompute, dQ, dK (3 * Dqk) and dP, dV (2 * Dv): 2 * 2 * 4 * 64 * 80 = 81920
+    assert attention_backward_flops(q, k, v, False) == 81920 == 2.5 * attention_forward_flops(q, k, v, False)
     assert attended_pairs(8, 8, True) == 36  # 1 + 2 + ... + 8
     assert attended_pairs(4, 8, True) == 10  # top-left aligned: 1 + 2 + 3 + 4
     assert attended_pairs(8, 4, True) == 26  # 1+2+3+4 then 4 more rows of 4

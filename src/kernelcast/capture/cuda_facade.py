@@ -175,8 +175,15 @@ def _stream_fakes(log: StreamLog) -> dict[str, object]:
     }
 
 
+# torch.cuda's generator state on a CUDA build: a uint8 tensor of 16 bytes (Philox seed and offset). Code that
+# saves and restores it around a region (torch.random.fork_rng, activation checkpointing, torch's test helpers)
+# gets one made before the capture's fake mode starts, so reading it records no op.
+RNG_STATE_BYTES = 16
+
+
 def _fakes(target: TargetDevice, on_sync: Callable[[str], None]) -> dict[str, object]:
     props = target.properties()
+    rng_state = torch.zeros(RNG_STATE_BYTES, dtype=torch.uint8)
 
     def synchronize(device=None) -> None:
         on_sync("synchronize")
@@ -200,6 +207,11 @@ def _fakes(target: TargetDevice, on_sync: Callable[[str], None]) -> dict[str, ob
         "manual_seed_all": lambda seed: None,
         "seed": lambda: None,
         "seed_all": lambda: None,
+        "initial_seed": lambda: 0,
+        "get_rng_state": lambda device="cuda": rng_state,
+        "get_rng_state_all": lambda: [rng_state],
+        "set_rng_state": lambda new_state, device="cuda": None,
+        "set_rng_state_all": lambda new_states: None,
         "empty_cache": lambda: None,
         "memory_allocated": lambda device=None: 0,
         "max_memory_allocated": lambda device=None: 0,

@@ -51,6 +51,38 @@ NO_DEVICE_WORK = {aten.sym_size.int, aten.sym_stride.int, aten.sym_numel.default
 # Ops whose handler records the ops they run on CUDA instead of themselves (dynamic_shapes.py).
 RECORDED_AS_INNER_OPS = {aten._pack_padded_sequence.default}
 
+# Linear algebra that reads the solver's info tensor back to the host. `_linalg_check_errors` runs
+# `infos.any().item<bool>()` on every non-meta info (aten/src/ATen/native/BatchLinearAlgebra.cpp), so on a CUDA
+# info it is a sync. torch.linalg.solve / inv / cholesky / lu_factor / ldl_factor call it after their *_ex op
+# (it is recorded as an op of its own); the *_ex ops call it inside when check_errors=True; _linalg_eigh,
+# _linalg_svd (TORCH_IMPL_FUNCs), linalg_eig, linalg_lstsq and the deprecated cholesky call it inside always.
+# cholesky_inverse checks a CPU info (no readback).
+LINALG_INFO_CHECK = aten._linalg_check_errors.default
+LINALG_CHECK_ERRORS_ARG = {aten.linalg_lu_factor_ex.default, aten.linalg_cholesky_ex.default,
+                           aten.linalg_inv_ex.default, aten._linalg_solve_ex.default,
+                           aten.linalg_ldl_factor_ex.default}
+LINALG_ALWAYS_CHECKED = {aten._linalg_eigh.default, aten._linalg_svd.default, aten.linalg_eig.default,
+                         aten.linalg_lstsq.default, aten.cholesky.default, aten.linalg_pinv.atol_rtol_tensor}
+# torch._grouped_mm's CUTLASS path (bf16 operands and output, sm_90 / sm_100) runs on the device; any other
+# case with offsets copies them to the host (`offs.cpu()`, _grouped_mm_fallback in GroupedMMUtils.h).
+GROUPED_MM_FAST_ARCH_MAJORS = (9, 10)
+
+
+def _arg(args: tuple, kwargs: dict, index: int, name: str, default=None):
+    return args[index] if len(args) > index else kwargs.get(name, default)
+
+
+# Other ops whose CUDA implementation reads a value back to the host before it goes on, with the condition:
+# nanmedian over the whole tensor counts its NaNs (`sorted.isnan().sum().item()`, cuda/Sorting.cpp, median_impl);
+# multinomial without replacement or for one sample checks its input (`.item()` twice, Distributions.cpp);
+# linalg_matrix_exp copies the matrices' norms to the host to pick the Taylor degree (LinearAlgebra.cpp, mexp).
+HOST_READS = {
+    aten.nanmedian.default: ("nanmedian count", lambda args, kwargs: args[0].numel() > 0),
+    aten.multinomial.default: ("multinomial check", lambda args, kwargs: (
+        not _arg(args, kwargs, 2, "replacement", False) or _arg(args, kwargs, 1, "num_samples") == 1)),
+    aten.linalg_matrix_exp.default: ("matrix_exp norm", lambda args, kwargs: args[0].shape[-1] > 1),
+}
+
 
 def runs_as_local_ops(types) -> bool:
     """A tensor subclass with its own dispatch other than FakeTensor (DTensor, ...) among an op's arguments.
@@ -170,8 +202,10 @@ class Recorder(TorchDispatchMode):
     """Records ops while `recording` is set; handles sync ops always (the warm-up step needs them too)."""
 
     def __init__(self, phase_of: Callable[[], str], module_of: Callable[[], str],
-                 backward_origin: Callable[[], tuple[str, str] | None], op_table: CudaOpTable | None = None) -> None:
+                 backward_origin: Callable[[], tuple[str, str] | None], op_table: CudaOpTable | None = None,
+                 capability: tuple[int, int] = (9, 0)) -> None:
         super().__init__()
+        self.capability = capability  # the target GPU's: a few ops read data back on some archs only
         self.recording = False
         self.ops: list[OpRecord] = []
         self.notes: set[str] = set()
@@ -200,6 +234,11 @@ class Recorder(TorchDispatchMode):
             aten._ctc_loss.Tensor: self._ctc_lengths,
             aten.is_pinned.default: self._is_pinned,
             aten._cudnn_rnn.default: cudnn_rnn_with_cuda_layout,
+            LINALG_INFO_CHECK: self._linalg_info,
+            aten.histc.default: self._histc,
+            aten._grouped_mm.default: self._grouped_mm,
+            **{op: self._linalg_info for op in LINALG_CHECK_ERRORS_ARG | LINALG_ALWAYS_CHECKED},
+            **{op: self._host_read for op in HOST_READS},
         }
         self._pinned = WeakIdKeyDictionary()  # host tensors in pinned memory (FakeTensorMode has no such notion)
         self._pending_tags: tuple[str, ...] = ()  # set by a handler for the op it handles
@@ -413,6 +452,38 @@ class Recorder(TorchDispatchMode):
         on_gpu = any(isinstance(t, torch.Tensor) and device_type(t) == "cuda" for t in (input_lengths, target_lengths))
         return out, ("ctc lengths" if on_gpu else None)
 
+    def _linalg_info(self, func, args, kwargs):
+        """A solver whose info tensor is read back on the host (LINALG_INFO_CHECK and the sets by it)."""
+        out = func(*args, **kwargs)
+        checks = func in LINALG_ALWAYS_CHECKED or func is LINALG_INFO_CHECK or bool(kwargs.get("check_errors"))
+        return out, ("linalg info" if checks and _on_gpu(args, kwargs) else None)
+
+    def _host_read(self, func, args, kwargs):
+        """An op of HOST_READS: a sync when its condition holds on a CUDA input."""
+        out = func(*args, **kwargs)
+        kind, reads = HOST_READS[func]
+        return out, (kind if device_type(args[0]) == "cuda" and reads(args, kwargs) else None)
+
+    def _histc(self, func, args, kwargs):
+        """torch.histc with min == max (the default 0, 0) reads the input's min and max back to the host
+        (`self.min().cpu()`, `self.max().cpu()`: _histc_cuda_template, aten/src/ATen/native/cuda/SummaryOps.cu)."""
+        out = func(*args, **kwargs)
+        t = args[0]
+        low = args[2] if len(args) > 2 else kwargs.get("min", 0)
+        high = args[3] if len(args) > 3 else kwargs.get("max", 0)
+        reads_range = low == high and t.numel() > 0 and device_type(t) == "cuda"
+        return out, ("histc range" if reads_range else None)
+
+    def _grouped_mm(self, func, args, kwargs):
+        out = func(*args, **kwargs)
+        a, b = args[0], args[1]
+        offs = args[2] if len(args) > 2 else kwargs.get("offs")
+        out_dtype = (args[4] if len(args) > 4 else kwargs.get("out_dtype")) or a.dtype
+        fast = (a.dtype == b.dtype == out_dtype == torch.bfloat16
+                and self.capability[0] in GROUPED_MM_FAST_ARCH_MAJORS)
+        on_host = offs is not None and not fast and device_type(a) == "cuda"
+        return out, ("grouped_mm offsets" if on_host else None)
+
     def _pin_memory(self, func, args, kwargs):
         out = aten.clone.default(args[0])
         self._pinned[out] = True
@@ -434,6 +505,8 @@ class Recorder(TorchDispatchMode):
             dst, src = args[0], args[1]
             non_blocking = bool(args[2] if len(args) > 2 else kwargs.get("non_blocking", False))
         if not isinstance(src, torch.Tensor) or not isinstance(dst, torch.Tensor):
+            return out, None
+        if src.numel() == 0:  # copy_impl returns before any device work (aten/src/ATen/native/Copy.cpp)
             return out, None
         src_device, dst_device = device_type(src), device_type(dst)
         if src_device == dst_device or "cuda" not in (src_device, dst_device):

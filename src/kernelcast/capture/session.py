@@ -202,7 +202,8 @@ class CaptureSession:
             stack.enter_context(_swappable_fake_tensors(self.fake_mode))
             stack.enter_context(self.fake_mode)
             self.recorder = stack.enter_context(
-                Recorder(self._phase, self._module, origin_of_current_backward_node, self.op_table))
+                Recorder(self._phase, self._module, origin_of_current_backward_node, self.op_table,
+                         self.target.capability))
             self.router = stack.enter_context(
                 Router(self.arch, self._module, self._host_sync, backward_error))
             self.tracker.clock = self.router.clock = self.recorder.clock

@@ -1,8 +1,10 @@
 """Fused attention (flash, memory-efficient, cuDNN): tensor-core math over the (query, key) pairs computed.
 
 Non-causal FLOPs equal torch.utils.flop_counter's: forward is QK^T plus PV, 2*B*H*Sq*Sk*(Dqk + Dv); backward
-is four such products, 2*B*H*Sq*Sk*(2*Dqk + 2*Dv). A causal kernel skips the masked pairs, so it counts only
-the pairs it computes: query i sees keys 0..i (torch's top-left causal alignment).
+recomputes QK^T (the fused kernels keep no score matrix), then dP = dO V^T, dV = P^T dO, dQ = dS K and
+dK = dS^T Q: 2*B*H*Sq*Sk*(3*Dqk + 2*Dv) (flop_counter's sdpa_backward_flop_count). A causal kernel skips the
+masked pairs, so it counts only the pairs it computes: query i sees keys 0..i (torch's top-left causal
+alignment); flop_counter counts every pair.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ EFFICIENT_FORWARD_KERNELS = 1
 EFFICIENT_BACKWARD_KERNELS = 2
 
 
+BACKWARD_QK_PRODUCTS = 3  # the QK^T recompute, dQ, dK
+BACKWARD_V_PRODUCTS = 2  # dP = dO V^T, dV
+
+
 def attended_pairs(sq: int, sk: int, causal: bool) -> int:
     """(query, key) pairs a kernel computes. Causal: sum over queries i of min(i + 1, Sk)."""
     if not causal:
@@ -49,7 +55,7 @@ def attention_forward_flops(q_shape, k_shape, v_shape, causal: bool) -> float:
 def attention_backward_flops(q_shape, k_shape, v_shape, causal: bool) -> float:
     b, h, sq, d_qk = q_shape
     sk, d_v = k_shape[2], v_shape[3]
-    return 2.0 * b * h * attended_pairs(sq, sk, causal) * (2 * d_qk + 2 * d_v)
+    return 2.0 * b * h * attended_pairs(sq, sk, causal) * (BACKWARD_QK_PRODUCTS * d_qk + BACKWARD_V_PRODUCTS * d_v)
 
 
 BACKENDS = {"cudnn": "CUDNN_ATTENTION", "flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION"}
@@ -107,3 +113,55 @@ register("aten._scaled_dot_product_flash_attention")(_forward(FLASH_FORWARD_KERN
 register("aten._scaled_dot_product_efficient_attention")(_forward(EFFICIENT_FORWARD_KERNELS))
 register("aten._scaled_dot_product_flash_attention_backward")(_backward(FLASH_BACKWARD_KERNELS))
 register("aten._scaled_dot_product_efficient_attention_backward")(_backward(EFFICIENT_BACKWARD_KERNELS))
+
+
+# The kernels under the SDPA ops, called directly: aten._flash_attention_forward / _backward and
+# aten._efficient_attention_forward / _backward take (batch, seq, heads, head dim) tensors (the SDPA ops
+# transpose into that layout first: attention.cu), or (total tokens, heads, head dim) with cumulative sequence
+# offsets for variable-length batches, whose per-sequence lengths are data on the device: kernelcast counts
+# every token against max_k keys there (an upper bound). Their work items are the SDPA ops' above (the SDPA op
+# adds no kernel of its own). torch.utils.flop_counter passes these tensors to its (batch, heads, seq, dim)
+# formula unchanged, so it swaps heads and sequence length: its count is wrong for them (and it raises when
+# seq is not a multiple of heads), which the OpInfo sweep lists as a known difference.
+def _bshd_to_bhsd(shape: tuple[int, ...], max_seq: int | None) -> tuple[int, ...]:
+    if len(shape) == 3:  # (total, heads, dim): variable length, one "batch" of all tokens
+        total, h, d = shape
+        return (1, h, total, d)
+    b, s, h, d = shape
+    return (b, h, s, d)
+
+
+def _raw_shapes(op: OpRecord, k_len_arg: str):
+    q, k, v = arg(op, "query"), arg(op, "key"), arg(op, "value")
+    q_shape, k_shape, v_shape = (_bshd_to_bhsd(t.shape, None) for t in (q, k, v))
+    if len(k.shape) == 3 and isinstance(op.args.get(k_len_arg), int):  # variable length: max_k keys per token
+        k_shape = (1, k_shape[1], int(op.args[k_len_arg]), k_shape[3])
+        v_shape = (1, v_shape[1], int(op.args[k_len_arg]), v_shape[3])
+    return q_shape, k_shape, v_shape
+
+
+def _raw_causal(op: OpRecord) -> bool:
+    """Flash: is_causal; efficient: custom_mask_type 1 (top-left) or 2 (bottom-right, counted as top-left)."""
+    return bool(op.args.get("is_causal")) or int(op.args.get("custom_mask_type") or 0) != 0
+
+
+def _raw_cost(op: OpRecord, flops: float, kernels: int) -> Cost:
+    q = arg(op, "query")
+    return Cost(flops=flops, bytes_read=bytes_read(op), bytes_written=bytes_written(op), kernels=kernels,
+                math="attention", dtype=q.dtype, kind="attention")
+
+
+@register("aten._flash_attention_forward", "aten._efficient_attention_forward")
+def raw_attention_forward(op: OpRecord, ctx: CostContext) -> Cost:
+    flash = op.op.startswith("aten._flash")
+    shapes = _raw_shapes(op, "max_k" if flash else "max_seqlen_k")
+    kernels = FLASH_FORWARD_KERNELS if flash else EFFICIENT_FORWARD_KERNELS
+    return _raw_cost(op, attention_forward_flops(*shapes, _raw_causal(op)), kernels)
+
+
+@register("aten._flash_attention_backward", "aten._efficient_attention_backward")
+def raw_attention_backward(op: OpRecord, ctx: CostContext) -> Cost:
+    flash = op.op.startswith("aten._flash")
+    shapes = _raw_shapes(op, "max_k" if flash else "max_seqlen_k")
+    kernels = FLASH_BACKWARD_KERNELS if flash else EFFICIENT_BACKWARD_KERNELS
+    return _raw_cost(op, attention_backward_flops(*shapes, _raw_causal(op)), kernels)

@@ -71,12 +71,32 @@ register_zero_cost(
     "aten.empty_strided", "aten.new_empty", "aten.new_empty_strided", "aten.resize_", "aten.set_",
     "aten.record_stream", "aten._assert_async", "aten._assert_scalar", "aten._functional_assert_async",
     "aten.sym_constrain_range_for_size",
+    # A sparse COO tensor made from given indices and values aliases them (SparseTensor.cpp,
+    # new_with_dims_and_tensor_sparse): no kernel (none measured under it on the H200).
+    "aten._sparse_coo_tensor_with_dims_and_tensors",
+    # A zero tensor with no storage (the ZeroTensor dispatch key): ops on it are shortcut on the host.
+    "aten._efficientzerotensor",
+    # Splits into views of the input (TensorShape.cpp, unsafe_split: split without the view tracking).
+    "aten.unsafe_split",
 )
 
-# Pointwise in effect but not tagged so by torch.
+# Pointwise in effect but not tagged so by torch: one TensorIterator kernel each on CUDA (measured on the H200,
+# torch 2.11: hardswish, hardswish_backward, hardsigmoid_backward in zoo mobilenet_train; floor_divide and
+# masked_fill_ in mixtral_forward and bart_train).
 register("aten.native_dropout", "aten.tril", "aten.triu", "aten.where", "aten.masked_fill",
-         "aten.clamp_min", "aten.clamp_max", "aten.bernoulli", "aten.floor_divide", "aten.floor_divide_",
-         "aten.log_sigmoid_forward", "aten.log_sigmoid_backward")(pointwise)
+         "aten.clamp_min", "aten.clamp_max", "aten.bernoulli", "aten.floor_divide", "aten.floor_divide_")(pointwise)
+# Likewise one TensorIterator kernel each, from their CUDA sources: the activation backwards
+# (native/cuda/Activation*.cu: elu, hardshrink, hardtanh, leaky_relu, log_sigmoid, softplus, softshrink), glu
+# and its backward (ActivationGluKernel.cu), prelu forward and backward (one iterator with two outputs:
+# ActivationPreluKernel.cu), log_sigmoid_forward (its buffer output is empty on CUDA), rrelu_with_noise (the
+# training kernel draws the noise and writes both; eval is leaky_relu) and its backward (a mul by the noise, or
+# leaky_relu_backward), rsub (a sub), linalg_cross (cuda/CrossKernel.cu), complex and polar (one iterator each,
+# TensorFactories.cpp), in-place tril_ (cuda/TriangularOps.cu).
+register("aten.elu_backward", "aten.hardshrink_backward", "aten.hardtanh_backward", "aten.leaky_relu_backward",
+         "aten.log_sigmoid_backward", "aten.softplus_backward", "aten.softshrink_backward", "aten.glu",
+         "aten.glu_backward", "aten._prelu_kernel", "aten._prelu_kernel_backward", "aten.log_sigmoid_forward",
+         "aten.rrelu_with_noise", "aten.rrelu_with_noise_backward", "aten.rsub", "aten.linalg_cross",
+         "aten.complex", "aten.polar", "aten.tril_", "aten.triu_")(pointwise)
 
 
 def _with_flops(flops_per_element: float, kind: str, kernels: int = 1):
@@ -237,7 +257,28 @@ register("aten.fill_", "aten.zero_", "aten.zeros", "aten.ones", "aten.full", "at
          "aten.full_like", "aten.scalar_tensor", "aten.arange", "aten.normal_", "aten.uniform_", "aten.bernoulli_",
          "aten.randn", "aten.rand", "aten.randint", "aten.randperm", "aten.randn_like", "aten.rand_like",
          "aten.exponential_", "aten.random_", "aten.lift_fresh_copy", "aten.new_zeros", "aten.new_ones",
-         "aten.new_full", "aten.linspace", "aten.eye")(_write_only)
+         "aten.new_full", "aten.linspace", "aten.eye",
+         # in-place RNG (one distribution kernel each: cuda/DistributionTemplates.h), and fill / logspace /
+         # randint_like, which allocate and then run one fill, logspace or random kernel
+         "aten.cauchy_", "aten.geometric_", "aten.log_normal_", "aten.randint_like", "aten.fill", "aten.logspace",
+         )(_write_only)
+
+
+# normal with tensor mean and/or std (normal_out_impl in native/DistributionTemplates.h): Tensor_Tensor runs
+# output.normal_(0, 1).mul_(std).add_(mean); Tensor_float normal_(0, std).add_(mean); float_Tensor fills a 0-d
+# mean (at::full), then normal_(0, 1).mul_(std).add_(mean).
+NORMAL_KERNELS = {"Tensor_Tensor": 3, "Tensor_float": 2, "float_Tensor": 4}
+
+
+@register("aten.normal.Tensor_Tensor", "aten.normal.Tensor_float", "aten.normal.float_Tensor")
+def normal_tensor(op: OpRecord, ctx: CostContext) -> Cost:
+    """The sampling kernel writes the output; each later kernel reads it back and writes it again."""
+    kernels = NORMAL_KERNELS[op.op.split(".")[-1]]
+    out_bytes = bytes_written(op)
+    passes = kernels - 1
+    base = memory_op(op, POINTWISE_FLOPS_PER_ELEMENT * passes, kind="pointwise")
+    return dataclasses.replace(base, bytes_read=base.bytes_read + passes * out_bytes,
+                               bytes_written=kernels * out_bytes, kernels=kernels)
 
 
 @register("aten._local_scalar_dense")

@@ -4,11 +4,15 @@ Ops costed here (their launch rules win over any simpler formula elsewhere):
     aten.mse_loss, aten.huber_loss, aten.smooth_l1_loss, aten.binary_cross_entropy,
     aten.mse_loss_backward, aten.huber_loss_backward, aten.smooth_l1_loss_backward,
     aten.binary_cross_entropy_backward,
-    aten.hardswish, aten.hardswish_, aten.hardswish_backward, aten.hardsigmoid_backward
+    aten.hardswish, aten.hardswish_, aten.hardswish_backward, aten.hardsigmoid_backward,
+    aten.soft_margin_loss, aten.soft_margin_loss_backward
 
 Sources (torch 2.11): aten/src/ATen/native/Loss.cpp (mse_loss, huber_loss, smooth_l1_loss_out,
 apply_loss_reduction, mse_loss_backward, huber_loss_backward, smooth_l1_loss_backward) and
 aten/src/ATen/native/cuda/Loss.cu (binary_cross_entropy_out_cuda, binary_cross_entropy_backward_out_cuda).
+
+soft_margin_loss (Loss.cpp): neg_out, mul_, exp_, log1p_ (four kernels), then the reduction and a copy into the
+resized output; its backward: neg, mul, exp, mul_out, mul_, add_, div_, mul_ (eight kernels).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import dataclasses
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import memory_op
+from .common import bytes_written, memory_key, memory_op
 from .reduce_config import is_global_reduce
 from .registry import Cost, CostContext, register
 
@@ -27,6 +31,9 @@ REDUCTION_NONE = 0  # at::Reduction::None; Mean = 1, Sum = 2
 REDUCTION_MEAN = 1
 # The backward of mse/huber/smooth-L1: `at::zeros_like(input)`, then the gradient kernel writes into it.
 LOSS_BACKWARD_KERNELS = 2
+SOFT_MARGIN_FORWARD_KERNELS = 4  # neg_out, mul_, exp_, log1p_
+SOFT_MARGIN_REDUCED_COPY_KERNELS = 1  # output.copy_(reduced)
+SOFT_MARGIN_BACKWARD_KERNELS = 8  # neg, mul, exp, mul_out, mul_, add_, div_, mul_
 
 
 def full_reduce_kernels(numel: int, ctx: CostContext) -> int:
@@ -100,3 +107,27 @@ def untagged_pointwise(op: OpRecord, ctx: CostContext) -> Cost:
     """One TensorIterator kernel each (cuda/ActivationHardswishKernel.cu, ActivationHardsigmoidKernel.cu); torch
     does not tag these ops pointwise, so the tag formula does not reach them."""
     return memory_op(op, POINTWISE_FLOPS_PER_ELEMENT, kind="pointwise")
+
+
+@register("aten.soft_margin_loss")
+def soft_margin_loss(op: OpRecord, ctx: CostContext) -> Cost:
+    x = _input(op)
+    kernels = SOFT_MARGIN_FORWARD_KERNELS
+    if _reduction(op) != REDUCTION_NONE and x is not None:
+        kernels += full_reduce_kernels(x.numel, ctx) + SOFT_MARGIN_REDUCED_COPY_KERNELS
+    return _chain(op, kernels)
+
+
+@register("aten.soft_margin_loss_backward")
+def soft_margin_loss_backward(op: OpRecord, ctx: CostContext) -> Cost:
+    return _chain(op, SOFT_MARGIN_BACKWARD_KERNELS)
+
+
+def _chain(op: OpRecord, kernels: int) -> Cost:
+    """A run of pointwise kernels over the input's size: each reads and writes it once."""
+    x = _input(op)
+    n_bytes = (x.numel * x.itemsize) if x is not None else bytes_written(op)
+    kind, key = memory_key(op, "loss")
+    return Cost(flops=LOSS_FLOPS_PER_ELEMENT * kernels * (x.numel if x is not None else 0),
+                bytes_read=kernels * n_bytes, bytes_written=kernels * n_bytes, kernels=kernels,
+                dtype=x.dtype if x is not None else "float32", kind=kind, key=key)

@@ -101,21 +101,25 @@ def conv_flops(x_shape, w_shape, out_shape, transposed: bool) -> float:
     return 2.0 * batch * c_out * c_in_per_group * math.prod(kernel) * positions
 
 
-def _swap01(shape):
-    return (shape[1], shape[0], *shape[2:])
+def conv_backward_flops(grad_out_shape, x_shape, w_shape, grad_in_shape, transposed: bool, output_mask) -> float:
+    """Each requested gradient (input, weight) is a convolution with the forward's multiply-adds (so 2x the
+    forward for both); the bias gradient is a reduction and counted as no FLOPs, as flop_counter does.
 
-
-def conv_backward_flops(grad_out_shape, x_shape, w_shape, grad_in_shape, grad_w_shape, transposed: bool,
-                        output_mask) -> float:
-    """Each requested gradient is one convolution of the same size as the forward (so 2x forward for both)."""
+    The input gradient is the forward's transposed conv. The weight gradient of a grouped conv: group g's
+    weight (C_out/G, C_in/G, *k) sums grad_out[g] x input[g] over the batch and the output positions, i.e.
+    2 * N * (C_out/G) * (C_in/G) * prod(k) * positions per group, G groups: 2 * N * C_out * (C_in/G) *
+    prod(k) * positions, the forward's count. torch.utils.flop_counter (conv_backward_flop) instead counts
+    it as an ungrouped conv of the (C_in, N, H, W) input with the (C_out, N, Ho, Wo) gradient:
+    2 * C_in * C_out * N * prod(k) * positions, G times too many. For x (100, 2048, 14, 14), w
+    (2048, 64, 3, 3), stride 2, pad 1, G = 32: forward 2 * 100 * 2048 * 64 * 9 * 49 = 11.56 GFLOP, and
+    flop_counter's weight gradient 32 * 11.56 = 369.9 GFLOP where 11.56 is right.
+    """
+    forward = conv_flops(x_shape, w_shape, grad_out_shape, transposed)
     flops = 0.0
     if output_mask[0]:
         flops += conv_flops(grad_out_shape, w_shape, grad_in_shape, not transposed)
     if output_mask[1]:
-        if transposed:
-            flops += conv_flops(_swap01(grad_out_shape), _swap01(x_shape), _swap01(grad_w_shape), False)
-        else:
-            flops += conv_flops(_swap01(x_shape), _swap01(grad_out_shape), _swap01(grad_w_shape), False)
+        flops += forward
     return flops
 
 
@@ -171,10 +175,9 @@ def convolution(op: OpRecord, ctx: CostContext) -> Cost:
 def convolution_backward(op: OpRecord, ctx: CostContext) -> Cost:
     grad_out, x, w = arg(op, "grad_output"), arg(op, "input"), arg(op, "weight")
     mask = tuple(op.args.get("output_mask", (True, True, True)))
-    grad_in, grad_w = op.outputs[0], op.outputs[1]
-    flops = conv_backward_flops(
-        grad_out.shape, x.shape, w.shape, grad_in.shape if grad_in else x.shape,
-        grad_w.shape if grad_w else w.shape, bool(op.args.get("transposed", False)), mask)
+    grad_in = op.outputs[0]
+    flops = conv_backward_flops(grad_out.shape, x.shape, w.shape, grad_in.shape if grad_in else x.shape,
+                                bool(op.args.get("transposed", False)), mask)
     pass_ = conv_backward_pass(mask)
     key = conv_key(x, w, op, pass_) if pass_ else ()
     measured = conv_kernels(ctx, key)
@@ -183,3 +186,113 @@ def convolution_backward(op: OpRecord, ctx: CostContext) -> Cost:
     else:
         kernels = max(sum(1 for want in mask if want), 1)  # one kernel per gradient
     return _matmul_cost(op, flops, x.dtype, kernels, "conv", "conv", key)
+
+
+# torch._grouped_mm (aten/src/ATen/native/cuda/GroupedBlas.cpp, _grouped_mm_cuda): bf16 operands and output on
+# sm_90 / sm_100 take the CUTLASS path, a kernel that prepares the per-group problem table on the device, then
+# the grouped GEMM (two work items; measured on the H200, torch 2.11, zoo mixtral_forward: 8 for 4 calls).
+# Anything else takes _grouped_mm_fallback (GroupedMMUtils.h): 3D x 3D is one bmm; with offsets it copies them
+# to the host (`offs.cpu()`, a sync: capture/recorder.py) and runs one mm per group.
+GROUPED_MM_FAST_ITEMS = 2
+GROUPED_MM_FAST_ARCH_MAJORS = (9, 10)
+D2H_MEMCPY_ITEMS = 1
+BMM_KERNELS = 1
+
+
+def grouped_mm_fallback_items(offs) -> int:
+    """One bmm for 3D x 3D; else the offsets' device-to-host copy and one mm per group."""
+    if not isinstance(offs, TensorMeta):
+        return BMM_KERNELS
+    return D2H_MEMCPY_ITEMS + (offs.shape[0] if offs.shape else 1)
+
+
+def grouped_mm_flops(a_shape, b_shape, out_shape) -> float:
+    """2 * (every output element) * K, with K the contraction length each output element sums over.
+
+    2D x 3D (rows grouped by offsets along M): out (M, N), K = a.shape[-1]. 3D x 3D (batched): out (G, M, N),
+    K = a.shape[-1]. 3D x 2D (columns grouped along N): out (M, N), K = a.shape[-1]. 2D x 2D (groups split K,
+    the weight gradient): out (G, M, N) and each group sums over its own slice of K, so all groups together
+    sum over K once: 2*M*N*K.
+    """
+    if len(a_shape) == 2 and len(b_shape) == 2:
+        m, k = a_shape
+        return 2.0 * m * b_shape[-1] * k
+    return 2.0 * math.prod(out_shape) * a_shape[-1]
+
+
+@register("aten._grouped_mm")
+def grouped_mm(op: OpRecord, ctx: CostContext) -> Cost:
+    a, b = arg(op, "self"), arg(op, "mat2")
+    out = op.tensors_out()[0]
+    fast = (a.dtype == b.dtype == out.dtype == "bfloat16" and ctx.capability[0] in GROUPED_MM_FAST_ARCH_MAJORS)
+    kernels = GROUPED_MM_FAST_ITEMS if fast else grouped_mm_fallback_items(op.args.get("offs"))
+    return _matmul_cost(op, grouped_mm_flops(a.shape, b.shape, out.shape), a.dtype, kernels)
+
+
+# Matrix-vector and vector products (aten/src/ATen/native/cuda/Blas.cpp): addmv copies `self` into the result
+# first when beta != 0 (addmv_out_cuda), then one cuBLAS gemv; mv is addmv_ into a fresh result with beta 0,
+# the gemv alone. dot / vdot: one cuBLAS dot writing its 0-d result on the device (CUBLAS_POINTER_MODE_DEVICE;
+# ASSUMED one item). addr: one TensorIterator kernel, beta * self + alpha * outer(vec1, vec2) (addr_impl_cuda).
+# addbmm: a copy of `self` into the result (beta != 0), then one addmm per batch, accumulating (addbmm_out_cuda).
+GEMV_KERNELS = 1
+CUBLAS_DOT_ITEMS = 1
+COPY_KERNELS = 1
+ADDR_FLOPS_PER_ELEMENT = 2.0  # a multiply and an add per output element (the scalings folded in)
+
+
+def mv_flops(m: int, n: int) -> float:
+    """(M, N) @ (N,): 2 * M * N."""
+    return 2.0 * m * n
+
+
+def _beta_copies(op: OpRecord) -> int:
+    """The copy of `self` into the result: skipped by the in-place variants (the result is self) and when
+    beta == 0 (the GEMM ignores the result's contents)."""
+    beta = op.args.get("beta", 1)
+    in_place = "inplace" in op.tags
+    zero_beta = isinstance(beta, (int, float)) and beta == 0
+    return COPY_KERNELS * (not in_place and not zero_beta)
+
+
+@register("aten.mv")
+def mv(op: OpRecord, ctx: CostContext) -> Cost:
+    a = arg(op, "self")
+    return _matmul_cost(op, mv_flops(*a.shape[-2:]), a.dtype, GEMV_KERNELS)
+
+
+@register("aten.addmv", "aten.addmv_")
+def addmv(op: OpRecord, ctx: CostContext) -> Cost:
+    a = arg(op, "mat")
+    return _matmul_cost(op, mv_flops(*a.shape[-2:]), a.dtype, _beta_copies(op) + GEMV_KERNELS)
+
+
+@register("aten.dot", "aten.vdot")
+def dot(op: OpRecord, ctx: CostContext) -> Cost:
+    a = arg(op, "self")
+    return _matmul_cost(op, 2.0 * a.numel, a.dtype, CUBLAS_DOT_ITEMS)
+
+
+@register("aten.addr", "aten.addr_")
+def addr(op: OpRecord, ctx: CostContext) -> Cost:
+    out = op.tensors_out()[0] if op.tensors_out() else arg(op, "self")
+    return Cost(flops=ADDR_FLOPS_PER_ELEMENT * out.numel, bytes_read=bytes_read(op), bytes_written=bytes_written(op),
+                kernels=1, dtype=out.dtype, kind="pointwise")
+
+
+@register("aten.addbmm", "aten.addbmm_")
+def addbmm(op: OpRecord, ctx: CostContext) -> Cost:
+    a, b = arg(op, "batch1"), arg(op, "batch2")
+    batch = a.shape[0]
+    return _matmul_cost(op, bmm_flops(a.shape, b.shape), a.dtype, _beta_copies(op) + batch,
+                        key=gemm_key(a, b, True, batch))
+
+
+@register("aten.addmm_")
+def addmm_inplace(op: OpRecord, ctx: CostContext) -> Cost:
+    return addmm(op, ctx)
+
+
+@register("aten._scaled_mm_v2")
+def scaled_mm_v2(op: OpRecord, ctx: CostContext) -> Cost:
+    """The v2 signature of _scaled_mm (per-operand scale recipes): one cuBLASLt / CUTLASS GEMM."""
+    return scaled_mm(op, ctx)

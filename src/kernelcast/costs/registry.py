@@ -53,6 +53,7 @@ class CostContext:
     """What kernel launch counts depend on besides the op: the target GPU and the torch that runs it."""
 
     sm_count: int = 132
+    capability: tuple[int, int] = (9, 0)  # CUDA compute capability (some ops pick kernels by arch)
     max_threads_per_sm: int = 2048
     # multi_tensor_apply's 32 KB kernel-argument tables (CUDA 13 builds from torch 2.12 on; 2.11+cu130 was
     # measured with the 4 KB ones, see validation/probe.json).

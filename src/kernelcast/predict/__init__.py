@@ -63,6 +63,17 @@ SYNC_ADVICE = {
     "h2d blocking": "copy with non_blocking=True: the source is already pinned",
     "ctc lengths": "pass ctc_loss its input and target lengths as Python lists or CPU tensors: lengths on the GPU "
                    "are copied back to the host first",
+    "linalg info": "torch.linalg.solve/inv/cholesky/lu_factor read the solver's status back after each call: "
+                   "call the *_ex variant and check its info every N steps (eigh, svd, eig and lstsq always "
+                   "check: batch the matrices into one call)",
+    "histc range": "pass min and max to torch.histc: the default (0, 0) reads the input's range back",
+    "nanmedian count": "use torch.median, or nanmedian along a dim: nanmedian over the whole tensor reads its NaN "
+                       "count back",
+    "multinomial check": "sample with replacement, or draw the samples on the GPU (e.g. torch.rand and a "
+                         "cumsum/searchsorted): multinomial without replacement validates its input on the host",
+    "matrix_exp norm": "batch the matrices into one call: matrix_exp reads their norms back to pick its degree",
+    "grouped_mm offsets": "use bf16 operands (the CUTLASS grouped GEMM on sm_90/sm_100 keeps the offsets on "
+                          "the GPU); other cases copy them to the host",
 }
 
 
@@ -211,6 +222,7 @@ def cost_context(gpu: GPU, capture: Capture) -> CostContext:
     profile = launch_profile(gpu.id)
     return CostContext(
         sm_count=gpu.sm_count,
+        capability=gpu.capability,
         multi_tensor_large_args=gpu.vendor == "nvidia" and _version(torch_version) >= MULTI_TENSOR_LARGE_ARGS_FROM,
         launches=LaunchTable.from_profile(profile.data["launches"]) if profile and "launches" in profile.data else None,
     )

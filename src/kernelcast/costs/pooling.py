@@ -1,0 +1,63 @@
+"""Pooling, unpooling, upsampling and grid sampling beyond the 2-D ops elementwise.py covers.
+
+Forward: one kernel writes the output, reading the input. Backward: most of these kernels scatter-add into the
+input gradient (windows or interpolation taps overlap), so CUDA zero-fills it first (`grad_input.zero_()` /
+`at::zeros_like(input)`), then runs one kernel: two work items, the gradient written twice. Sources, all in
+aten/src/ATen/native/cuda/: DilatedMaxPool3d.cu, AveragePool3d.cu, AdaptiveAveragePooling3d.cu,
+AdaptiveMaxPooling2d.cu / 3d.cu, FractionalMaxPool2d.cu, MaxUnpooling.cu (the output is zeroed, then the values
+are scattered to their indices), UpSampleBicubic2d.cu, UpSampleLinear1d.cu, UpSampleTrilinear3d.cu,
+UpSampleBilinear2d.cu (the anti-aliased variant), GridSampler.cu (the input gradient is zeros_like only when it
+is requested). Nearest-neighbour backward gathers instead (each input element sums its own window of the
+output gradient: UpSampleNearest1d.cu), one kernel.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kernelcast.records import OpRecord
+
+from .common import bytes_written, memory_op
+from .registry import Cost, CostContext, register
+
+POOL_FLOPS_PER_ELEMENT = 1.0  # nominal: a compare or add per window element read (bytes set the roof)
+ZERO_FILL_KERNELS = 1
+
+
+def _one_kernel(op: OpRecord, ctx: CostContext) -> Cost:
+    return memory_op(op, POOL_FLOPS_PER_ELEMENT, kind="pool")
+
+
+def _zero_then_scatter(op: OpRecord, ctx: CostContext) -> Cost:
+    """A zero fill of the output, then the scatter kernel: the output is written twice."""
+    base = memory_op(op, POOL_FLOPS_PER_ELEMENT, kernels=ZERO_FILL_KERNELS + 1, kind="pool")
+    return dataclasses.replace(base, bytes_written=2 * base.bytes_written)
+
+
+register("aten.max_pool3d_with_indices", "aten.avg_pool3d", "aten._adaptive_avg_pool3d", "aten.adaptive_max_pool2d",
+         "aten.adaptive_max_pool3d", "aten.fractional_max_pool2d", "aten.fractional_max_pool3d",
+         "aten.upsample_bicubic2d", "aten.upsample_linear1d", "aten.upsample_trilinear3d",
+         "aten._upsample_bilinear2d_aa", "aten._upsample_bicubic2d_aa", "aten.upsample_nearest1d",
+         "aten.upsample_nearest3d", "aten._upsample_nearest_exact1d", "aten._upsample_nearest_exact2d",
+         "aten._upsample_nearest_exact3d", "aten.upsample_nearest1d_backward",
+         "aten._upsample_nearest_exact1d_backward", "aten._upsample_nearest_exact2d_backward",
+         "aten.upsample_nearest3d_backward", "aten._upsample_nearest_exact3d_backward",
+         "aten.grid_sampler_2d", "aten.grid_sampler_3d")(_one_kernel)
+
+register("aten.max_pool3d_with_indices_backward", "aten.avg_pool3d_backward", "aten._adaptive_avg_pool3d_backward",
+         "aten.adaptive_max_pool2d_backward", "aten.adaptive_max_pool3d_backward",
+         "aten.fractional_max_pool2d_backward", "aten.fractional_max_pool3d_backward", "aten.max_unpool2d",
+         "aten.max_unpool3d", "aten.upsample_bicubic2d_backward", "aten.upsample_linear1d_backward",
+         "aten.upsample_trilinear3d_backward", "aten._upsample_bilinear2d_aa_backward",
+         "aten._upsample_bicubic2d_aa_backward")(_zero_then_scatter)
+
+
+@register("aten.grid_sampler_2d_backward", "aten.grid_sampler_3d_backward")
+def grid_sampler_backward(op: OpRecord, ctx: CostContext) -> Cost:
+    """One kernel writes both gradients; the input gradient, when requested (output_mask[0]), is zeros_like
+    first (GridSampler.cu, grid_sampler_2d_backward_cuda)."""
+    mask = tuple(op.args.get("output_mask") or (True, True))
+    base = memory_op(op, POOL_FLOPS_PER_ELEMENT, kernels=1 + ZERO_FILL_KERNELS * bool(mask[0]), kind="pool")
+    grad_input = op.outputs[0] if op.outputs and mask[0] else None
+    extra = float(grad_input.nbytes) if grad_input is not None and grad_input.on_gpu else 0.0
+    return dataclasses.replace(base, bytes_written=bytes_written(op) + extra)
