@@ -85,11 +85,22 @@ def count(step) -> dict:
     out: dict = {"forward": [], "backward": []}
     for k in kernels:
         if "_cudnn_rnn_backward" in k.chain:
-            out["backward"].append(k.name[:90])
+            out["backward"].append(k)
         elif "_cudnn_rnn" in k.chain:
-            out["forward"].append(k.name[:90])
+            out["forward"].append(k)
+
+    def by_name(ks) -> dict:  # kernel name -> [count, total µs]: per-step kernel times for the time model
+        table: dict = {}
+        for k in ks:
+            entry = table.setdefault(k.name[:90], [0, 0.0])
+            entry[0] += 1
+            entry[1] = round(entry[1] + k.duration_us, 3)
+        return table
+
     return {"forward_items": len(out["forward"]), "backward_items": len(out["backward"]),
-            "forward_kernels": sorted(set(out["forward"])), "backward_kernels": sorted(set(out["backward"]))}
+            "forward_us": round(sum(k.duration_us for k in out["forward"]), 3),
+            "backward_us": round(sum(k.duration_us for k in out["backward"]), 3),
+            "forward_kernels": by_name(out["forward"]), "backward_kernels": by_name(out["backward"])}
 
 
 def main() -> int:

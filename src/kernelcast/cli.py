@@ -188,7 +188,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         from kernelcast.calibrate import calibrate
 
         profile = calibrate(args.out, gpu.id, quick=args.quick, raw_out=args.raw, sweep=args.sweep,
-                            sweep_budget_s=args.sweep_budget)
+                            sweep_budget_s=args.sweep_budget,
+                            sections=args.sections.split(",") if args.sections else None)
     timings = profile["timings"]
     print(f"profile for {gpu.name} ({profile['device_name']}, torch {profile['torch']}): "
           f"{len(timings['gemm'])} GEMM, {len(timings['conv'])} conv, {len(timings['attention'])} attention shapes, "
@@ -307,6 +308,8 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--sweep", action="store_true",
                    help="also the designed sweep of GEMM, conv and attention shapes (a few minutes)")
     k.add_argument("--sweep-budget", type=float, metavar="S", help="stop the sweep after S seconds")
+    k.add_argument("--sections", metavar="A,B", help="only these microbenchmark sections (e.g. extras2), no host "
+                   "costs: a supplement to a full profile's raw results")
     k.set_defaults(func=_cmd_calibrate)
 
     m = sub.add_parser("measure", help="time a step on this machine's GPU: step time, kernels per op (GPU)")

@@ -51,7 +51,7 @@ def read_raw(path: str) -> dict:
 
 
 def calibrate(out: str, gpu: str, quick: bool = False, raw_out: str | None = None, sweep: bool = False,
-              sweep_budget_s: float | None = None) -> dict:
+              sweep_budget_s: float | None = None, sections: list[str] | None = None) -> dict:
     """Microbenchmarks -> device profile. `sweep` adds the designed sweep of GEMM, convolution and attention
     shapes (calibrate/sweep.py; a few minutes on an H200), stopped after `sweep_budget_s` seconds if given."""
     require_gpu()
@@ -61,8 +61,8 @@ def calibrate(out: str, gpu: str, quick: bool = False, raw_out: str | None = Non
     from .microbench import run_all
 
     t0 = time.perf_counter()
-    cases = run_all(quick=quick)
-    host = host_costs()
+    cases = run_all(quick=quick, sections=sections)
+    host = host_costs() if sections is None else {}
     sweep_results = None
     if sweep:
         from .sweep import run_sweep, sweep_cases
@@ -76,6 +76,8 @@ def calibrate(out: str, gpu: str, quick: bool = False, raw_out: str | None = Non
     if sweep_results is not None:
         raw["sweep"] = sweep_results
         raw["meta"]["command"] += " --sweep"
+    if sections is not None:
+        raw["meta"]["command"] += " --sections " + ",".join(sections)
     if raw_out:
         write_raw(raw, raw_out)
     profile = build_profile(raw, gpu)

@@ -417,8 +417,75 @@ def extras(results: list, quick: bool) -> None:
                 record(results, "topk", {**base, "k": k}, lambda: aten.topk(x, k, -1))
 
 
+def extras2(results: list, quick: bool) -> None:
+    """Kinds the zoo showed too thinly calibrated (issue 10's second sweep): batch norm (NCHW and NHWC, fp32,
+    bf16 with fp32 statistics as autocast runs it, fp16; 1-d and 2-d; training forward and backward, eval),
+    pooling, grouped and depthwise convolution passes, and addmm with an untransposed weight (GPT-2's Conv1D) at
+    decode-shaped M in fp32 and bf16."""
+    shapes = [(8, 64, 112), (32, 64, 56), (32, 256, 56), (64, 128, 28), (32, 512, 14), (128, 2048, 7),
+              (16, 32, 224), (64, 1024, 14)]
+    def batch_norm_cases(x: torch.Tensor, base: dict) -> None:
+        """Through F.batch_norm, as models call it (cuDNN's kernels where CUDA picks them): training forward,
+        eval forward, and the backward alone (on a graph built outside the timed call)."""
+        c = x.shape[1]
+        w, b = randn(c, dtype=torch.float32), randn(c, dtype=torch.float32)
+        rm, rv = torch.zeros(c, device=DEV), torch.ones(c, device=DEV)
+        bn = torch.nn.functional.batch_norm
+        record(results, "batch_norm_train", base, lambda: bn(x, rm, rv, w, b, True))
+        record(results, "batch_norm_eval", base, lambda: bn(x, rm, rv, w, b, False))
+        xg = x.detach().requires_grad_(True)
+        out = bn(xg, rm, rv, w, b, True)
+        g = torch.randn_like(out)
+        record(results, "batch_norm_bwd", base, lambda: torch.autograd.grad(out, xg, g, retain_graph=True))
+
+    for (n, c, hw), dtype, cl in itertools.product(shapes, (torch.float32, torch.bfloat16, torch.float16),
+                                                   (False, True)):
+        fmt = torch.channels_last if cl else torch.contiguous_format
+        batch_norm_cases(randn(n, c, hw, hw, dtype=dtype).contiguous(memory_format=fmt),
+                         {"n": n, "c": c, "size": hw, "dtype": str(dtype)[6:], "channels_last": cl})
+    for (n, c, length), dtype in itertools.product([(8, 256, 9600), (8, 256, 300), (32, 512, 1000), (16, 80, 3000)],
+                                                   (torch.float32, torch.bfloat16)):
+        batch_norm_cases(randn(n, c, length, dtype=dtype),
+                         {"n": n, "c": c, "length": length, "dtype": str(dtype)[6:]})
+    for (n, c, hw), dtype, cl in itertools.product([(32, 64, 112), (64, 64, 112), (16, 256, 28)],
+                                                   (torch.float32, torch.bfloat16), (False, True)):
+        fmt = torch.channels_last if cl else torch.contiguous_format
+        x = randn(n, c, hw, hw, dtype=dtype).contiguous(memory_format=fmt).requires_grad_(True)
+        base = {"n": n, "c": c, "size": hw, "dtype": str(dtype)[6:], "channels_last": cl}
+        out, idx = aten.max_pool2d_with_indices(x, [3, 3], [2, 2], [1, 1])
+        g = torch.randn_like(out)
+        record(results, "max_pool2d", base, lambda: aten.max_pool2d_with_indices(x, [3, 3], [2, 2], [1, 1]))
+        record(results, "max_pool2d_bwd", base, lambda: aten.max_pool2d_with_indices_backward(
+            g, x, [3, 3], [2, 2], [1, 1], [1, 1], False, idx))
+        record(results, "adaptive_avg_pool2d", base, lambda: aten._adaptive_avg_pool2d(x, [1, 1]))
+    for (n, c, hw, k, s), groups, dtype, cl in itertools.product(
+            [(64, 1024, 14, 3, 2), (32, 256, 56, 3, 1), (32, 512, 28, 3, 2), (16, 96, 56, 7, 1), (64, 384, 14, 7, 1),
+             (32, 64, 112, 3, 1), (32, 768, 7, 3, 1)], ("depthwise", 32), (torch.float16, torch.bfloat16, torch.float32),
+            (False, True)):
+        g_count = c if groups == "depthwise" else groups
+        fmt = torch.channels_last if cl else torch.contiguous_format
+        x = randn(n, c, hw, hw, dtype=dtype).contiguous(memory_format=fmt)
+        w = randn(c, c // g_count, k, k, dtype=dtype).contiguous(memory_format=fmt)
+        args = ([s, s], [k // 2, k // 2], [1, 1], False, [0, 0], g_count)
+        out = aten.convolution(x, w, None, *args)
+        gout = torch.randn_like(out)
+        base = {"n": n, "c_in": c, "c_out": c, "kernel": k, "stride": s, "size": hw, "groups": g_count,
+                "dtype": str(dtype)[6:], "channels_last": cl}
+        record(results, "conv_fwd", base, lambda: aten.convolution(x, w, None, *args))
+        record(results, "conv_bwd_input", base, lambda: aten.convolution_backward(gout, x, w, None, *args,
+                                                                                [True, False, False]))
+        record(results, "conv_bwd_weight", base, lambda: aten.convolution_backward(gout, x, w, None, *args,
+                                                                                 [False, True, False]))
+    for m, (n, k), dtype in itertools.product([1, 2, 4, 8, 16, 32, 64, 128, 512, 2048],
+                                              [(2304, 768), (768, 768), (3072, 768), (768, 3072), (4096, 4096)],
+                                              (torch.float32, torch.bfloat16)):
+        a, w, bias = randn(m, k, dtype=dtype), randn(k, n, dtype=dtype), randn(n, dtype=dtype)
+        record(results, "addmm_nn", {"m": m, "n": n, "k": k, "dtype": str(dtype)[6:]},
+               lambda: aten.addmm(bias, a, w))
+
+
 SECTIONS = {"gemm": gemms, "conv": convs, "reduce": reductions, "attention": attention, "norms": norms_and_more,
-            "elementwise": elementwise, "extras": extras}
+            "elementwise": elementwise, "extras": extras, "extras2": extras2}
 
 
 def run_all(quick: bool = False, sections: list[str] | None = None, log: Callable[[str], None] = print) -> list:

@@ -18,7 +18,8 @@ MEMORY_KINDS = {"pointwise", "pointwise_transpose", "pointwise_cast", "pointwise
                 "norm", "norm_backward", "batch_norm", "batch_norm_backward", "batch_norm_channels_last",
                 "batch_norm_backward_channels_last", "loss", "copy", "copy_transpose",
                 "fill", "embedding_backward", "foreach", "memcpy", "gather", "scatter", "sort", "scan", "select", "group_norm",
-                "group_norm_backward"}
+                "group_norm_backward", "cudnn_batch_norm", "cudnn_batch_norm_channels_last",
+                "cudnn_batch_norm_backward", "cudnn_batch_norm_backward_channels_last", "pooling", "pooling_backward"}
 
 
 def _costs(case: dict) -> list[tuple[OpRecord, Cost]]:

@@ -199,7 +199,11 @@ MEMORY_FALLBACK = {
     "batch_norm_backward": ("batch_norm", "norm_backward"), "memcpy": ("fill",), "fill": ("pointwise",),
     "batch_norm_channels_last": ("batch_norm",), "batch_norm_backward_channels_last": ("batch_norm_backward",),
     "gather": ("copy",), "scatter": ("gather", "copy"), "sort": ("copy",), "scan": ("reduction", "copy"),
-    "select": ("reduction", "copy"), "group_norm": ("norm",), "group_norm_backward": ("norm_backward",),
+    "select": ("reduction", "copy"),
+    "pooling": ("copy",), "pooling_backward": ("pooling", "copy"),
+    "cudnn_batch_norm": ("batch_norm",), "cudnn_batch_norm_channels_last": ("cudnn_batch_norm", "batch_norm_channels_last"),
+    "cudnn_batch_norm_backward": ("batch_norm_backward",),
+    "cudnn_batch_norm_backward_channels_last": ("cudnn_batch_norm_backward", "batch_norm_backward_channels_last"), "group_norm": ("norm",), "group_norm_backward": ("norm_backward",),
 }
 
 
