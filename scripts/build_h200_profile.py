@@ -1,0 +1,53 @@
+"""Rebuild the shipped H200 profile from the raw device runs, with the cost registry as it is now.
+
+    python3 scripts/build_h200_profile.py [--out src/kernelcast/profiles/h200.json]
+
+Raw runs (validation/), each made on the H200 by the command in its meta:
+- h200_sweep_raw.json.gz: the microbenchmarks, the designed sweep of GEMM / conv / attention shapes and the
+  host costs (`kernelcast calibrate --gpu h200 --sweep ...`);
+- h200_extras2_raw.json.gz: batch norm, pooling, grouped and depthwise convolutions, Conv1D-style addmm
+  (`kernelcast calibrate --gpu h200 --sections extras2 ...`).
+The host section is the per-case median over the calibration runs so far (validation/host_calibration_runs.json,
+scripts/merge_host_runs.py), kept from the current profile; host-link copies come from the sweep run.
+Each op in the raw runs is costed again here, so a change to a cost formula reaches the profile without a device.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from kernelcast.calibrate import build_profile, read_raw
+
+ROOT = Path(__file__).resolve().parent.parent
+RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.json.gz")
+
+
+def merged_raw(paths: list[str]) -> dict:
+    runs = [read_raw(str(ROOT / p)) for p in paths]
+    first = runs[0]
+    return {"meta": {**first["meta"], "command": " + ".join(r["meta"]["command"] for r in runs)},
+            "cases": [c for r in runs for c in r["cases"]], "sweep": [c for r in runs for c in r.get("sweep", ())],
+            "host": first["host"]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(ROOT / "src/kernelcast/profiles/h200.json"))
+    args = parser.parse_args()
+    raw = merged_raw(list(RAW_RUNS))
+    profile = build_profile(raw, "h200")
+    current = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
+    if current.get("host"):
+        profile["host"] = {**current["host"], "copies": raw["host"]["copies"]}
+    Path(args.out).write_text(json.dumps(profile, separators=(",", ":")) + "\n")
+    t = profile["timings"]
+    print(f"{len(t['gemm'])} GEMM, {len(t['conv'])} conv, {len(t['attention'])} attention rows; memory kinds: "
+          + ", ".join(f"{k} {len(v)}" for k, v in sorted(t["memory"].items())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
