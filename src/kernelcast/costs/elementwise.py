@@ -110,7 +110,10 @@ register("aten._softmax", "aten._log_softmax", "aten._safe_softmax")(
     _with_flops(SOFTMAX_FLOPS_PER_ELEMENT, "softmax"))
 register("aten._softmax_backward_data", "aten._log_softmax_backward_data")(
     _with_flops(SOFTMAX_BACKWARD_FLOPS_PER_ELEMENT, "softmax_backward"))
-register("aten._native_batch_norm_legit_no_training")(_with_flops(NORM_FLOPS_PER_ELEMENT, "batch_norm"))
+@register("aten._native_batch_norm_legit_no_training")
+def batch_norm_eval(op: OpRecord, ctx: CostContext) -> Cost:
+    """Inference batch norm: a per-channel scale and shift (one elementwise kernel), not training's reductions."""
+    return memory_op(op, NORM_FLOPS_PER_ELEMENT, kind=_cudnn_kind("batch_norm_eval", arg(op, "input")))
 
 
 # cuDNN's batch norm (the path F.batch_norm takes on CUDA for most inputs) is timed apart from ATen's native
@@ -146,7 +149,9 @@ def native_batch_norm(op: OpRecord, ctx: CostContext) -> Cost:
     x = arg(op, "input")
     training = bool(op.args.get("training", True))
     kernels = BATCH_NORM_TRAIN_KERNELS[channels_last(x)] if training else BATCH_NORM_EVAL_KERNELS
-    return memory_op(op, NORM_FLOPS_PER_ELEMENT, kernels, _batch_norm_kind("batch_norm", x))
+    # eval: one scale-and-shift pass with the running statistics, a different kernel from training's reductions
+    return memory_op(op, NORM_FLOPS_PER_ELEMENT, kernels, _batch_norm_kind("batch_norm" if training else
+                                                                             "batch_norm_eval", x))
 
 
 @register("aten.native_batch_norm_backward", "aten.batch_norm_backward")
@@ -171,17 +176,27 @@ register("aten.clone", "aten.flip", "aten.repeat", "aten.masked_scatter", "aten.
 # Pooling: window reads that neither stream like a copy nor reduce along rows (measured on the H200 at a third of
 # the copy rate forward and a fifth backward, channels_last: docs/validation.md); a kind of their own, calibrated
 # by calibrate's extras2 section.
-POOLING_KIND = "pooling"
+# Each op and layout is its own kernel: on the H200 an adaptive average pool to 1x1 of the same 51 MB ran in
+# 0.64 ms in NCHW (a reduction over H x W) and 5.5 ms in channels_last (validation/h200_extras2_raw.json.gz).
+POOLING_KINDS = {"max_pool2d_with_indices": "max_pool", "avg_pool2d": "avg_pool",
+                 "_adaptive_avg_pool2d": "adaptive_avg_pool"}
+
+
+def pooling_kind(op: OpRecord, backward: bool = False) -> str:
+    name = op.name.removesuffix("_backward")
+    x = op.args.get("self") if isinstance(op.args.get("self"), TensorMeta) else op.args.get("input")
+    kind = POOLING_KINDS.get(name, "pooling") + ("_backward" if backward else "")
+    return _cudnn_kind(kind, x) if isinstance(x, TensorMeta) else kind
 
 
 @register("aten.max_pool2d_with_indices", "aten.avg_pool2d", "aten._adaptive_avg_pool2d")
 def pooling(op: OpRecord, ctx: CostContext) -> Cost:
-    return memory_op(op, kind=POOLING_KIND)
+    return memory_op(op, kind=pooling_kind(op))
 
 
 @register("aten.avg_pool2d_backward", "aten._adaptive_avg_pool2d_backward")
 def pooling_backward(op: OpRecord, ctx: CostContext) -> Cost:
-    return memory_op(op, kind=POOLING_KIND + "_backward")
+    return memory_op(op, kind=pooling_kind(op, backward=True))
 
 
 # split_with_sizes_copy on CUDA (aten/src/ATen/native/cuda/TensorShape.cu, split_with_sizes_copy_out_cuda): when
@@ -255,7 +270,7 @@ def max_pool2d_backward(op: OpRecord, ctx: CostContext) -> Cost:
     the CNN example's channels_last step, validation/capture_validation.json). The generic byte count reads
     the forward input, which neither kernel reads; it has the size of the zero-fill's write, so the total
     stands."""
-    return memory_op(op, kind=POOLING_KIND + "_backward") + Cost(kernels=MAX_POOL_BACKWARD_KERNELS - 1)
+    return memory_op(op, kind=pooling_kind(op, backward=True)) + Cost(kernels=MAX_POOL_BACKWARD_KERNELS - 1)
 
 
 @register("aten._to_copy")

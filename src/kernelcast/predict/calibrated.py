@@ -200,7 +200,10 @@ MEMORY_FALLBACK = {
     "batch_norm_channels_last": ("batch_norm",), "batch_norm_backward_channels_last": ("batch_norm_backward",),
     "gather": ("copy",), "scatter": ("gather", "copy"), "sort": ("copy",), "scan": ("reduction", "copy"),
     "select": ("reduction", "copy"),
-    "pooling": ("copy",), "pooling_backward": ("pooling", "copy"),
+    **{f"{pool}{suffix}": (pool, "copy") if suffix else ("copy",) for pool in
+       ("max_pool", "avg_pool", "adaptive_avg_pool", "max_pool_backward", "avg_pool_backward",
+        "adaptive_avg_pool_backward") for suffix in ("", "_channels_last")},
+    "batch_norm_eval": ("pointwise",), "batch_norm_eval_channels_last": ("batch_norm_eval", "pointwise"),
     "cudnn_batch_norm": ("batch_norm",), "cudnn_batch_norm_channels_last": ("cudnn_batch_norm", "batch_norm_channels_last"),
     "cudnn_batch_norm_backward": ("batch_norm_backward",),
     "cudnn_batch_norm_backward_channels_last": ("cudnn_batch_norm_backward", "batch_norm_backward_channels_last"), "group_norm": ("norm",), "group_norm_backward": ("norm_backward",),
