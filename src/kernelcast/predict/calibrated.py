@@ -140,9 +140,16 @@ def _conv_group(key: tuple, settings) -> tuple:
 
 
 def _conv_point(key: tuple) -> tuple[tuple, tuple]:
+    """A convolution as the implicit GEMM cuDNN runs per group: M = batch x output positions, N = C_out / G,
+    K = C_in / G x kernel taps, and G groups (log2 each). Points with other batch and image sizes but the same
+    GEMM shape then inform each other, where comparing batch, channels and size one by one kept them apart
+    (held out by region, scripts/shape_model_eval.py)."""
     _, _, _, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key
-    return ((_log2(batch), _log2(c_in), _log2(c_out), _log2(size), _log2(groups)),
-            (dims, kernel, stride, transposed, groups == c_in and groups > 1))
+    out = _conv_out(size, kernel, stride, transposed)
+    groups = max(groups, 1)
+    m = batch * (size if transposed else out) ** dims
+    n, k = c_out // groups, (c_in // groups) * kernel ** dims
+    return ((_log2(m), _log2(n), _log2(k), _log2(groups)), (dims, transposed, groups == c_in and groups > 1))
 
 
 def _attention_group(key: tuple, settings) -> tuple:
