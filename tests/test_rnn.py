@@ -293,3 +293,61 @@ def test_autocast_runs_cudnn_rnns_in_fp16_on_a_recast_weight_buffer():
     # the weight gradients come back through the casts: one fp16 -> fp32 copy per weight
     after = [o for o in cap.ops if o.phase == "backward" and o.op == "aten._to_copy.default"]
     assert sum(o.outputs[0].dtype == "float32" for o in after) == 4
+
+
+# -- the time model (predict/rnn_time.py, fitted by scripts/fit_rnn_times.py on probe_rnn.json) -----------------
+def test_step_features_pick_the_kernel_regime_by_batch_and_gate_width():
+    from kernelcast.predict.rnn_time import regime, step_features
+
+    # H200 kernels per step: batch 1 a GEMV; batches 2-16 at gate width <= 1024 cuBLAS's small-batch kernels
+    # (packed rows at hidden 256); a tensor-core tile otherwise (hidden 512, batch 8 and 16 included)
+    assert regime(1, 2048) == "gemv" and regime(16, 1024) == "small_batch" and regime(17, 1024) == "tile"
+    assert regime(8, 2048) == "tile"
+    # LSTM, batch 32, hidden 512: tile, 4 * 512 * 512 * 4 bytes = 4.194304 MB, gate width 2.048e3, 1.6384e4 cells
+    assert step_features("lstm", 32, 512, "float32", True) == (0.0, 0.0, 1.0, 4.194304, 2.048, 0.0, 0.0, 1.6384,
+                                                               1.0)
+
+
+def test_the_fit_is_the_profiles_rnn_section_and_reproducible_from_the_probe(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from kernelcast.profiles import load_profile
+
+    fit_path = PROBE_RNN.parent / "rnn_time_fit.json"
+    shipped = json.loads(fit_path.read_text())
+    assert load_profile("h200").data["timings"]["rnn"] == shipped
+    assert "probe_rnn.json" in shipped["fitted_on"] and "H200" in shipped["fitted_on"]
+    root = PROBE_RNN.parent.parent.parent
+    subprocess.run([sys.executable, str(root / "scripts/fit_rnn_times.py"), "--out", str(tmp_path / "fit.json")],
+                   capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(root / "src")})
+    refit = json.loads((tmp_path / "fit.json").read_text())
+    assert refit["step"] == shipped["step"] and refit["persist"] == shipped["persist"]
+
+
+def test_a_cudnn_rnn_call_is_priced_part_by_part():
+    from kernelcast.devices import get_gpu
+    from kernelcast.predict.calibrated import CalibratedModel
+    from kernelcast.predict.rnn_time import step_time_us
+    from kernelcast.profiles import load_profile
+    from kernelcast.records import CaptureSettings
+
+    profile = load_profile("h200").data
+    model = CalibratedModel(get_gpu("h200"), CaptureSettings(), profile, get_gpu("h200"))
+    rows = json.loads(PROBE_RNN.read_text())["rows"]
+    shape = _probe_shape(rows[29]["config"])  # LSTM, 2 layers, hidden 512, T=128, batch 32, inference
+    args = {"input": contiguous((32, 128, 256)), "weight": (), "weight_stride0": 4, "weight_buf": contiguous((1,)),
+            "hx": contiguous((2, 32, 512)), "cx": contiguous((2, 32, 512)), "mode": 2, "hidden_size": 512,
+            "proj_size": 0, "num_layers": 2, "batch_first": True, "dropout": 0.0, "train": False,
+            "bidirectional": False, "batch_sizes": (), "dropout_state": None}
+    cost = cost_of(op("aten._cudnn_rnn.default", args, [contiguous((32, 128, 512))]))
+    assert cost.kind == "cudnn_rnn" and cost.kernels == forward_launches(shape, DEFAULT_CONTEXT) + 1  # + the copy
+    estimate = model.estimate(cost)
+    steps = 2 * 128 * step_time_us(profile["timings"]["rnn"], "fwd", "lstm", 32, 512, "float32", False)
+    assert steps < estimate.time_us < steps * 1.2  # the 256 steps, then 16 input GEMMs and a copy
+    assert estimate.source == "interpolated"
+    without = CalibratedModel(get_gpu("h200"), CaptureSettings(),
+                              {**profile, "timings": {k: v for k, v in profile["timings"].items() if k != "rnn"}},
+                              get_gpu("h200"))
+    assert without.estimate(cost).source == "datasheet"  # a profile without an `rnn` fit: the roofline, said so
