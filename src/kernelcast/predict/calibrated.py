@@ -421,20 +421,19 @@ class CalibratedModel:
             each = self._memory_time_us(Cost(bytes_read=nbytes / 2, bytes_written=nbytes / 2, kind=part.what,
                                              dtype=call.dtype)) if nbytes > 0 else None
             return part.count * max(each or floor_us, floor_us)
+        # the profiled GPU's fit; on another, its size-dependent terms scale by bandwidth (rnn_time.py)
+        scale = self._bandwidth_ratio() if self.transferred else 1.0
         if part.what == "step":
             pass_, mode, batch, hidden, dtype = part.shape
-            each = step_time_us(fit, pass_, mode, batch, hidden, dtype, part.kernels > 2)
+            each = step_time_us(fit, pass_, mode, batch, hidden, dtype, part.kernels > 2, scale)
         elif part.what == "persist":
             pass_, mode, batch, hidden, steps, dtype = part.shape
             each = persist_time_us(fit, pass_, mode, hidden, steps)
         elif part.what == "bias_grad":
-            each = bias_grad_time_us(fit, part.shape[0], float(part.shape[1]))
+            each = bias_grad_time_us(fit, part.shape[0], float(part.shape[1]), scale)
         else:  # memsets
             each = floor_us
-        each = max(each, floor_us)
-        if self.transferred:  # the H200's fit, carried over by bandwidth as memory-bound kernels are
-            each = floor_us + (each - floor_us) * self._bandwidth_ratio()
-        return part.count * each
+        return part.count * max(each, floor_us)
 
     def _compute_ratio(self, cost: Cost) -> float:
         """Profiled GPU's peak over this GPU's, for the op's roof (1 on the profiled GPU)."""

@@ -12,6 +12,8 @@ plus a term in batch x hidden. fp16 and bf16 steps are
 the fp32 prediction times a ratio measured at one point (2-layer LSTM, hidden 512, batch 32).
 Persistent kernels: time per step against hidden size, per pass and mode, interpolated log-log between the
 measured sizes (batch 32) and held flat beyond them.
+On another GPU (unvalidated) the size-dependent terms scale by the bandwidth ratio and the per-launch intercepts
+and persistent kernels stay as measured.
 """
 
 from __future__ import annotations
@@ -48,11 +50,18 @@ def step_features(mode: str, batch: int, hidden: int, dtype: str, memset: bool) 
             float(memset))
 
 
-def step_time_us(fit: dict, pass_: str, mode: str, batch: int, hidden: int, dtype: str, memset: bool) -> float:
-    """One step's kernels, in µs, from the fitted coefficients of the pass."""
+# The features that grow with size (the rest are per-launch latencies): on another GPU only these scale with
+# its memory bandwidth.
+SIZE_FEATURES = ("weight_mb", "gate_width_1e3", "batch_hidden_1e4")
+
+
+def step_time_us(fit: dict, pass_: str, mode: str, batch: int, hidden: int, dtype: str, memset: bool,
+                 size_scale: float = 1.0) -> float:
+    """One step's kernels, in µs, from the fitted coefficients of the pass; `size_scale` multiplies the
+    size-dependent terms (1 on the profiled GPU)."""
     coef = fit["step"][pass_]["coefficients"]
     x = step_features(mode, batch, hidden, dtype, memset)
-    t = sum(coef[name] * v for name, v in zip(STEP_FEATURES, x))
+    t = sum(coef[name] * v * (size_scale if name in SIZE_FEATURES else 1.0) for name, v in zip(STEP_FEATURES, x))
     if dtype in HALF_DTYPES:
         t *= fit["step"][pass_]["half_ratio"]
     return t
@@ -78,7 +87,7 @@ def persist_time_us(fit: dict, pass_: str, mode: str, hidden: int, steps: int) -
     return _interp(points, hidden) * steps
 
 
-def bias_grad_time_us(fit: dict, mode: str, nbytes: float) -> float:
+def bias_grad_time_us(fit: dict, mode: str, nbytes: float, size_scale: float = 1.0) -> float:
     """cuDNN's bias-gradient reduction over the gate gradients (GENERIC/GRU_elementWise_bp2)."""
     fixed_us, bytes_per_us = fit["bias_grad"].get(mode) or fit["bias_grad"]["lstm"]
-    return fixed_us + nbytes / bytes_per_us
+    return fixed_us + nbytes / bytes_per_us * size_scale
