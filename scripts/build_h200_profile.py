@@ -7,6 +7,8 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
   host costs (`kernelcast calibrate --gpu h200 --sweep ...`);
 - h200_extras2_raw.json.gz: batch norm, pooling, grouped and depthwise convolutions, Conv1D-style addmm
   (`kernelcast calibrate --gpu h200 --sections extras2 ...`).
+- probes/rnn_time_fit.json: the cuDNN RNN time fit (scripts/fit_rnn_times.py from probes/probe_rnn.json, run
+  on the H200 by scripts/probe_rnn.py), the profile's timings `rnn` section as it is.
 The host section is the per-case median over the calibration runs so far (validation/host_calibration_runs.json,
 scripts/merge_host_runs.py), kept from the current profile; host-link copies come from the sweep run.
 Each op in the raw runs is costed again here, so a change to a cost formula reaches the profile without a device.
@@ -23,6 +25,7 @@ from kernelcast.calibrate import build_profile, read_raw
 
 ROOT = Path(__file__).resolve().parent.parent
 RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.json.gz")
+RNN_FIT = "validation/probes/rnn_time_fit.json"
 
 
 def merged_raw(paths: list[str]) -> dict:
@@ -39,13 +42,14 @@ def main() -> int:
     args = parser.parse_args()
     raw = merged_raw(list(RAW_RUNS))
     profile = build_profile(raw, "h200")
+    profile["timings"]["rnn"] = json.loads((ROOT / RNN_FIT).read_text())
     current = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
     if current.get("host"):
         profile["host"] = {**current["host"], "copies": raw["host"]["copies"]}
     Path(args.out).write_text(json.dumps(profile, separators=(",", ":")) + "\n")
     t = profile["timings"]
     print(f"{len(t['gemm'])} GEMM, {len(t['conv'])} conv, {len(t['attention'])} attention rows; memory kinds: "
-          + ", ".join(f"{k} {len(v)}" for k, v in sorted(t["memory"].items())))
+          + ", ".join(f"{k} {len(v)}" for k, v in sorted(t["memory"].items())) + f"; rnn fit from {RNN_FIT}")
     return 0
 
 

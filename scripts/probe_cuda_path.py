@@ -9,7 +9,9 @@ Measures, with torch.profiler, the GPU work items (kernels, memsets, memcpys) of
 - the backend torch._fused_sdp_choice picks for head dims 128, 160, 192 (with 128 for v) and 256 (cuDNN's
   head-dim limit on sm90 depends on the cuDNN and cudnn-frontend versions: capture/attention.py assumes 256);
 - torch.sort of 1-D float32 and int64 tensors from 4096 to 1M elements (beyond 4096 cub's radix sort runs;
-  costs/elementwise.py counts it as one item).
+  costs/elementwise.py counted it as one item).
+Run on the H200 (torch 2.11, cuDNN 9.19): validation/probes/cuda_path_probe.json; the rules now follow it
+(costs/attention.py, capture/attention.py, costs/data_dependent.py sort_kernels, costs/cub.py).
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ training or not, dropout) it builds the nn.RNN/LSTM/GRU on CUDA, runs WARMUP ste
 counts the work items (kernels, memsets, memcpys) under `_cudnn_rnn` (forward) and `_cudnn_rnn_backward`
 (training), with their kernel names; its output is compared with costs/rnn.py's rule off the device.
 
-What it settles (costs/rnn.py states each as an assumption from the zoo's six RNN workloads):
+What it settles (costs/rnn.py stated each as an assumption from the zoo's six RNN workloads; run on the
+H200 as validation/probes/probe_rnn.json, the launch rule and scripts/fit_rnn_times.py's time fit now follow it):
 - the wavefront chunk of a unidirectional multi-layer stack (16 steps at T=128, H=512, B=32): does it stay 16
   across T, H, B, or is it T/8, or something else;
 - GRU and RNN_TANH/RELU backward launches per step (only LSTM was measured);

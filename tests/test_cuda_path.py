@@ -10,6 +10,7 @@ import pytest
 import torch
 import torch.nn as nn
 
+from helpers import contiguous, op
 from kernelcast.capture import capture, capture_workload
 from kernelcast.capture.attention import SdpaCall, mask_ok_for_cudnn, choose_backend
 from kernelcast.capture.cuda_only import cuda_only_ops
@@ -436,6 +437,29 @@ def test_cudnn_attention_launches_for_decode_and_grouped_heads():
     assert cudnn == [("aten._scaled_dot_product_cudnn_attention.default", 1),
                      ("aten._scaled_dot_product_cudnn_attention.default", 2),
                      ("aten._scaled_dot_product_cudnn_attention_backward.default", 6)]
+
+
+# H200, torch 2.11, cuDNN 9.19 (validation/probes/cuda_path_probe.json): _scaled_dot_product_cudnn_attention's
+# work items for 16 query heads against 1024 keys (bf16, head dim 128): one (the sm80 fprop kernel, no memset)
+# only for a single query with as many key/value heads; the memset and the kernel for every other shape.
+CUDNN_FORWARD_ITEMS = [(1, 16, 1), (2, 16, 2), (8, 16, 2), (128, 16, 2), (1, 4, 2), (2, 4, 2), (128, 4, 2)]
+
+
+@pytest.mark.parametrize("seq_q,kv_heads,items", CUDNN_FORWARD_ITEMS)
+def test_cudnn_attention_forward_items_by_query_length_and_kv_heads(seq_q, kv_heads, items):
+    q, k = contiguous((8, 16, seq_q, 128), "bfloat16"), contiguous((8, kv_heads, 1024, 128), "bfloat16")
+    out = contiguous(q.shape, "bfloat16")
+    record = op("aten._scaled_dot_product_cudnn_attention.default",
+                {"query": q, "key": k, "value": k, "dropout_p": 0.0, "is_causal": False}, [out])
+    assert cost_of(record).kernels == items
+
+
+@pytest.mark.parametrize("d_qk,d_v", [(128, 128), (160, 160), (192, 128), (192, 192), (256, 256)])
+def test_cudnn_takes_head_dims_up_to_256_on_sm90(d_qk, d_v):
+    # H200 (validation/probes/cuda_path_probe.json): torch._fused_sdp_choice on (2, 8, 256, d) bf16 picked cuDNN
+    # for every one of these head dims.
+    call = SdpaCall(torch.bfloat16, d_qk, d_v, 256, 256, 8, 8, 8, False, True, False, False, False, True, False)
+    assert choose_backend(call, "sm_90") == "cudnn"
 
 
 def test_ctc_loss_with_integer_lengths_and_the_mean():

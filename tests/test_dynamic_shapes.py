@@ -11,7 +11,8 @@ import torch.nn.functional as F
 from helpers import contiguous, op
 from kernelcast.capture import capture, capture_workload
 from kernelcast.costs import cost_of
-from kernelcast.costs.data_dependent import nonzero_kernels, radix_sort_kernels
+from kernelcast.costs.cub import radix_sort_keys_kernels
+from kernelcast.costs.data_dependent import nonzero_kernels
 
 
 def _noted(notes, *parts: str) -> bool:
@@ -151,8 +152,8 @@ def test_nonzero_and_radix_sort_launch_rules():
     assert nonzero_kernels(contiguous((64, 64), "bool"), 10) == 1 + 1 + 2 + 1  # 2-D: write_indices
     assert nonzero_kernels(contiguous((64, 64), "bool"), 0) == 1 + 1 + 2  # nothing found: no write_indices
     # onesweep: 8-bit digits: 8 passes for int64 (10 memsets + histogram + exclusive sum + 8 = 20), 4 for int32
-    assert radix_sort_kernels(1 << 16, 8) == 20 and radix_sort_kernels(1 << 16, 4) == 12
-    assert radix_sort_kernels(512, 8) == 1  # one tile: the single-tile kernel (moe_train's index_put sort)
+    assert radix_sort_keys_kernels(1 << 16, 64, 8) == 20 and radix_sort_keys_kernels(1 << 16, 32, 4) == 12
+    assert radix_sort_keys_kernels(512, 64, 8) == 1  # one tile: the single-tile kernel (moe_train's index_put sort)
     masked = op("aten.masked_select.default", {"self": contiguous((8, 16)), "mask": contiguous((16,), "bool")},
                 [contiguous((40,))])
     assert cost_of(masked).kernels == 1 + 1 + 2 + 1 + 1 + 1  # copy of the expanded mask, its nonzero, index

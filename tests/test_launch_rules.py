@@ -9,7 +9,9 @@ import torch.nn.functional as F
 from helpers import contiguous, op
 from kernelcast.capture import capture
 from kernelcast.costs import DEFAULT_CONTEXT, cost_of
-from kernelcast.costs.cub import num_bits, radix_sort_pairs_kernels, single_tile_keys
+from kernelcast.costs.cub import (num_bits, radix_sort_keys_kernels, radix_sort_pairs_kernels,
+                                 segmented_radix_sort_kernels, single_tile_keys)
+from kernelcast.costs.data_dependent import stable_sort_kernels
 from kernelcast.costs.norms import aligned, layer_norm_forward_kernels
 from kernelcast.records import TensorMeta
 
@@ -117,6 +119,64 @@ def test_radix_sort_pairs_single_tile_and_onesweep():
     assert num_bits(49999) == 16 and radix_sort_pairs_kernels(500000, 16) == 8
     # H200, zoo dlrm_train_adagrad (embedding bag backward, all 64 bits): 2 + 8 memsets, 1 + 1 + 8 kernels
     assert radix_sort_pairs_kernels(40960, 64) == 20
+
+
+def test_radix_sort_passes_follow_the_key_bytes():
+    # Onesweep for keys of 4 bytes and more: 2 memsets + histogram + exclusive sum + (memset, onesweep) per byte.
+    # H200 (validation/probes/cuda_path_probe.json): torch.sort of 4097 float32 keys ran 12 sort items (+ copy +
+    # index fill = 14), int64 20 (22): with int64 values a tile holds only 256 * 9 keys, so 4097 is no single tile.
+    assert radix_sort_pairs_kernels(4097, 32, key_bytes=4) == 4 + 2 * 4 == 12
+    assert radix_sort_pairs_kernels(4097, 64, key_bytes=8) == 4 + 2 * 8 == 20
+    # topk_large_k (validation/probes/launch_rules.json): the segment ids of 4 x 5000 keys, int64 over 2 bits: 6
+    assert radix_sort_keys_kernels(20000, 2, 8) == 4 + 2 * 1 == 6
+    # Keys under 4 bytes skip onesweep (CUB Policy800): upsweep, scan, downsweep per 7-bit pass; not measured.
+    assert radix_sort_keys_kernels(1 << 20, 16, 2) == 3 * 3
+    assert segmented_radix_sort_kernels(32, 4) == 6  # ceil(32 / 6) passes, one kernel each; not measured
+
+
+@pytest.mark.parametrize("dtype,n,items", [("float32", 4096, 5), ("float32", 4097, 14), ("float32", 8192, 14),
+                                           ("float32", 1 << 20, 14), ("int64", 4096, 5), ("int64", 4097, 22),
+                                           ("int64", 65536, 22), ("int64", 1 << 20, 22)])
+def test_sort_items_by_length_and_key_bytes(dtype, n, items):
+    # H200, torch 2.11 (validation/probes/cuda_path_probe.json): torch.sort of a 1-D tensor, all work items. Up to
+    # 4096: values copy, arange + copy, values copy, the in-place slice sort = 5. Beyond: values copy,
+    # fill_reverse_indices_kernel and the onesweep sort of the pairs: 1 + 1 + 12 (float32) or 1 + 1 + 20 (int64).
+    x = contiguous((n,), dtype)
+    record = op("aten.sort.default", {"self": x, "dim": -1}, [x, contiguous((n,), "int64")])
+    assert cost_of(record).kernels == items
+
+
+def test_stable_sort_paths_by_segments():
+    # SortStable.cu launch_stable_sort_kernel: one segment; < 128 segments by full sort (topk_large_k: 20);
+    # 128 and more: the index fill + one segmented radix sort (not measured).
+    assert stable_sort_kernels(4097, 1, 4) == 1 + 12
+    assert stable_sort_kernels(5000, 4, 4) == 1 + 12 + 6 + 1
+    assert stable_sort_kernels(5000, 256, 4) == 1 + 6
+    assert stable_sort_kernels(1_000_000, 2, 4) == 1 + 2 * 12  # segments of 10**6 keys sorted one at a time
+
+
+def test_index_put_accumulate_checks_the_index_range():
+    # H200, torch 2.11 (validation/probes/launch_rules.json, index_put_accumulate_checked): target.index_put_((idx,),
+    # vals, accumulate=True) with 5000 indices into 1000 rows: max, lt, _assert_async, min, ge, _assert_async (6),
+    # remainder, mul, divide_, arange (4), a 10-bit onesweep sort (2 + 2 + 2 x 2 = 8) and indexing_backward (1) = 19
+    with capture("h200") as cap:
+        with cap.paused():
+            target = torch.zeros(1000, 64, device="cuda")
+            idx = torch.randint(0, 1000, (5000,), device="cuda")
+            vals = torch.randn(5000, 64, device="cuda")
+        target.index_put_((idx,), vals, accumulate=True)
+    assert _kernels(cap, "index_put_") == [19]
+
+
+def test_topk_with_large_k_sorts_the_k_values_with_cub():
+    # H200, torch 2.11 (validation/probes/launch_rules.json, topk_large_k): topk(4 x 10000, k=5000): gatherTopK,
+    # then sort_outf of the 4 x 5000 values: their copy, fill_index_and_segment, the pairs sort (12), the segment
+    # ids' sort (6), sort_postprocess; then indices.gather, indices.copy_, values.copy_: 1 + 1 + 20 + 3 = 25.
+    with capture("h200") as cap:
+        with cap.paused():
+            wide = torch.randn(4, 10_000, device="cuda")
+        torch.topk(wide, 5000)
+    assert _kernels(cap, "topk") == [25]
 
 
 def test_indexing_backward_accumulates_in_place_with_a_sort():

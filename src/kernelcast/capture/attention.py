@@ -39,7 +39,10 @@ import torch
 aten = torch.ops.aten
 
 FLASH_MAX_HEAD_DIM = 256
-CUDNN_MAX_HEAD_DIM_SM90 = 256  # 128 on other arches
+# cuDNN's head-dim limit: 256 on sm90 (H200, torch 2.11, cuDNN 9.19, validation/probes/cuda_path_probe.json:
+# torch._fused_sdp_choice picked cuDNN for (d_qk, d_v) = (128, 128), (160, 160), (192, 128), (192, 192) and
+# (256, 256)); 128 on other arches (sdp_utils.cpp check_cudnn_tensor_shapes, not measured here).
+CUDNN_MAX_HEAD_DIM_SM90 = 256
 CUDNN_MAX_HEAD_DIM = 128
 CUDNN_MAX_BATCH_OR_HEADS = 65535  # check_cudnn_tensor_shapes
 HEAD_DIM_ALIGNMENT = 8  # cuDNN/flash/efficient want head dims in multiples of 8 (efficient fp32: 4)

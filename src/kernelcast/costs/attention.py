@@ -20,9 +20,12 @@ from .registry import Cost, CostContext, register
 CUDNN_FORWARD_KERNELS = 2
 DROPOUT_RNG_KERNELS = 1  # with dropout, one more item to set up the RNG seed and offset (measured, cuDNN)
 CUDNN_BACKWARD_KERNELS = 4
-# A single query (decoding) takes cuDNN's sm80 fprop kernel, launched without the workspace memset: one item
-# (zoo llama_decode_static_cache, 4 calls, and gpt2_decode_dynamic_cache, 12: one kernel each). Every longer
-# query the zoo measured (49 tokens and up) took the sm90 kernel and its memset.
+# A single query with as many key/value heads as query heads (decoding, multi-head) takes cuDNN's sm80 fprop
+# kernel, launched without the workspace memset: one item (zoo llama_decode_static_cache, 4 calls, and
+# gpt2_decode_dynamic_cache, 12: one kernel each). Every other shape takes the memset and the fused kernel: 2
+# queries and more, and a single query over fewer key/value heads (grouped-query decoding). H200 (torch 2.11,
+# cuDNN 9.19, validation/probes/cuda_path_probe.json): 16 query heads against 1024 keys, head dim 128 bf16:
+# seq_q 1 over 16 kv heads 1 item; seq_q 2-128 over 16 kv heads 2; seq_q 1-128 over 4 kv heads 2.
 CUDNN_DECODE_FORWARD_KERNELS = 1
 CUDNN_DECODE_MAX_SEQ_Q = 1
 # With fewer key/value heads than query heads (grouped-query attention), the backward reduces dK and dV over
@@ -99,7 +102,8 @@ def _backward(kernels: int):
 @register("aten._scaled_dot_product_cudnn_attention")
 def cudnn_attention_forward(op: OpRecord, ctx: CostContext) -> Cost:
     dropout = float(op.args.get("dropout_p") or 0.0) > 0.0
-    decode = arg(op, "query").shape[2] <= CUDNN_DECODE_MAX_SEQ_Q
+    q, k = arg(op, "query"), arg(op, "key")
+    decode = q.shape[2] <= CUDNN_DECODE_MAX_SEQ_Q and k.shape[1] == q.shape[1]
     kernels = CUDNN_DECODE_FORWARD_KERNELS if decode else CUDNN_FORWARD_KERNELS
     return _forward(kernels + DROPOUT_RNG_KERNELS * dropout)(op, ctx)
 

@@ -26,7 +26,8 @@ import math
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import arg, bytes_read, bytes_written, row_major
+from .common import arg, bytes_read, bytes_written, dense, row_major
+from .cub import radix_sort_keys_kernels, radix_sort_pairs_kernels, segmented_radix_sort_kernels
 from .registry import Cost, CostContext, register
 
 # cub::DeviceReduce runs one single-tile kernel up to one tile of items (its SM 6.0+ policy: 256 threads x 20
@@ -36,12 +37,6 @@ NONZERO_CHUNK_ITEMS = 2**30  # Nonzero.cu: inputs of INT_MAX elements and more g
 CUB_SELECT_KERNELS = 2  # DeviceSelect / DeviceRunLengthEncode: a tile-state init kernel and the sweep
 CUB_SCAN_KERNELS = 2  # DeviceScan: a tile-state init kernel and the scan
 DEVICE_TO_HOST_COPY = 1
-# CUB onesweep radix sort: 8-bit digits, so one pass per byte of key; one histogram and one exclusive-sum kernel,
-# and a memset per pass plus two (65536 int64 keys, 8 passes: 10 memsets + 1 + 1 + 8 = 20 measured). Up to one
-# tile (256 threads x 19 four-byte items, scaled to the key size) it is a single-tile kernel.
-RADIX_BITS = 8
-RADIX_SORT_EXTRA_MEMSETS = 2
-RADIX_SORT_TILE_THREADS, RADIX_SORT_TILE_4B_ITEMS = 256, 19
 UNIQUE_INVERSE_KERNELS = 1 + CUB_SCAN_KERNELS + 1  # adjacent difference, inclusive scan, scatter (sorted only)
 BINCOUNT_KERNELS = 6  # min, its copy, max, its copy, the zeroed output, the histogram
 REPEAT_INTERLEAVE_SYNC_KERNELS = 4  # the total's copy, (repeats >= 0), .all(), its copy
@@ -62,13 +57,6 @@ def nonzero_kernels(t: TensorMeta, found: int) -> int:
     kernels += 0 if row_major(t) else 1  # self.contiguous()
     kernels += 1 if len(t.shape) > 1 and found > 0 else 0  # write_indices
     return kernels
-
-
-def radix_sort_kernels(items: int, key_bytes: int) -> int:
-    if items <= RADIX_SORT_TILE_THREADS * max(1, RADIX_SORT_TILE_4B_ITEMS * 4 // key_bytes):
-        return 1
-    passes = math.ceil(8 * key_bytes / RADIX_BITS)
-    return (passes + RADIX_SORT_EXTRA_MEMSETS) + 2 + passes
 
 
 def _memory(op: OpRecord, kernels: int, kind: str = "copy") -> Cost:
@@ -113,7 +101,10 @@ def unique(op: OpRecord, ctx: CostContext) -> Cost:
         return _memory(op, kernels, kind="sort")
     kernels = 0 if row_major(t) else 1  # expect_contiguous
     if not consecutive:
-        kernels += radix_sort_kernels(t.numel, t.itemsize) + (1 if inverse else 0)  # + the arange for pairs
+        if inverse:  # sorted with an arange of int64 indices as values (cub SortPairs)
+            kernels += 1 + radix_sort_pairs_kernels(t.numel, 8 * t.itemsize, key_bytes=t.itemsize)
+        else:
+            kernels += radix_sort_keys_kernels(t.numel, 8 * t.itemsize, t.itemsize)
     if inverse:
         kernels += UNIQUE_INVERSE_KERNELS - (1 if consecutive else 0)
     kernels += CUB_SELECT_KERNELS + DEVICE_TO_HOST_COPY
@@ -138,26 +129,73 @@ def repeat_interleave(op: OpRecord, ctx: CostContext) -> Cost:
     return _memory(op, kernels)
 
 
-# -- sort: MoE routing's argsort (native/cuda/Sort.cpp); top-k is costs/scans.py's ----------------------------
-SMALL_SORT_MAX_SLICE = 4096  # should_use_small_sort: an in-place bitonic key/value sort per slice
-SMALL_SORT_KERNELS = 5  # sort_stable_out's values copy, arange + copy for the indices, values copy, the sort
+# -- sort: MoE routing's argsort (native/cuda/Sort.cpp, SortStable.cu); top-k is costs/scans.py's ---------------
+SMALL_SORT_MAX_SLICE = 4096  # Sort.h should_use_small_sort: an in-place key/value sort per slice
+SORT_VALUES_COPY = 1  # Sorting.cpp sort_stable_out: values.copy_(self) before sort_stub
+SCALAR_SORT_KERNELS = 2  # a 0-dim input: values.copy_(self), indices.zero_()
+# sort_cuda_kernel's small path: fillSliceWithIndex (an arange and its copy), values.copy_(self), and
+# sortKeyValueInplace (measured with the copy above: moe_forward_bincount's argsort of 4096 elements, 5)
+SMALL_SORT_KERNELS = 4
+# Not dense with the sorted dim innermost: self_ copied dim-last, then values and indices copied back.
+STRIDED_SORT_COPIES = 3
+# SortStable.cu launch_stable_sort_kernel: one segment (or segments of 10**6 keys and more) sorted one at a time
+# after fill_reverse_indices_kernel; fewer than 128 segments: fill_index_and_segment_kernel, all keys sorted with
+# (segment, index) int2 values, then stably by segment id (int64 keys over ceil(log2(segments)) bits), and
+# sort_postprocess_kernel; else fill_reverse_indices_kernel and one segmented radix sort.
+LARGE_SEGMENT_KEYS = 1_000_000
+FULL_SORT_MAX_SEGMENTS = 128
+INDEX_FILL_KERNELS = 1
+POSTPROCESS_KERNELS = 1
+INT2_BYTES = 8
+INT64_BYTES = 8
+INT_MAX = 2**31 - 1
+
+
+def stable_sort_kernels(nsort: int, nsegments: int, key_bytes: int) -> int:
+    """Work items of launch_stable_sort_kernel over `nsegments` slices of `nsort` keys of `key_bytes` bytes,
+    in batches of at most INT_MAX elements. H200 (torch 2.11): 1-D float32 of 4097..2**20 keys: 1 + 12; int64:
+    1 + 20 (validation/probes/cuda_path_probe.json); 4 x 5000 float32 (topk_large_k): 1 + 12 + 6 + 1."""
+    numel = nsort * nsegments
+    if numel == 0:
+        return 0
+    key_bits = 8 * key_bytes
+    per_batch = min(numel, INT_MAX) // nsort * nsort
+    kernels = 0
+    for start in range(0, numel, per_batch):
+        segments = min(per_batch, numel - start) // nsort
+        if segments == 1 or nsort >= LARGE_SEGMENT_KEYS:
+            kernels += INDEX_FILL_KERNELS + segments * radix_sort_pairs_kernels(nsort, key_bits, INT64_BYTES,
+                                                                                key_bytes)
+        elif segments < FULL_SORT_MAX_SEGMENTS:
+            n = segments * nsort
+            segment_bits = max(1, math.ceil(math.log2(segments)))
+            kernels += (INDEX_FILL_KERNELS + radix_sort_pairs_kernels(n, key_bits, INT2_BYTES, key_bytes)
+                        + radix_sort_keys_kernels(n, segment_bits, INT64_BYTES) + POSTPROCESS_KERNELS)
+        else:
+            kernels += INDEX_FILL_KERNELS + segmented_radix_sort_kernels(key_bits, key_bytes)
+    return kernels
 
 
 def _dim_size(t: TensorMeta, dim: int) -> int:
     return t.shape[dim % len(t.shape)] if t.shape else 1
 
 
+def sort_kernels(t: TensorMeta, dim: int) -> int:
+    """sort_stable_out then sort_cuda_kernel (Sort.cpp) on `t` along `dim`: the values copy, then the in-place
+    slice sort up to 4096 keys, else the stable CUB sort (with the copies a strided input needs)."""
+    if not t.shape:
+        return SCALAR_SORT_KERNELS
+    nsort = _dim_size(t, dim)
+    if nsort <= SMALL_SORT_MAX_SLICE:
+        return SORT_VALUES_COPY + SMALL_SORT_KERNELS
+    dense_dim_last = dense(t) and t.stride[dim % len(t.shape)] == 1
+    return (SORT_VALUES_COPY + (0 if dense_dim_last else STRIDED_SORT_COPIES)
+            + stable_sort_kernels(nsort, t.numel // nsort, t.itemsize))
+
+
 @register("aten.sort")
 def sort(op: OpRecord, ctx: CostContext) -> Cost:
-    """sort_stable_out copies self into values, then the small in-place sort (measured: moe_forward_bincount's
-    argsort of 4096 elements, 5: 3 memcpys, an arange, radixSortKVInPlace); larger slices a CUB radix sort
-    of the pairs (assumed: the copy, an index fill and the sort)."""
-    t = arg(op, "self")
-    if t.numel <= 1:
-        return _memory(op, 1, kind="sort")
-    n = _dim_size(t, int(op.args.get("dim", -1)))
-    if n <= SMALL_SORT_MAX_SLICE:
-        return _memory(op, SMALL_SORT_KERNELS, kind="sort")
-    return _memory(op, 2 + radix_sort_kernels(t.numel, t.itemsize), kind="sort")
-
-
+    """torch.sort / argsort on CUDA, every overload (sort_kernels). H200: zoo mixtral_forward, 2048 elements, 5
+    per sort; validation/probes/cuda_path_probe.json, 1-D float32 of 4096 keys 5, 4097 to 2**20 keys 14, int64 5
+    and 22."""
+    return _memory(op, sort_kernels(arg(op, "self"), int(op.args.get("dim", -1))), kind="sort")

@@ -352,27 +352,3 @@ def ctc_loss(op: OpRecord, ctx: CostContext) -> Cost:
 
 
 register("aten._ctc_loss_backward")(_with_flops(LOSS_FLOPS_PER_ELEMENT, "loss", CTC_LOSS_BACKWARD_ITEMS))
-
-
-# sort on CUDA: sort_stable_out (aten/src/ATen/native/Sorting.cpp) copies the input into `values`, then
-# sort_cuda_kernel (aten/src/ATen/native/cuda/Sort.cpp): up to SMALL_SORT_MAX elements along the dim
-# (should_use_small_sort, cuda/Sort.h) it fills the indices (arange, then a copy into them), copies the input
-# into `values` again and sorts in place with one bitonic kernel: 5 work items (H200, torch 2.11: zoo
-# mixtral_forward, 2048 elements, 5 per sort). Beyond it, cub's segmented radix sort, after a copy into a dense
-# layout when the dim is not the innermost one; the radix sort's own launches are not counted one by one here
-# (one item), so longer sorts are short of their passes.
-SMALL_SORT_MAX = 4096
-SMALL_SORT_ITEMS = 5
-SCALAR_SORT_ITEMS = 2  # values.copy_(self), indices.zero_()
-
-
-@register("aten.sort.stable", "aten.sort.values_stable")
-def sort_stable(op: OpRecord, ctx: CostContext) -> Cost:
-    x = arg(op, "self")
-    if not x.shape:
-        return memory_op(op, 0.0, SCALAR_SORT_ITEMS)
-    dim = int(op.args.get("dim", -1)) % len(x.shape)
-    if x.shape[dim] <= SMALL_SORT_MAX:
-        return memory_op(op, 0.0, SMALL_SORT_ITEMS)
-    restrided = not (dense(x) and x.stride[dim] == 1)
-    return memory_op(op, 0.0, 2 + restrided)  # the copy into values, (a dense copy), the radix sort

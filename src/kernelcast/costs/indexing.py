@@ -26,8 +26,11 @@ from .reduce_config import is_global_reduce
 from .registry import Cost, CostContext, register
 
 MASK_DTYPES = ("bool", "uint8")
-# wrapIndexOnce with range checks (index_put_ from user code; the backward of indexing passes unsafe=True):
-# aminmax of the index, then two `_assert_async(bound compare)`, a compare kernel and an assert kernel each.
+# wrapIndexOnce with range checks (index_put_ from user code; the backward of indexing passes unsafe=True): as
+# torch 2.11 runs it, index.max() and index.min() reduced apart, each followed by `_assert_async(bound compare)`,
+# a compare kernel and an assert kernel. H200 (validation/probes/launch_rules.json, index_put_accumulate_checked):
+# max, lt, _assert_async, min, ge, _assert_async. (Later sources take one aminmax: one reduction less.)
+RANGE_CHECK_REDUCTIONS = 2
 RANGE_CHECK_ASSERTS = 2
 KERNELS_PER_ASSERT = 2
 # computeLinearIndex per index tensor: index.remainder(size) and `* stride` (a kernel each, stride 1 too).
@@ -112,10 +115,10 @@ def _contiguous_subspace(indices: list) -> bool:
 
 
 def range_check_kernels(index: TensorMeta, ctx: CostContext) -> int:
-    """wrapIndexOnce(check_range=True): aminmax (a full reduction, with a semaphore memset when global), then two
-    compare + _assert_async pairs."""
-    aminmax = 1 + is_global_reduce(1, index.numel, True, ctx.sm_count, ctx.max_threads_per_sm)
-    return aminmax + RANGE_CHECK_ASSERTS * KERNELS_PER_ASSERT
+    """wrapIndexOnce(check_range=True): max and min (full reductions, each with a semaphore memset when global),
+    then two compare + _assert_async pairs."""
+    reduction = 1 + is_global_reduce(1, index.numel, True, ctx.sm_count, ctx.max_threads_per_sm)
+    return RANGE_CHECK_REDUCTIONS * reduction + RANGE_CHECK_ASSERTS * KERNELS_PER_ASSERT
 
 
 def linear_index_kernels(indices: list, check_range: bool, ctx: CostContext) -> int:

@@ -16,13 +16,17 @@ from kernelcast.records import OpRecord, TensorMeta
 
 from .common import memory_op, row_major
 from .cub import SCAN_KERNELS
+from .data_dependent import SMALL_SORT_MAX_SLICE, sort_kernels
 from .registry import Cost, CostContext, register
 
 SCAN_FLOPS_PER_ELEMENT = 1.0
 # topk: sortKeyValueInplace sorts each slice of the k results in one kernel up to this many elements
-# (should_use_small_sort); beyond it sort_out, a gather of the indices and two copies back.
-SMALL_SORT_MAX = 4096
-LARGE_SORT_EXTRA_KERNELS = 3  # indices.gather, indices.copy_, values.copy_ (the segmented sort counted as one)
+# (should_use_small_sort); beyond it at::cuda::sort_outf on the k values (costs/data_dependent.py sort_kernels:
+# the values copy and the stable CUB sort), a gather of the indices and two copies back. H200 (torch 2.11,
+# validation/probes/launch_rules.json topk_large_k): topk(4 x 10000, k=5000) = gatherTopK 1 + copy 1 + segmented
+# sort by full sort 20 + gather and copies 3 = 25.
+SMALL_SORT_MAX = SMALL_SORT_MAX_SLICE
+LARGE_SORT_EXTRA_KERNELS = 3  # indices.gather, indices.copy_, values.copy_
 # mbtopk::launch (main-branch TensorTopK.cu; not yet checked on a device): a fill, two memsets, per 8-bit radix
 # pass three kernels (block digit counts, digit cumsum, blockwise within-k counts), the kth counts, two
 # inclusive_sum_by_key scans, the gather.
@@ -65,8 +69,19 @@ def topk_kernels(x: TensorMeta, k: int, dim: int, sorted_: bool) -> int:
     else:
         kernels += 1
     if sorted_ and num_slices * k > 1:
-        kernels += 1 if k <= SMALL_SORT_MAX else 1 + LARGE_SORT_EXTRA_KERNELS
+        kernels += 1 if k <= SMALL_SORT_MAX else sort_kernels(_topk_values(x, k, dim), dim) + LARGE_SORT_EXTRA_KERNELS
     return kernels
+
+
+def _topk_values(x: TensorMeta, k: int, dim: int) -> TensorMeta:
+    """topk's contiguous values output: the input's shape with k along dim."""
+    shape = list(x.shape)
+    shape[dim % len(shape)] = k
+    stride, step = [], 1
+    for size in reversed(shape):
+        stride.append(step)
+        step *= max(size, 1)
+    return TensorMeta(tuple(shape), x.dtype, tuple(reversed(stride)), x.device)
 
 
 def _input(op: OpRecord) -> TensorMeta | None:

@@ -3,6 +3,8 @@
 - GEMM, convolution, attention: the profiled GPU's roofline for the op's shape times a correction interpolated
   from the nearest measured shapes of the designed sweep (shape_model.py), with the source of the estimate
   (measured-near / interpolated / extrapolated / datasheet) and its uncertainty.
+- cuDNN RNN calls: their launches as parts (costs/rnn.py), the GEMMs through the GEMM tables and the per-step
+  and persistent kernels by the fit of the profile's `rnn` section (predict/rnn_time.py).
 - Memory-bound classes (pointwise, copy, reduction, norm, softmax, loss, fill, foreach, ...): time against bytes
   moved, interpolated log-log between the class's measured sizes; each GPU work item beyond those the
   measurement had adds the measured per-item floor.
@@ -21,10 +23,12 @@ from dataclasses import dataclass, field
 from kernelcast.costs import Cost
 from kernelcast.costs.common import TRANSFER_KINDS
 from kernelcast.costs.launch_table import log2_size as _log2
+from kernelcast.costs.rnn import RnnPart, part_from_key
 from kernelcast.devices import GPU
 from kernelcast.records import CaptureSettings
 
 from .kernel_model import NO_KERNEL, KernelEstimate, RooflineModel
+from .rnn_time import bias_grad_time_us, persist_time_us, step_time_us
 from .shape_model import ShapeEstimate, ShapePoint, ShapeTable, build_tables
 
 NEAREST = 4  # shapes blended per lookup
@@ -74,6 +78,9 @@ SOURCE_ORDER = ("measured-near", "interpolated", "extrapolated", "datasheet")
 # left-one-out median error for these classes was 3-16% (scripts/loo_calibration.py); the datasheet's is
 # unknown, so wide.
 MEMORY_CURVE_UNCERTAINTY = 0.15
+# A cuDNN RNN call priced by the probe fit (predict/rnn_time.py): the fit's own median error on the probe's rows
+# was 2-3% a pass, the zoo's held-out RNN workloads within about 10-20% (scripts/fit_rnn_times.py, docs).
+RNN_FIT_UNCERTAINTY = 0.15
 DATASHEET_UNCERTAINTY = 0.5
 _KEY_LENGTH = {"gemm": 7, "conv": 12, "attention": 9}
 
@@ -369,7 +376,10 @@ class CalibratedModel:
             link_us = cost.bytes / rate * 1e6
             return KernelEstimate(max(link_us, self.floor_us), "host link", "measured host link", 0.0, link_us)
         source, uncertainty = "interpolated", MEMORY_CURVE_UNCERTAINTY
-        if cost.kind in ("gemm", "conv", "attention") and cost.key:
+        if cost.kind == "cudnn_rnn" and cost.key:
+            time_us = self._cudnn_rnn_us(cost)
+            uncertainty = RNN_FIT_UNCERTAINTY
+        elif cost.kind in ("gemm", "conv", "attention") and cost.key:
             found = self._shape_estimate(cost)
             if found is not None:
                 time_us = found[0] * self._compute_ratio(cost)
@@ -394,6 +404,46 @@ class CalibratedModel:
             source = f"{source}, scaled"
         return KernelEstimate(time_us, bound, roofline.roof, roofline.compute_us, roofline.memory_us, source,
                               uncertainty)
+
+    # -- cuDNN RNN calls: their launches as parts (costs/rnn.py), each priced by its own model ----------------
+    def _cudnn_rnn_us(self, cost: Cost) -> float | None:
+        """A cuDNN RNN call: its GEMMs through the GEMM tables, its per-step and persistent kernels and bias
+        reduction by the profile's `rnn` fit (predict/rnn_time.py), copies and pointwise kernels by their size
+        curves, memsets at the floor. None without an `rnn` section (the datasheet then)."""
+        fit = self.profile["timings"].get("rnn")
+        if not fit:
+            return None
+        return sum(self._rnn_part_us(part_from_key(key), fit, cost) for key in cost.key)
+
+    def _rnn_part_us(self, part: RnnPart, fit: dict, call: Cost) -> float:
+        floor_us = part.kernels * self.floor_us
+        if part.what == "gemm":
+            dtype, a_t, b_t, m, n, k = part.shape
+            key_dtype = "tf32" if dtype == "float32" and self.settings.cudnn_allow_tf32 else dtype
+            size = _itemsize(dtype)
+            gemm = Cost(flops=2.0 * m * n * k, bytes_read=(m * k + k * n) * size, bytes_written=m * n * size,
+                        math="conv", dtype=dtype, kind="gemm", key=(key_dtype, a_t, b_t, False, m, n, k))
+            found = self._shape_estimate(gemm)
+            each = found[0] * self._compute_ratio(gemm) if found else self._fallback.estimate(gemm).time_us
+            return part.count * max(each, floor_us)
+        if part.what in ("copy", "pointwise"):
+            nbytes = float(part.shape[0]) if part.shape else 0.0
+            each = self._memory_time_us(Cost(bytes_read=nbytes / 2, bytes_written=nbytes / 2, kind=part.what,
+                                             dtype=call.dtype)) if nbytes > 0 else None
+            return part.count * max(each or floor_us, floor_us)
+        # the profiled GPU's fit; on another, its size-dependent terms scale by bandwidth (rnn_time.py)
+        scale = self._bandwidth_ratio() if self.transferred else 1.0
+        if part.what == "step":
+            pass_, mode, batch, hidden, dtype = part.shape
+            each = step_time_us(fit, pass_, mode, batch, hidden, dtype, part.kernels > 2, scale)
+        elif part.what == "persist":
+            pass_, mode, batch, hidden, steps, dtype = part.shape
+            each = persist_time_us(fit, pass_, mode, hidden, steps)
+        elif part.what == "bias_grad":
+            each = bias_grad_time_us(fit, part.shape[0], float(part.shape[1]), scale)
+        else:  # memsets
+            each = floor_us
+        return part.count * max(each, floor_us)
 
     def _compute_ratio(self, cost: Cost) -> float:
         """Profiled GPU's peak over this GPU's, for the op's roof (1 on the profiled GPU)."""
