@@ -144,16 +144,29 @@ def advice(pred) -> list[str]:
     return out
 
 
-def sync_table(pred) -> Table | None:
+def sync_table(pred, width: int | None = None) -> Table | None:
+    """Sync points with their source line, stall, saving and fix; below SOURCE_COLUMN_FROM_WIDTH the source goes
+    under its kind."""
     rec = as_record(pred)
     if not rec.sync_groups:
         return None
+    source_column = width is None or width >= SOURCE_COLUMN_FROM_WIDTH
     table = Table(title="Sync points (the host waits for the GPU)", title_justify="left", box=box.SIMPLE_HEAD)
-    for name, justify in (("kind", "left"), ("source", "left"), ("× per step", "right"), ("stall", "right"),
-                          ("saving with the fix", "right"), ("fix", "left")):
-        table.add_column(name, justify=justify, overflow="fold")
+    table.pad_edge = source_column
+    headers = ((("kind", "left"), ("source", "left"), ("× per step", "right"), ("stall", "right"),
+                ("saving with the fix", "right"), ("fix", "left")) if source_column else
+               (("kind", "left"), ("×", "right"), ("stall", "right"), ("fix saves", "right"), ("fix", "left")))
+    kind_width = min(max([SYNC_KIND_WIDTH] + [len(short_source(g.source)) + 2 for g in rec.sync_groups]),
+                     OP_MAX_WIDTH)
+    for name, justify in headers:
+        table.add_column(name, justify=justify, overflow="fold", no_wrap=justify == "right",
+                         min_width=kind_width if name == "kind" and not source_column else None)
     for g in rec.sync_groups:
-        table.add_row(g.kind, g.source or "-", str(g.count), time_text(g.stall_us), time_text(g.saving_us), g.advice)
+        numbers = (str(g.count), time_text(g.stall_us), time_text(g.saving_us), g.advice)
+        if source_column:
+            table.add_row(g.kind, g.source or "-", *numbers)
+        else:
+            table.add_row(Text(g.kind).append("\n  " + short_source(g.source or "-"), style="dim"), *numbers)
     return table
 
 
@@ -168,7 +181,11 @@ class Column:
 
 
 MODULE_WIDTH = 24  # longer module paths keep their end ("…h.*.attn.c_attn")
-OP_MIN_WIDTH = 22  # the op column shrinks to this, wrapping, before another column goes
+# The op column (op, and its source under it) keeps its rows' width up to OP_MAX_WIDTH before a column is dropped;
+# longer names wrap. It never gets narrower than OP_MIN_WIDTH.
+OP_MIN_WIDTH = 22
+OP_MAX_WIDTH = 30
+SYNC_KIND_WIDTH = 22  # the sync table's first column, when the source goes under the kind
 # From this width up, the source line has its own column; below it, it is printed under its op.
 SOURCE_COLUMN_FROM_WIDTH = 150
 
@@ -176,8 +193,8 @@ OPS_COLUMNS = (
     Column("time", "right", 1, lambda g, share: time_text(g.time_us)),
     Column("% step", "right", 2, lambda g, share: f"{share:.1%}"),
     Column("bound", "left", 3, lambda g, share: g.bound),
-    Column("×", "right", 4, lambda g, share: str(g.count)),
-    Column("module", "left", 5, lambda g, share: tail(g.module, MODULE_WIDTH) if g.module else "-"),
+    Column("module", "left", 4, lambda g, share: tail(g.module, MODULE_WIDTH) if g.module else "-"),
+    Column("×", "right", 5, lambda g, share: str(g.count)),
     Column("phase", "left", 6, lambda g, share: g.phase),
     Column("FLOP/B", "right", 7, lambda g, share: f"{g.intensity:.1f}"),
     Column("FLOPs", "right", 8, lambda g, share: si(g.flops)),
@@ -187,10 +204,18 @@ OPS_COLUMNS = (
 COLUMN_ORDER = ("phase", "module", "source", "×", "FLOPs", "bytes", "FLOP/B", "bound", "time", "% step")
 
 
+def _op_width(rows: list[tuple[OpGroup, float]], source_column: bool) -> int:
+    """What the op column needs to show its rows unwrapped (the source under the op, indented), capped."""
+    need = [len(short_op(g.op)) for g, _ in rows]
+    if not source_column:
+        need += [len(short_source(g.source)) + 2 for g, _ in rows]
+    return max(OP_MIN_WIDTH, min(max(need, default=0), OP_MAX_WIDTH))
+
+
 def _table(title: str, columns: list[Column], rows: list[tuple[OpGroup, float]], source_column: bool,
-           op_max: int | None = None) -> Table:
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
-    table.add_column("op", justify="left", overflow="fold", max_width=op_max, min_width=OP_MIN_WIDTH)
+           op_max: int | None = None, op_min: int = OP_MIN_WIDTH) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=source_column)
+    table.add_column("op", justify="left", overflow="fold", max_width=op_max, min_width=op_min)
     by_name = {c.name: c for c in columns}
     order = [n for n in COLUMN_ORDER if n in by_name or (n == "source" and source_column)]
     for name in order:
@@ -217,14 +242,15 @@ def ops_table(pred, top: int = DEFAULT_TOP, width: int | None = None) -> Table:
     if width is None:
         return _table(title, list(OPS_COLUMNS), rows, source_column=True)
     source_column = width >= SOURCE_COLUMN_FROM_WIDTH
+    op_width = _op_width(rows, source_column)
     columns = sorted(OPS_COLUMNS, key=lambda c: c.priority)
     console = Console(width=10_000)
     while columns:
-        narrow = _table(title, columns, rows, source_column, op_max=OP_MIN_WIDTH)
+        narrow = _table(title, columns, rows, source_column, op_max=op_width, op_min=op_width)
         if Measurement.get(console, console.options, narrow).maximum <= width:
             break
         columns = columns[:-1]
-    return _table(title, columns, rows, source_column)
+    return _table(title, columns, rows, source_column, op_max=None if source_column else op_width, op_min=op_width)
 
 
 # Wide enough for the table when output goes to a file or pipe (rich would assume 80 columns).
@@ -240,7 +266,7 @@ def print_prediction(pred, console: Console | None = None, top: int = DEFAULT_TO
     rec = as_record(pred)
     console = console or console_for_output()
     console.print(ops_table(rec, top, width=console.width))
-    syncs = sync_table(rec)
+    syncs = sync_table(rec, width=console.width)
     if syncs is not None:
         console.print(syncs)
     console.print(summary_line(rec))
