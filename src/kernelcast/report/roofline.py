@@ -11,6 +11,7 @@ log-log roofline and are counted under the plot instead. Returns a matplotlib Fi
 
 from __future__ import annotations
 
+import textwrap
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Mapping
@@ -40,6 +41,7 @@ POINT_AREA_MAX = 700.0  # pt², the op group with the most predicted time
 FLOPS_PER_TFLOPS = 1e12
 AXIS_MARGIN = 3.0  # the axes reach this factor beyond the outermost point or ridge
 FIGSIZE = (10.0, 6.0)  # inches
+NOTE_WIDTH_CHARS = 150  # the notes under the plot wrap at this many characters (7 pt text across 10 inches)
 
 
 @dataclass(frozen=True)
@@ -207,14 +209,16 @@ def plot_roofline(pred, measured: Mapping[int, float] | None = None, title: str 
                     Line2D([], [], marker="o", ls="", ms=8, mfc="none", mec="#555555", label=measured_label)]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
-    what = "predicted" + (f" and {measured_label}" if measured is not None else "")
-    ax.set_title(title or f"{rec.workload or 'step'} on {rec.gpu_name}: roofline ({what})", fontsize=11)
+    what = "predicted" + (" and measured" if measured is not None else "")
+    ax.set_title(title or f"{rec.workload or 'step'} on {rec.gpu_name}: roofline, {what}", fontsize=11)
     notes = [f"marker area grows with predicted time; kernel times: {rec.kernel_model}"]
     if left_out:
         notes.append(f"not drawn: {len(left_out)} ops with no FLOPs (copies, fills, ...), "
                      f"{time_text(sum(o.time_us for o in left_out))} of {time_text(rec.gpu_time_us)} GPU time")
     if caption:
         notes.append(caption)
-    fig.text(0.01, 0.005, "\n".join(notes), fontsize=7, color="#444444", va="bottom", wrap=True)
-    fig.get_layout_engine().set(rect=(0, 0.02 * len(notes), 1, 1 - 0.02 * len(notes)))
+    # Under the x label, inside the axes' layout box (constrained layout makes room for it).
+    ax.annotate("\n".join(line for note in notes for line in textwrap.wrap(note, NOTE_WIDTH_CHARS)),
+                (0, 0), xycoords="axes fraction", xytext=(-40, -34), textcoords="offset points", va="top",
+                fontsize=7, color="#444444", annotation_clip=False)
     return fig
