@@ -54,3 +54,19 @@ def test_zoo_rows_start_with_the_chain():
 def test_a_file_without_kernels_is_refused():
     with pytest.raises(ValueError, match="no measured kernels"):
         kernels_of({"step_ms": [1.0]})
+
+
+def test_a_measurement_object_or_its_json_is_matched_for_the_roofline():
+    from kernelcast.report.measured import measured_times
+    from kernelcast.report.roofline import plot_roofline
+
+    m = Measurement(device="NVIDIA H200", torch="2.11", step_ms=(1.0,), work_items=1,
+                    kernels=(KernelTime("mm", "", "gemm", 10.0, 0.0, ("mm",)),))
+    for given in (m, m.to_json(), {"measured": m.to_json()}):
+        times, caption = measured_times(_record(), given)
+        assert times == {0: 10.0} and "NVIDIA H200" in caption
+    assert measured_times(_record(), {0: 4.0}) == ({0: 4.0}, "")
+    fig = plot_roofline(_record(), measured=m)
+    assert any(not len(c.get_facecolors()) for c in fig.axes[0].collections)  # a hollow, measured point
+    with pytest.raises(TypeError):
+        measured_times(_record(), 3.0)

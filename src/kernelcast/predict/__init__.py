@@ -148,7 +148,8 @@ class Prediction:
         return self.record().to_json()
 
     def plot_roofline(self, measured=None):
-        """The roofline as a matplotlib Figure (report/roofline.py); `measured`: op index -> measured µs."""
+        """The roofline as a matplotlib Figure (report/roofline.py); `measured`: a Measurement, a Validation, their
+        JSON, or op index -> measured µs, for measured points beside the predicted ones."""
         from kernelcast.report.roofline import plot_roofline
 
         return plot_roofline(self.record(), measured=measured)

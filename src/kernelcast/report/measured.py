@@ -91,3 +91,24 @@ def kernels_of(doc: dict) -> tuple[list[tuple[Any, float]], str]:
         chain = row[4] if len(row) > 4 and isinstance(row[4], list) and row[4] else row[0]
         out.append((chain, float(row[3])))
     return out, str(measured.get("device", ""))
+
+
+def measured_times(rec: PredictionRecord, measured: Any) -> tuple[dict[int, float] | None, str]:
+    """(op index -> measured µs, a caption saying how they were matched) from any form a measurement comes in:
+    such a mapping already, a measure or validate JSON (or a zoo entry), or a measure.Measurement or
+    validate.Validation object (duck-typed: report/ does not import them)."""
+    if measured is None:
+        return None, ""
+    if hasattr(measured, "measurement"):  # a Validation
+        measured = measured.measurement
+    if hasattr(measured, "kernels") and not isinstance(measured, dict):  # a Measurement
+        kernels = [(list(k.chain) or k.op, k.duration_us) for k in measured.kernels]
+        match = match_kernels(rec, kernels, getattr(measured, "device", ""))
+        return match.time_us_by_op, match.caption()
+    if isinstance(measured, dict) and ("kernels" in measured or "measured" in measured):
+        kernels, device = kernels_of(measured)
+        match = match_kernels(rec, kernels, device)
+        return match.time_us_by_op, match.caption()
+    if isinstance(measured, dict) and all(isinstance(k, int) for k in measured):
+        return {k: float(v) for k, v in measured.items()}, ""
+    raise TypeError(f"cannot read measured times from a {type(measured).__name__}")

@@ -22,6 +22,7 @@ from matplotlib.lines import Line2D
 from kernelcast.records import GPUSpec, PredictionRecord
 
 from . import as_record
+from .measured import measured_times
 from .format import module_pattern, time_text
 
 # Colour per bound (the table's "bound" column); the same colours in the timeline and the HTML report.
@@ -135,11 +136,15 @@ def _area(time_us: float, longest_us: float) -> float:
     return POINT_AREA_MIN + (POINT_AREA_MAX - POINT_AREA_MIN) * (time_us / longest_us if longest_us else 0.0)
 
 
-def plot_roofline(pred, measured: Mapping[int, float] | None = None, title: str | None = None,
-                  measured_label: str = "measured", caption: str | None = None) -> Figure:
-    """The roofline of one prediction; `measured` (op index -> measured µs of its kernels) adds measured points
-    beside the predicted ones, joined by a line. `caption` is printed under the plot (how the points were made)."""
+def plot_roofline(pred, measured=None, title: str | None = None, measured_label: str = "measured",
+                  caption: str | None = None) -> Figure:
+    """The roofline of one prediction. `measured` adds measured points beside the predicted ones, joined by a
+    line: op index -> measured µs of its kernels, or a measurement to match to the ops (a `measure`/`validate`
+    JSON, a Measurement or Validation: report/measured.py). `caption` is printed under the plot (how the
+    measured points were made; by default, how they were matched)."""
     rec = as_record(pred)
+    measured, how = measured_times(rec, measured)
+    caption = caption or how or None
     spec = gpu_spec(rec)
     bw = spec.mem_bw_bytes_per_s
     points, left_out = roofline_points(rec, measured)
