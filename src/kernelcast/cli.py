@@ -336,30 +336,6 @@ def _report_records(args: argparse.Namespace) -> list:
     return records
 
 
-def _write_figures(records: list, folder: str, measured) -> list[str]:
-    """roofline_<gpu> and timeline_<gpu>, each as PNG and SVG."""
-    from kernelcast.outputs import replaced_atomically
-    from kernelcast.report.roofline import plot_roofline
-    from kernelcast.report.timeline_plot import plot_timeline
-
-    written = []
-    for i, record in enumerate(records):
-        figures = {"roofline": plot_roofline(record, measured=measured.time_us_by_op if measured and i == 0 else None,
-                                             caption=measured.caption() if measured and i == 0 else None)}
-        if record.spans:
-            figures["timeline"] = plot_timeline(record)
-        for name, fig in figures.items():
-            for fmt in ("png", "svg"):
-                path = Path(folder) / f"{name}_{record.gpu}.{fmt}"
-                with replaced_atomically(path) as tmp:
-                    fig.savefig(tmp, format=fmt, dpi=FIGURE_DPI)
-                written.append(str(path))
-    return written
-
-
-FIGURE_DPI = 130
-
-
 def _cmd_report(args: argparse.Namespace) -> int:
     import matplotlib
 
@@ -389,7 +365,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     write_text_atomic(args.output, page)
     print(f"wrote {args.output} ({', '.join(r.gpu_name for r in records)}; {len(page) // 1024} KB, self-contained)")
     if args.figures:
-        for path in _write_figures(records, args.figures, measured):
+        from kernelcast.report.files import write_figures
+
+        for path in write_figures(records, args.figures, measured.time_us_by_op if measured else None,
+                                  measured.caption() if measured else ""):
             print(f"wrote {path}")
     return 0
 
