@@ -118,8 +118,10 @@ def _load_or_capture(workload: str, gpu: str, world_size: int = 1):
                                   "capture the workload again with --world-size")
         return cap
     from kernelcast.api import capture_file
+    from kernelcast.progress import progress_display
 
-    return capture_file(workload, gpu, world_size)
+    with progress_display(f"capturing {workload}"):
+        return capture_file(workload, gpu, world_size)
 
 
 def _cmd_capture(args: argparse.Namespace) -> int:
@@ -150,15 +152,15 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     cap = _load_or_capture(args.workload, args.gpu, world_size)
     if args.save_capture:
         cap.save(args.save_capture)
-    pred = predict_capture(cap, gpu, interconnect=args.interconnect)
-    print_prediction(pred, top=args.top)
+    record = predict_capture(cap, gpu, interconnect=args.interconnect).record()
+    print_prediction(record, top=args.top)
     if args.json:
-        write_text_atomic(args.json, json.dumps(prediction_json(pred), indent=1))
+        write_text_atomic(args.json, json.dumps(prediction_json(record), indent=1))
         print(f"wrote {args.json}")
     if args.trace:
         from kernelcast.report.trace import chrome_trace
 
-        write_text_atomic(args.trace, json.dumps(chrome_trace(pred)))
+        write_text_atomic(args.trace, json.dumps(chrome_trace(record)))
         print(f"wrote {args.trace} (open it in ui.perfetto.dev)")
     return 0
 
@@ -186,10 +188,12 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         write_text_atomic(args.out, json.dumps(profile, separators=(",", ":")) + "\n")
     else:
         from kernelcast.calibrate import calibrate
+        from kernelcast.progress import progress_display
 
-        profile = calibrate(args.out, gpu.id, quick=args.quick, raw_out=args.raw, sweep=args.sweep,
-                            sweep_budget_s=args.sweep_budget,
-                            sections=args.sections.split(",") if args.sections else None)
+        with progress_display(f"calibrating the {gpu.name}"):
+            profile = calibrate(args.out, gpu.id, quick=args.quick, raw_out=args.raw, sweep=args.sweep,
+                                sweep_budget_s=args.sweep_budget,
+                                sections=args.sections.split(",") if args.sections else None)
     timings = profile["timings"]
     print(f"profile for {gpu.name} ({profile['device_name']}, torch {profile['torch']}): "
           f"{len(timings['gemm'])} GEMM, {len(timings['conv'])} conv, {len(timings['attention'])} attention shapes, "
@@ -207,16 +211,20 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     _check_outputs(("--json", args.json), ("--trace", args.trace))
     _check_workload(args.workload)
     require_gpu()
+    from kernelcast.progress import progress_display, stage
+    from kernelcast.report.format import time_text
+
     build, folder = load_build(args.workload)
-    with on_sys_path(folder) if folder else contextlib.nullcontext():
+    with on_sys_path(folder) if folder else contextlib.nullcontext(), progress_display(f"measuring {args.workload}"):
+        stage("build()")
         step, step_args = build()
         m = measure_step(step, tuple(step_args), trace_path=args.trace)
     low, high = m.step_ms_spread
-    print(f"{args.workload} on {m.device}: step {m.step_ms_median:.3f} ms (median of {len(m.step_ms)} x "
-          f"back-to-back runs; {low:.3f}-{high:.3f}), GPU kernels {m.gpu_time_us / 1000:.3f} ms, "
-          f"{m.work_items} GPU work items")
+    print(f"{args.workload} on {m.device}: step {time_text(m.step_ms_median * 1e3)} (median of {len(m.step_ms)} x "
+          f"back-to-back runs; {time_text(low * 1e3)}-{time_text(high * 1e3)}), GPU kernels "
+          f"{time_text(m.gpu_time_us)}, {m.work_items} GPU work items")
     for op, (n, t) in sorted(m.by_op().items(), key=lambda kv: -kv[1][1])[:args.top]:
-        print(f"  {op:40s} {n:5d} kernels {t / 1000:9.3f} ms")
+        print(f"  {op:40s} {n:5d} kernels {time_text(t):>10s}")
     if args.json:
         write_text_atomic(args.json, json.dumps(m.to_json(), indent=1))
     return 0
@@ -232,23 +240,155 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     get_gpu(args.gpu)
     _check_outputs(("--json", args.json))
     _check_workload(args.workload)
-    v = validate_file(args.workload, args.gpu)
+    from kernelcast.progress import progress_display
+    from kernelcast.report.format import time_text
+
+    with progress_display(f"validating {args.workload}"):
+        v = validate_file(args.workload, args.gpu)
     table = Table(title=f"{args.workload}: predicted ({v.prediction.kernel_model}) vs measured on {v.measurement.device}")
     for col in ("op class", "predicted", "measured", "error", "kernels pred", "kernels meas"):
         table.add_column(col, justify="left" if col == "op class" else "right")
     for r in v.rows:
         err = f"{r.error:+.1%}" if r.error is not None else "-"
-        table.add_row(r.kind, f"{r.predicted_us / 1000:.3f} ms", f"{r.measured_us / 1000:.3f} ms", err,
+        table.add_row(r.kind, time_text(r.predicted_us), time_text(r.measured_us), err,
                       str(r.predicted_kernels), str(r.measured_kernels))
     console = console_for_output()
     console.print(table)
     m, p = v.measurement, v.prediction
-    console.print(f"GPU time: predicted {p.gpu_time_us / 1000:.3f} ms, measured {m.gpu_time_us / 1000:.3f} ms "
-                  f"({v.gpu_time_error:+.1%}); step: predicted {p.step_time_us / 1000:.3f} ms, measured "
-                  f"{m.step_ms_median:.3f} ms ({m.step_ms_spread[0]:.3f}-{m.step_ms_spread[1]:.3f}; "
-                  f"{v.step_time_error:+.1%}); kernels {p.kernels} vs {m.work_items} ({v.kernels_error:+.1%})")
+    console.print(f"GPU time: predicted {time_text(p.gpu_time_us)}, measured {time_text(m.gpu_time_us)} "
+                  f"({v.gpu_time_error:+.1%}); step: predicted {time_text(p.step_time_us)}, measured "
+                  f"{time_text(m.step_ms_median * 1e3)} ({time_text(m.step_ms_spread[0] * 1e3)}-"
+                  f"{time_text(m.step_ms_spread[1] * 1e3)}; {v.step_time_error:+.1%}); kernels {p.kernels} vs "
+                  f"{m.work_items} ({v.kernels_error:+.1%})")
     if args.json:
         write_text_atomic(args.json, json.dumps(v.to_json(), indent=1))
+    return 0
+
+
+def _gpu_list(text: str | None) -> list:
+    """--gpu h100,a100,l4 -> their catalogue entries (an unknown name fails here, before any capture)."""
+    from kernelcast.devices import get_gpu
+
+    names = [n.strip() for n in (text or "").split(",") if n.strip()]
+    gpus = []
+    for name in names:
+        gpu = get_gpu(name)
+        if gpu not in gpus:
+            gpus.append(gpu)
+    return gpus
+
+
+def _read_json(path: str, what: str):
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError as exc:
+        raise KernelcastError(f"{what} not found: {path}") from exc
+    except (OSError, ValueError) as exc:
+        raise KernelcastError(f"could not read {what} {path}: {exc}") from exc
+
+
+def _prediction_from(doc, path: str):
+    from kernelcast.records import PredictionRecord
+
+    try:
+        return PredictionRecord.from_json(doc)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise KernelcastError(f"could not read prediction {path}: {type(exc).__name__}: {exc}") from exc
+
+
+def _read_prediction(path: str):
+    """A prediction saved with `predict --json` (reads no torch, predicts nothing)."""
+    from kernelcast.records import is_prediction_json
+
+    doc = _read_json(path, "prediction")
+    if not is_prediction_json(doc):
+        raise KernelcastError(f"{path} is not a prediction (write one with `kernelcast predict ... --json OUT`)")
+    return _prediction_from(doc, path)
+
+
+def _report_records(args: argparse.Namespace) -> list:
+    """One prediction record per GPU asked for: read from a saved prediction, or predicted from a saved capture or
+    a workload (captured once per CUDA arch the GPUs need: the attention backend depends on it)."""
+    from kernelcast.records import is_prediction_json
+
+    gpus = _gpu_list(args.gpu)
+    saved = args.target.endswith(".json")
+    if saved:
+        doc = _read_json(args.target, "capture or prediction")
+        if is_prediction_json(doc):
+            record = _prediction_from(doc, args.target)
+            others = [g.name for g in gpus if g.id != record.gpu]
+            if others:
+                raise KernelcastError(f"{args.target} is a prediction for the {record.gpu_name}, not the "
+                                      f"{', '.join(others)}: to report other GPUs, give its capture or workload")
+            return [record]
+    else:
+        _check_workload(args.target)
+    from kernelcast.devices import get_gpu
+    from kernelcast.predict import predict_capture
+
+    captures: dict[str, object] = {}
+    records = []
+    for gpu in gpus or [get_gpu(DEFAULT_GPU)]:
+        key = "saved" if saved else gpu.cuda_arch
+        if key not in captures:
+            captures[key] = _load_or_capture(args.target, gpu.id, args.world_size)
+        records.append(predict_capture(captures[key], gpu, interconnect=args.interconnect).record())
+    return records
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no window, whatever the environment's backend
+
+    _world_size(args)
+    _check_outputs(("-o/--output", args.output))
+    if args.figures and not Path(args.figures).is_dir():
+        raise KernelcastError(f"--figures {args.figures}: not a folder")
+    measured = None
+    if args.measured:
+        from kernelcast.report.measured import kernels_of
+
+        try:
+            kernels, device = kernels_of(_read_json(args.measured, "measurement"))
+        except ValueError as exc:
+            raise KernelcastError(f"could not read measurement {args.measured}: {exc}") from exc
+    records = _report_records(args)
+    if args.measured:
+        from kernelcast.report.measured import match_kernels
+
+        measured = match_kernels(records[0], kernels, device)
+    from kernelcast.report.html import render_report
+
+    page = render_report(records, top=args.top, measured=measured.time_us_by_op if measured else None,
+                         measured_caption=measured.caption() if measured else "")
+    write_text_atomic(args.output, page)
+    print(f"wrote {args.output} ({', '.join(r.gpu_name for r in records)}; {len(page) // 1024} KB, self-contained)")
+    if args.figures:
+        from kernelcast.report.files import write_figures
+
+        for path in write_figures(records, args.figures, measured.time_us_by_op if measured else None,
+                                  measured.caption() if measured else ""):
+            print(f"wrote {path}")
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from kernelcast.report import console_for_output
+    from kernelcast.report.compare import changes_table, summary_table, sync_changes
+
+    a, b = _read_prediction(args.a), _read_prediction(args.b)
+    names = (Path(args.a).stem, Path(args.b).stem)
+    if names[0] == names[1]:
+        names = ("a", "b")
+    console = console_for_output()
+    if (a.workload or b.workload) and a.workload != b.workload:
+        console.print(f"note: different workloads ({a.workload or '?'} and {b.workload or '?'})")
+    console.print(summary_table(a, b, names))
+    console.print(changes_table(a, b, names, args.top, width=console.width))
+    for line in sync_changes(a, b):
+        console.print(f"sync point {line}")
     return 0
 
 
@@ -272,9 +412,54 @@ def version_line() -> str:
     return f"kernelcast {__version__}, {torch_text}, Python {platform.python_version()}"
 
 
+EXAMPLES = """\
+examples:
+  kernelcast predict train.py:build --gpu h100         top ops, sync points and a summary for an H100
+  kernelcast predict example:gpt --gpu a100 --json gpt_a100.json
+  kernelcast report train.py:build --gpu h100,a100,l4 -o report.html
+                                                       one HTML file: roofline, timeline, advice, 3 GPUs
+  kernelcast report gpt_a100.json -o gpt.html          a saved prediction (no torch needed)
+  kernelcast compare gpt_a100.json gpt_h100.json       what changed between two predictions
+  kernelcast capture train.py:build -o step.json       save the capture; predict it on other GPUs later
+  kernelcast devices                                   the GPUs kernelcast knows
+"""
+
+WORKLOAD_CONTRACT = """
+the workload (FILE.py:build):
+  A Python file with a function that takes no arguments and returns (step, args); step(*args) runs one
+  step (forward, backward, optimizer) on device "cuda". kernelcast runs build() and two steps on fake CUDA
+  tensors (no GPU, no memory used) and records the second, so optimizer state exists. The file's folder is
+  importable while it loads; example:NAME names a built-in one (`kernelcast examples`).
+
+    import torch
+
+    def build():
+        model = torch.nn.Linear(4096, 4096).cuda()
+        opt = torch.optim.AdamW(model.parameters())
+        x = torch.randn(64, 4096, device="cuda")
+
+        def step(x):
+            model(x).square().mean().backward()
+            opt.step()
+            opt.zero_grad()
+
+        return step, (x,)
+"""
+
+REPORT_EXAMPLES = """\
+examples:
+  kernelcast report example:gpt --gpu h100 -o gpt.html
+  kernelcast report train.py:build --gpu h100,a100,l4 -o report.html    side by side
+  kernelcast report step.json --gpu b200                                  a saved capture
+  kernelcast report prediction.json -o prediction.html                    a saved prediction (no torch)
+  kernelcast report train.py:build --gpu h200 --measured measured.json --figures docs/
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="kernelcast", description="Predict what a PyTorch step costs on a GPU, without one.")
+        prog="kernelcast", description="Predict what a PyTorch step costs on a GPU, without one.",
+        epilog=EXAMPLES + WORKLOAD_CONTRACT, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=version_line())
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -324,6 +509,28 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--gpu", default=DEFAULT_GPU, help="the catalogue GPU this machine has")
     v.add_argument("--json", metavar="OUT", help="also write the comparison as JSON")
     v.set_defaults(func=_cmd_validate)
+
+    r = sub.add_parser("report", help="one self-contained HTML report: summary, roofline, timeline, top ops, advice",
+                       epilog=REPORT_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("target", help="FILE.py:build, example:NAME, a capture saved as .json, or a prediction saved "
+                                  "with --json (no torch needed for that one)")
+    r.add_argument("--gpu", help=f"target GPU, or several side by side: h100,a100,l4 (default {DEFAULT_GPU}; "
+                                 "a saved prediction's own GPU)")
+    r.add_argument("-o", "--output", default="report.html", help="the HTML file to write (default report.html)")
+    r.add_argument("--measured", metavar="JSON", help="a `kernelcast measure --json` or `validate --json` result: "
+                                                      "measured points beside the predicted ones on the roofline")
+    r.add_argument("--figures", metavar="DIR", help="also write the roofline and timeline as PNG and SVG into DIR")
+    r.add_argument("--top", type=int, default=15, help="rows in the table of top ops")
+    r.add_argument("--world-size", type=int, default=1, metavar="N",
+                   help="capture the step as rank 0 of N ranks (fake process group; default 1: one GPU)")
+    r.add_argument("--interconnect", metavar="LINK", help="GPU-to-GPU link for collectives (see predict)")
+    r.set_defaults(func=_cmd_report)
+
+    cmp = sub.add_parser("compare", help="what changed between two saved predictions (summary, ops, sync points)")
+    cmp.add_argument("a", help="a prediction saved with `kernelcast predict ... --json`")
+    cmp.add_argument("b", help="another one")
+    cmp.add_argument("--top", type=int, default=15, help="ops to list, largest change first")
+    cmp.set_defaults(func=_cmd_compare)
 
     d = sub.add_parser("devices", help="list the GPUs kernelcast has data for, and how each is modelled")
     d.add_argument("--interconnects", action="store_true", help="list the GPU-to-GPU links instead")

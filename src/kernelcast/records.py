@@ -256,3 +256,233 @@ class Capture:
     @staticmethod
     def load(path: str | Path) -> "Capture":
         return Capture.from_json(json.loads(Path(path).read_text()))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The prediction, as the predict stage hands it to the report stage (and as `--json` writes it). The report reads
+# only this record, so a saved prediction renders on a machine without torch. Keys of `to_json` are a contract.
+# ---------------------------------------------------------------------------------------------------------------
+
+PREDICTION_RECORD = "kernelcast.prediction"
+PREDICTION_FORMAT_VERSION = 1
+# One op's place in the simulated step, as rows of these fields (compact: a step has thousands of ops).
+SPAN_FIELDS = ("cpu_start_us", "cpu_end_us", "gpu_start_us", "gpu_end_us", "stream", "sync_wait_us")
+SPAN_DECIMALS = 3  # ns resolution is far below any predicted time's uncertainty
+
+
+@dataclass(frozen=True)
+class PredictedOp:
+    """One op's predicted cost and time (FLOPs, bytes, kernels; device and host µs)."""
+
+    index: int
+    op: str
+    phase: str
+    module: str
+    source: str
+    flops: float
+    bytes: float
+    intensity: float  # FLOP per byte
+    kernels: int
+    time_us: float  # device time of the op's kernels (0 for a view or an uncosted op)
+    bound: str  # compute / memory / latency / host link / none / uncosted
+    roof: str  # the peak it ran under, e.g. "bf16_tensor"
+    host_us: float
+    python_us: float = 0.0
+    launch_bound: bool = False
+    sync: str | None = None
+    time_source: str = ""
+    time_uncertainty: float = 0.0
+    parent: int = -1  # the decomposed op whose CUDA code called this one (OpRecord.parent)
+
+    @property
+    def costed(self) -> bool:
+        return self.bound != "uncosted"
+
+    JSON_KEYS = ("op", "phase", "module", "source", "flops", "bytes", "intensity", "kernels", "time_us", "bound",
+                 "roof", "host_us", "python_us", "launch_bound", "sync", "time_source", "time_uncertainty")
+
+    def to_json(self) -> dict:
+        d = {k: getattr(self, k) for k in self.JSON_KEYS}
+        d["index"] = self.index
+        if self.parent >= 0:
+            d["parent"] = self.parent
+        return d
+
+    @staticmethod
+    def from_json(d: dict, position: int = 0) -> "PredictedOp":
+        return PredictedOp(
+            index=d.get("index", position), op=d["op"], phase=d.get("phase", "forward"), module=d.get("module", ""),
+            source=d.get("source", ""), flops=float(d.get("flops", 0.0)), bytes=float(d.get("bytes", 0.0)),
+            intensity=float(d.get("intensity", 0.0)), kernels=int(d.get("kernels", 0)),
+            time_us=float(d.get("time_us", 0.0)), bound=d.get("bound", "none"), roof=d.get("roof", ""),
+            host_us=float(d.get("host_us", 0.0)), python_us=float(d.get("python_us", 0.0)),
+            launch_bound=bool(d.get("launch_bound", False)), sync=d.get("sync"),
+            time_source=d.get("time_source", ""), time_uncertainty=float(d.get("time_uncertainty", 0.0)),
+            parent=int(d.get("parent", -1)),
+        )
+
+
+@dataclass(frozen=True)
+class OpSpan:
+    """Where one op ran in the simulated step from an idle CPU and GPU (µs from the step's start)."""
+
+    cpu_start_us: float
+    cpu_end_us: float  # includes any wait for the GPU at a sync point
+    gpu_start_us: float | None  # None: the op launches nothing
+    gpu_end_us: float | None
+    stream: int = 0
+    sync_wait_us: float = 0.0  # of the CPU span: waiting for the GPU queue to drain
+
+    def to_row(self) -> list:
+        return [None if v is None else (round(v, SPAN_DECIMALS) if isinstance(v, float) else v)
+                for v in (getattr(self, f) for f in SPAN_FIELDS)]
+
+    @staticmethod
+    def from_row(row: list) -> "OpSpan":
+        return OpSpan(**dict(zip(SPAN_FIELDS, row)))
+
+
+@dataclass(frozen=True)
+class SyncPointGroup:
+    """The sync points of one kind issued from one source line, with what fixing them would save."""
+
+    source: str
+    kind: str
+    count: int  # per step
+    stall_us: float
+    saving_us: float
+    advice: str
+
+
+@dataclass(frozen=True)
+class CommRecord:
+    """A step with collectives: compute, communication and how much of it lengthens the step (µs per step)."""
+
+    world_size: int
+    interconnect: str
+    collectives: int
+    compute_us: float
+    comm_us: float
+    exposed_comm_us: float
+    hidden_comm_us: float
+    step_without_comm_us: float
+    issue_host_us: float = 0.0
+    noop_saving_us: float = 0.0
+    interconnect_name: str = ""
+
+
+@dataclass(frozen=True)
+class GPUSpec:
+    """The datasheet entry a prediction was made for (devices/gpus.toml): what a roofline draws its roofs from."""
+
+    peak_flops: dict[str, float]  # dense FLOP/s by roof name (fp32, bf16_tensor, ...)
+    mem_bw_bytes_per_s: float
+    memory_bytes: float = 0.0
+
+
+@dataclass(frozen=True)
+class PredictionRecord:
+    """A prediction as data: summary, per-op rows, sync groups, the simulated timeline, the GPU's roofs."""
+
+    gpu: str
+    gpu_name: str
+    kernel_model: str
+    host: str
+    step_time_us: float
+    first_step_us: float
+    naive_host_timer_us: float
+    gpu_time_us: float
+    host_time_us: float
+    kernels: int
+    bound: str  # gpu / host / mixed
+    gpu_idle_fraction: float
+    sync_points: int
+    ops: tuple[PredictedOp, ...]
+    uncosted: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    compiled: bool = False
+    python_time_us: float = 0.0
+    launch_bound_ops: int = 0
+    step_time_by_host_speed: tuple[tuple[float, float], ...] = ()
+    sync_groups: tuple[SyncPointGroup, ...] = ()
+    comm: CommRecord | None = None
+    parallel_host: dict | None = None  # {"hook_us", "fsdp_units", "unmodelled_hooks"}
+    workload: str = ""
+    gpu_spec: GPUSpec | None = None
+    spans: tuple[OpSpan, ...] = ()  # aligned with ops; empty when the prediction was saved without its timeline
+    # Device memory over the step, where the predict stage models it; read by report/ (figures.memory_series),
+    # which accepts a few layouts, so the writer's format can grow without a change here.
+    memory_timeline: Any = None
+    extra: dict = field(default_factory=dict)  # keys a newer writer added: kept as they are through load/save
+
+    def to_json(self) -> dict:
+        d = {
+            "record": PREDICTION_RECORD, "format": PREDICTION_FORMAT_VERSION, "workload": self.workload,
+            "gpu": self.gpu, "gpu_name": self.gpu_name, "kernel_model": self.kernel_model, "host": self.host,
+            "step_time_us": self.step_time_us, "first_step_us": self.first_step_us,
+            "naive_host_timer_us": self.naive_host_timer_us,
+            "gpu_time_us": self.gpu_time_us, "host_time_us": self.host_time_us, "kernels": self.kernels,
+            "bound": self.bound, "gpu_idle_fraction": self.gpu_idle_fraction, "sync_points": self.sync_points,
+            "uncosted": list(self.uncosted), "notes": list(self.notes), "compiled": self.compiled,
+            "python_time_us": self.python_time_us, "launch_bound_ops": self.launch_bound_ops,
+            "step_time_by_host_speed": [{"cpu_work_factor": f, "step_time_us": t}
+                                        for f, t in self.step_time_by_host_speed],
+            "sync_points_by_source": [asdict(g) for g in self.sync_groups],
+            "comm": None if self.comm is None else asdict(self.comm),
+            "parallel_host": self.parallel_host,
+            "gpu_spec": None if self.gpu_spec is None else asdict(self.gpu_spec),
+            "ops": [op.to_json() for op in self.ops],
+        }
+        if self.spans:
+            d["timeline"] = {"fields": list(SPAN_FIELDS), "spans": [s.to_row() for s in self.spans]}
+        if self.memory_timeline is not None:
+            d["memory_timeline"] = self.memory_timeline
+        return {**self.extra, **d}
+
+    @staticmethod
+    def from_json(d: dict) -> "PredictionRecord":
+        if not is_prediction_json(d):
+            raise ValueError("not a kernelcast prediction (no step_time_us and ops)")
+        timeline = d.get("timeline") or {}
+        fields_ = tuple(timeline.get("fields", SPAN_FIELDS))
+        if fields_ != SPAN_FIELDS:
+            raise ValueError(f"timeline fields {list(fields_)} are not {list(SPAN_FIELDS)}")
+        spec = d.get("gpu_spec")
+        known = set(PredictionRecord.__dataclass_fields__) | {
+            "record", "format", "sync_points_by_source", "timeline"}
+        return PredictionRecord(
+            gpu=d["gpu"], gpu_name=d.get("gpu_name", d["gpu"]), kernel_model=d.get("kernel_model", ""),
+            host=d.get("host", ""), step_time_us=float(d["step_time_us"]),
+            first_step_us=float(d.get("first_step_us", d["step_time_us"])),
+            naive_host_timer_us=float(d.get("naive_host_timer_us", 0.0)),
+            gpu_time_us=float(d.get("gpu_time_us", 0.0)), host_time_us=float(d.get("host_time_us", 0.0)),
+            kernels=int(d.get("kernels", 0)), bound=d.get("bound", ""),
+            gpu_idle_fraction=float(d.get("gpu_idle_fraction", 0.0)), sync_points=int(d.get("sync_points", 0)),
+            ops=tuple(PredictedOp.from_json(o, i) for i, o in enumerate(d["ops"])),
+            uncosted=tuple(d.get("uncosted", ())), notes=tuple(d.get("notes", ())),
+            compiled=bool(d.get("compiled", False)), python_time_us=float(d.get("python_time_us", 0.0)),
+            launch_bound_ops=int(d.get("launch_bound_ops", 0)),
+            step_time_by_host_speed=tuple((float(r["cpu_work_factor"]), float(r["step_time_us"]))
+                                          for r in d.get("step_time_by_host_speed", ())),
+            sync_groups=tuple(SyncPointGroup(**g) for g in d.get("sync_points_by_source", ())),
+            comm=None if d.get("comm") is None else CommRecord(**d["comm"]),
+            parallel_host=d.get("parallel_host"), workload=d.get("workload", ""),
+            gpu_spec=None if spec is None else GPUSpec(**spec),
+            spans=tuple(OpSpan.from_row(r) for r in timeline.get("spans", ())),
+            memory_timeline=d.get("memory_timeline"),
+            extra={k: v for k, v in d.items() if k not in known},
+        )
+
+    def save(self, path: str | Path) -> None:
+        from kernelcast.outputs import write_text_atomic
+
+        write_text_atomic(path, json.dumps(self.to_json(), indent=1))
+
+    @staticmethod
+    def load(path: str | Path) -> "PredictionRecord":
+        return PredictionRecord.from_json(json.loads(Path(path).read_text()))
+
+
+def is_prediction_json(d: Any) -> bool:
+    """A prediction's JSON (`--json`), as opposed to a capture's: tagged, or (older files) its summary keys."""
+    return isinstance(d, dict) and (d.get("record") == PREDICTION_RECORD or {"step_time_us", "ops", "gpu"} <= set(d))

@@ -8,6 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from kernelcast import progress
 from kernelcast.errors import KernelcastError
 from kernelcast.outputs import replaced_atomically, write_text_atomic
 
@@ -62,6 +63,7 @@ def calibrate(out: str, gpu: str, quick: bool = False, raw_out: str | None = Non
 
     t0 = time.perf_counter()
     cases = run_all(quick=quick, sections=sections)
+    progress.stage("host costs (dispatch and launch per kind of op)")
     host = host_costs() if sections is None else {}
     sweep_results = None
     if sweep:

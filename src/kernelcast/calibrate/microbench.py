@@ -18,6 +18,7 @@ from torch.autograd import DeviceType
 from torch.profiler import ProfilerActivity, profile
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from kernelcast import progress
 from kernelcast.capture.recorder import _Schema, _outputs
 from kernelcast.records import OpRecord
 
@@ -491,10 +492,13 @@ SECTIONS = {"gemm": gemms, "conv": convs, "reduce": reductions, "attention": att
 def run_all(quick: bool = False, sections: list[str] | None = None, log: Callable[[str], None] = print) -> list:
     torch.manual_seed(0)
     results: list = []
-    for name in sections or list(SECTIONS):
+    names = sections or list(SECTIONS)
+    progress.stage("microbenchmarks", total=len(names))
+    for name in names:
         t0 = time.perf_counter()
         before = len(results)
         SECTIONS[name](results, quick)
         torch.cuda.empty_cache()
         log(f"{name}: {len(results) - before} cases in {time.perf_counter() - t0:.1f} s")
+        progress.advance()
     return results

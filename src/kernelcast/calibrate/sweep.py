@@ -29,6 +29,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
+from kernelcast import progress
+
 REPS = 5
 PROFILE_CHUNK = 100  # cases per profiler session (post-processing time grows with the session's events)
 CASE_RANGE = "kc_case:"
@@ -406,6 +408,7 @@ def run_sweep(cases: list[Case], log: Callable[[str], None] = print, time_budget
 
     results: list[dict] = []
     started = time.perf_counter()
+    progress.stage("sweep of GEMM, conv and attention shapes", total=len(cases))
     for chunk_start in range(0, len(cases), PROFILE_CHUNK):
         if time_budget_s is not None and time.perf_counter() - started > time_budget_s:
             log(f"sweep: time budget spent after {chunk_start} of {len(cases)} cases")
@@ -427,6 +430,7 @@ def run_sweep(cases: list[Case], log: Callable[[str], None] = print, time_budget
             except Exception as exc:  # a shape a backend refuses, or out of memory: data too
                 row["error"] = f"{type(exc).__name__}: {exc}"[:300]
             results.append(row)
+            progress.advance()
         try:
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
                 for i, call in calls.items():

@@ -8,6 +8,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
+from kernelcast import progress
 from kernelcast.devices import GPU, get_gpu
 from kernelcast.errors import CaptureError
 from kernelcast.records import Capture
@@ -36,8 +37,10 @@ def _session(gpu: str | GPU) -> CaptureSession:
 
 def _run_steps(session: CaptureSession, step: Callable, args: tuple) -> None:
     session.compiled_found = compiled_in(step, args)
+    progress.stage("warm-up step (not recorded)")
     for _ in range(WARMUP_STEPS):
         step(*args)
+    progress.stage("recording the step")
     session.recording = True
     step(*args)
     session.measure_gap_baselines()
@@ -66,6 +69,7 @@ def capture_workload(build: Callable[[], tuple[Callable, Any]], gpu: str | GPU =
     check_world_size(world_size)
     with _cyclic_gc_paused(), fake_process_group(world_size), _session(gpu) as session, \
             distributed_capture(world_size, session.recorder) as distributed:
+        progress.stage("build()")
         built = build()
         if not (isinstance(built, tuple) and len(built) == 2 and callable(built[0])):
             raise CaptureError("build() must return (step, args), with step callable and args a tuple")

@@ -15,6 +15,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
+from kernelcast import progress
+
 WARMUP_STEPS = 5
 STEPS = 10
 REPEATS = 5
@@ -67,7 +69,10 @@ class Measurement:
                 "step_ms_median": self.step_ms_median, "step_ms_spread": list(self.step_ms_spread),
                 "gpu_time_us": self.gpu_time_us, "work_items": self.work_items,
                 "by_op": {op: {"kernels": n, "time_us": t} for op, (n, t) in self.by_op().items()},
-                "kernels": [[k.op, k.module, k.name[:120], round(k.duration_us, 3)] for k in self.kernels]}
+                # [op, module, kernel name, µs, launch chain outermost first] (the chain lets a report re-attribute
+                # kernels to the ops a capture recorded: report/measured.py)
+                "kernels": [[k.op, k.module, k.name[:120], round(k.duration_us, 3), list(k.chain)]
+                            for k in self.kernels]}
 
 
 def packet(name: str) -> str:
@@ -181,10 +186,13 @@ def measure_step(step: Callable, args: tuple, recorded_ops: set[str] | None = No
     from kernelcast.calibrate import require_gpu
 
     require_gpu()
+    progress.stage("warm-up steps", total=warmup)
     for _ in range(warmup):
         step(*args)
+        progress.advance()
     torch.cuda.synchronize()
     step_ms = []
+    progress.stage(f"timing {repeats} x {steps} back-to-back steps", total=repeats)
     for _ in range(repeats):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
@@ -193,6 +201,8 @@ def measure_step(step: Callable, args: tuple, recorded_ops: set[str] | None = No
         end.record()
         torch.cuda.synchronize()
         step_ms.append(start.elapsed_time(end) / steps)
+        progress.advance()
+    progress.stage("profiling one step (per-kernel times)")
     with _module_ranges(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         step(*args)
         torch.cuda.synchronize()

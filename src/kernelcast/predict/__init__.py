@@ -11,7 +11,8 @@ from kernelcast.costs.launch_table import LaunchTable
 from kernelcast.devices import GPU, get_gpu
 from kernelcast.devices.interconnects import Interconnect, get_interconnect, natural_interconnect
 from kernelcast.profiles import launch_profile, profile_with
-from kernelcast.records import COMM_STREAM, RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, OpRecord, root_indices
+from kernelcast.records import (COMM_STREAM, RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, OpRecord, PredictionRecord,
+                                root_indices)
 
 from .host import HostModel
 from .kernel_model import NO_KERNEL, KernelEstimate, KernelModel, RooflineModel
@@ -45,6 +46,7 @@ class OpPrediction:
     launch_bound: bool = False  # its kernels take less GPU time than the CPU takes to launch them
     time_source: str = ""  # where time_us came from: measured-near / interpolated / extrapolated / datasheet
     time_uncertainty: float = 0.0  # relative uncertainty of time_us (0.1 = +-10%)
+    parent: int = -1  # the decomposed op whose CUDA code called this one (OpRecord.parent)
 
 
 # What to do about a sync point, by what caused it.
@@ -114,6 +116,7 @@ class Prediction:
     launch_bound_ops: int = 0
     step_time_by_host_speed: tuple[tuple[float, float], ...] = ()
     compiled: bool = False  # the step runs torch.compile'd code, predicted as eager (Capture.compiled)
+    workload: str = ""  # what was captured (Capture.workload)
 
     @property
     def bound(self) -> str:
@@ -124,21 +127,44 @@ class Prediction:
     def gpu_idle_fraction(self) -> float:
         return max(0.0, 1.0 - self.gpu_time_us / self.step_time_us) if self.step_time_us else 0.0
 
-    # Conveniences for notebooks; the report stage does the formatting.
+    def record(self) -> PredictionRecord:
+        """The prediction as data (records.PredictionRecord): what the report stage and `--json` read."""
+        from .serialize import prediction_record
+
+        return prediction_record(self)
+
+    # Conveniences for notebooks. The report stage formats the record; it never imports this module.
     def show(self, top: int = 15) -> None:
         from kernelcast.report import print_prediction
 
-        print_prediction(self, top=top)
+        print_prediction(self.record(), top=top)
 
     def summary(self) -> str:
         from kernelcast.report import summary_line
 
-        return summary_line(self)
+        return summary_line(self.record())
 
     def to_json(self) -> dict:
-        from kernelcast.report import prediction_json
+        return self.record().to_json()
 
-        return prediction_json(self)
+    def plot_roofline(self, measured=None):
+        """The roofline as a matplotlib Figure (report/roofline.py); `measured`: a Measurement, a Validation, their
+        JSON, or op index -> measured µs, for measured points beside the predicted ones."""
+        from kernelcast.report.roofline import plot_roofline
+
+        return plot_roofline(self.record(), measured=measured)
+
+    def plot_timeline(self):
+        """The simulated step as a matplotlib Figure: CPU lane, a lane per GPU stream (report/timeline_plot.py)."""
+        from kernelcast.report.timeline_plot import plot_timeline
+
+        return plot_timeline(self.record())
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows a prediction as its summary, figures and top ops."""
+        from kernelcast.report.html import notebook_html
+
+        return notebook_html(self.record())
 
     def __repr__(self) -> str:
         return f"<Prediction {self.summary()}>"
@@ -175,6 +201,7 @@ def _op_prediction(op: OpRecord, cost: Cost | None, est: KernelEstimate, host_us
         bound=est.bound if costed else "uncosted", roof=est.roof, host_us=host_us, sync=op.sync, costed=costed,
         python_us=python_us, launch_bound=launch_bound,
         time_source=est.source if costed and cost.kernels else "", time_uncertainty=est.uncertainty if costed else 0.0,
+        parent=op.parent,
     )
 
 
@@ -390,7 +417,7 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
         gpu_time_us=sum(p.time_us for p in preds), host_time_us=sum(p.host_us for p in preds),
         kernels=sum(p.kernels for p in preds), uncosted=uncosted,
         sync_points=sum(1 for p in preds if p.sync), notes=gpu_notes(spec) + capture.notes,
-        compiled=capture.compiled,
+        compiled=capture.compiled, workload=capture.workload,
         sync_groups=_sync_groups(preds, costs, launches, timeline, step_us, model),
         python_time_us=sum(p.python_us for p in preds), launch_bound_ops=sum(p.launch_bound for p in preds),
         step_time_by_host_speed=tuple((f, steady_state_step_us([dataclasses.replace(

@@ -1,23 +1,39 @@
-"""Stage 4: tables for the terminal and JSON for tools."""
+"""Stage 4: the prediction for people (terminal tables, HTML, figures) and for tools (JSON).
+
+Everything here reads the serialized prediction (records.PredictionRecord), never the predict stage's objects,
+so a saved prediction (`--json`) renders on a machine without torch. A function given something else with a
+`.record()` method (a predict.Prediction) asks it for its record first.
+"""
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from typing import Iterable
 
+from rich import box
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
-from kernelcast.predict import OpPrediction, Prediction
+from kernelcast.records import PredictedOp, PredictionRecord
+
+from .format import module_pattern, short_op, short_source, si, tail, time_text
+
+__all__ = ["as_record", "print_prediction", "summary_line", "prediction_json", "ops_table", "group_ops",
+           "module_pattern", "short_op", "time_text", "console_for_output"]
 
 DEFAULT_TOP = 15
-_LAYER_INDEX = re.compile(r"\.\d+(?=\.|$)")
 
 
-def module_pattern(module: str) -> str:
-    """"GPT2LMHeadModel.transformer.h.3.attn" -> "GPT2LMHeadModel.transformer.h.*.attn"."""
-    return _LAYER_INDEX.sub(".*", module)
+def as_record(pred) -> PredictionRecord:
+    """The record itself, or the record of a predict.Prediction (duck-typed: report/ does not import predict/)."""
+    if isinstance(pred, PredictionRecord):
+        return pred
+    if hasattr(pred, "record"):
+        return pred.record()
+    raise TypeError(f"expected a PredictionRecord or a Prediction, not {type(pred).__name__}")
 
 
 @dataclass(frozen=True)
@@ -40,8 +56,8 @@ class OpGroup:
         return self.flops / self.bytes if self.bytes else 0.0
 
 
-def group_ops(ops: tuple[OpPrediction, ...]) -> list[OpGroup]:
-    buckets: dict[tuple, list[OpPrediction]] = defaultdict(list)
+def group_ops(ops: Iterable[PredictedOp]) -> list[OpGroup]:
+    buckets: dict[tuple, list[PredictedOp]] = defaultdict(list)
     for p in ops:
         buckets[(p.op, p.phase, module_pattern(p.module), p.source)].append(p)
     groups = []
@@ -58,85 +74,183 @@ def group_ops(ops: tuple[OpPrediction, ...]) -> list[OpGroup]:
     return sorted(groups, key=lambda g: g.time_us, reverse=True)
 
 
-def _si(value: float, unit: str) -> str:
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= scale:
-            return f"{value / scale:.1f} {prefix}{unit}"
-    return f"{value:.0f} {unit}"
-
-
-def _us(value: float) -> str:
-    return f"{value / 1000:.2f} ms" if value >= 1000 else f"{value:.1f} µs"
-
-
-def verdict_text(pred: Prediction) -> str:
-    idle = f"GPU idle {pred.gpu_idle_fraction:.0%}"
-    if pred.bound == "mixed":
+def verdict_text(rec: PredictionRecord) -> str:
+    idle = f"GPU idle {rec.gpu_idle_fraction:.0%}"
+    if rec.bound == "mixed":
         return f"mixed ({idle}: the CPU and the GPU are both near the step; speeding up either one helps)"
-    return f"{pred.bound}-bound ({idle})"
+    return f"{rec.bound}-bound ({idle})"
 
 
 # Leads the summary of a step that runs torch.compile'd code (capture/compiled.py).
 COMPILED_AS_EAGER = "compiled step predicted as eager PyTorch (no model of torch.compile yet): "
 
 
-def summary_line(pred: Prediction) -> str:
+def summary_line(pred) -> str:
+    rec = as_record(pred)
     return (
-        f"{COMPILED_AS_EAGER if pred.compiled else ''}"
-        f"step {_us(pred.step_time_us)} on {pred.gpu.name}: GPU {_us(pred.gpu_time_us)}, "
-        f"host {_us(pred.host_time_us)}, {pred.kernels} kernels, {pred.sync_points} syncs -> "
-        f"{verdict_text(pred)}; a host timer without synchronize would "
-        f"read {_us(pred.naive_host_timer_us)}; kernel times: {pred.kernel_model}"
+        f"{COMPILED_AS_EAGER if rec.compiled else ''}"
+        f"step {time_text(rec.step_time_us)} on {rec.gpu_name}: GPU {time_text(rec.gpu_time_us)}, "
+        f"host {time_text(rec.host_time_us)}, {rec.kernels} kernels, {rec.sync_points} syncs -> "
+        f"{verdict_text(rec)}; a host timer without synchronize would "
+        f"read {time_text(rec.naive_host_timer_us)}; kernel times: {rec.kernel_model}"
     )
 
 
-def host_line(pred: Prediction) -> str:
+LAUNCH_BOUND_ADVICE = ("fuse them with torch.compile, or replay the step as a CUDA graph")
+
+
+def host_line(pred) -> str:
     """Which host the CPU side is for, what it is made of, and how much another CPU would change the step."""
-    what_if = ", ".join(f"{_us(step)} with CPU work x{factor:g}" for factor, step in pred.step_time_by_host_speed)
-    launch = (f"; {pred.launch_bound_ops} ops are launch-bound (their kernels finish before the next launch: "
-              "fuse them with torch.compile, or replay the step as a CUDA graph)" if pred.launch_bound_ops else "")
-    return (f"host: {pred.host}. CPU {_us(pred.host_time_us)} per step, of which model Python "
-            f"{_us(pred.python_time_us)}; step {what_if}{launch}")
+    rec = as_record(pred)
+    what_if = ", ".join(f"{time_text(step)} with CPU work x{factor:g}" for factor, step in rec.step_time_by_host_speed)
+    launch = (f"; {rec.launch_bound_ops} ops are launch-bound (their kernels finish before the next launch: "
+              f"{LAUNCH_BOUND_ADVICE})" if rec.launch_bound_ops else "")
+    return (f"host: {rec.host}. CPU {time_text(rec.host_time_us)} per step, of which model Python "
+            f"{time_text(rec.python_time_us)}; step {what_if}{launch}")
 
 
-def comm_line(pred: Prediction) -> str | None:
+def comm_line(pred) -> str | None:
     """Compute, communication (exposed and hidden) and step time of a step with collectives."""
-    c = pred.comm
+    rec = as_record(pred)
+    c = rec.comm
     if c is None:
         return None
     return (
-        f"{c.world_size} ranks over {c.interconnect_name}: compute {_us(c.compute_us)}, communication "
-        f"{_us(c.comm_us)} in {c.collectives} collectives ({_us(c.exposed_comm_us)} exposed, "
-        f"{_us(c.hidden_comm_us)} hidden behind compute) -> step {_us(pred.step_time_us)} "
-        f"({_us(c.step_without_comm_us)} if communication were free)"
+        f"{c.world_size} ranks over {c.interconnect_name or c.interconnect}: compute {time_text(c.compute_us)}, "
+        f"communication {time_text(c.comm_us)} in {c.collectives} collectives ({time_text(c.exposed_comm_us)} "
+        f"exposed, {time_text(c.hidden_comm_us)} hidden behind compute) -> step {time_text(rec.step_time_us)} "
+        f"({time_text(c.step_without_comm_us)} if communication were free)"
     )
 
 
-def sync_table(pred: Prediction) -> Table | None:
-    if not pred.sync_groups:
+# A host-bound or mixed step: what makes the CPU's share smaller.
+HOST_BOUND_ADVICE = ("the GPU waits for the CPU: fewer, larger launches help (torch.compile, a CUDA graph of the "
+                     "step, a larger batch per step)")
+
+
+def advice(pred) -> list[str]:
+    """What to change, most saving first: each sync point's fix, launch-bound ops, a host-bound step."""
+    rec = as_record(pred)
+    out = [f"{g.kind} at {g.source or '?'} ({g.count}x per step, saves {time_text(g.saving_us)}): {g.advice}"
+           for g in rec.sync_groups]
+    if rec.bound in ("host", "mixed"):
+        out.append(f"GPU idle {rec.gpu_idle_fraction:.0%} of the step: {HOST_BOUND_ADVICE}")
+    if rec.launch_bound_ops:
+        out.append(f"{rec.launch_bound_ops} ops finish on the GPU before the CPU launches the next: "
+                   f"{LAUNCH_BOUND_ADVICE}")
+    if rec.comm is not None and rec.comm.exposed_comm_us > 0:
+        out.append(f"{time_text(rec.comm.exposed_comm_us)} of communication is exposed (not hidden behind "
+                   "compute): larger buckets or overlap (DDP bucket_cap_mb, FSDP2 prefetch) hide more")
+    return out
+
+
+def sync_table(pred, width: int | None = None) -> Table | None:
+    """Sync points with their source line, stall, saving and fix; below SOURCE_COLUMN_FROM_WIDTH the source goes
+    under its kind."""
+    rec = as_record(pred)
+    if not rec.sync_groups:
         return None
-    table = Table(title="Sync points (the host waits for the GPU)", title_justify="left")
-    for name, justify in (("kind", "left"), ("source", "left"), ("× per step", "right"), ("stall", "right"),
-                          ("saving with the fix", "right"), ("fix", "left")):
-        table.add_column(name, justify=justify, overflow="fold")
-    for g in pred.sync_groups:
-        table.add_row(g.kind, g.source or "-", str(g.count), _us(g.stall_us), _us(g.saving_us), g.advice)
+    source_column = width is None or width >= SOURCE_COLUMN_FROM_WIDTH
+    table = Table(title="Sync points (the host waits for the GPU)", title_justify="left", box=box.SIMPLE_HEAD)
+    table.pad_edge = source_column
+    headers = ((("kind", "left"), ("source", "left"), ("× per step", "right"), ("stall", "right"),
+                ("saving with the fix", "right"), ("fix", "left")) if source_column else
+               (("kind", "left"), ("×", "right"), ("stall", "right"), ("fix saves", "right"), ("fix", "left")))
+    kind_width = min(max([SYNC_KIND_WIDTH] + [len(short_source(g.source)) + 2 for g in rec.sync_groups]),
+                     OP_MAX_WIDTH)
+    for name, justify in headers:
+        table.add_column(name, justify=justify, overflow="fold", no_wrap=justify == "right",
+                         min_width=kind_width if name == "kind" and not source_column else None)
+    for g in rec.sync_groups:
+        numbers = (str(g.count), time_text(g.stall_us), time_text(g.saving_us), g.advice)
+        if source_column:
+            table.add_row(g.kind, g.source or "-", *numbers)
+        else:
+            table.add_row(Text(g.kind).append("\n  " + short_source(g.source or "-"), style="dim"), *numbers)
     return table
 
 
-def ops_table(pred: Prediction, top: int = DEFAULT_TOP) -> Table:
-    table = Table(title=f"Top ops by predicted time on {pred.gpu.name}", title_justify="left")
-    for name, justify in (("op", "left"), ("phase", "left"), ("module", "left"), ("source", "left"),
-                          ("×", "right"), ("FLOPs", "right"), ("bytes", "right"), ("FLOP/B", "right"),
-                          ("bound", "left"), ("time", "right"), ("% step", "right")):
-        table.add_column(name, justify=justify, overflow="fold")
-    for g in group_ops(pred.ops)[:top]:
-        share = g.time_us / pred.step_time_us if pred.step_time_us else 0.0
-        table.add_row(
-            short_op(g.op), g.phase, g.module or "-", g.source or "-", str(g.count), _si(g.flops, ""),
-            _si(g.bytes, "B"), f"{g.intensity:.1f}", g.bound, _us(g.time_us), f"{share:.1%}",
-        )
+@dataclass(frozen=True)
+class Column:
+    """A column of the ops table: kept while the table fits, dropped in order of `priority` (highest first)."""
+
+    name: str
+    justify: str
+    priority: int  # 0: never dropped
+    cell: object  # (OpGroup, share of the step) -> str
+
+
+MODULE_WIDTH = 24  # longer module paths keep their end ("…h.*.attn.c_attn")
+# The op column (op, and its source under it) keeps its rows' width up to OP_MAX_WIDTH before a column is dropped;
+# longer names wrap. It never gets narrower than OP_MIN_WIDTH.
+OP_MIN_WIDTH = 22
+OP_MAX_WIDTH = 30
+SYNC_KIND_WIDTH = 22  # the sync table's first column, when the source goes under the kind
+# From this width up, the source line has its own column; below it, it is printed under its op.
+SOURCE_COLUMN_FROM_WIDTH = 150
+
+OPS_COLUMNS = (
+    Column("time", "right", 1, lambda g, share: time_text(g.time_us)),
+    Column("% step", "right", 2, lambda g, share: f"{share:.1%}"),
+    Column("bound", "left", 3, lambda g, share: g.bound),
+    Column("module", "left", 4, lambda g, share: tail(g.module, MODULE_WIDTH) if g.module else "-"),
+    Column("×", "right", 5, lambda g, share: str(g.count)),
+    Column("phase", "left", 6, lambda g, share: g.phase),
+    Column("FLOP/B", "right", 7, lambda g, share: f"{g.intensity:.1f}"),
+    Column("FLOPs", "right", 8, lambda g, share: si(g.flops)),
+    Column("bytes", "right", 9, lambda g, share: si(g.bytes, "B")),
+)
+# The order columns appear in, left to right (op first, then these).
+COLUMN_ORDER = ("phase", "module", "source", "×", "FLOPs", "bytes", "FLOP/B", "bound", "time", "% step")
+
+
+def _op_width(rows: list[tuple[OpGroup, float]], source_column: bool) -> int:
+    """What the op column needs to show its rows unwrapped (the source under the op, indented), capped."""
+    need = [len(short_op(g.op)) for g, _ in rows]
+    if not source_column:
+        need += [len(short_source(g.source)) + 2 for g, _ in rows]
+    return max(OP_MIN_WIDTH, min(max(need, default=0), OP_MAX_WIDTH))
+
+
+def _table(title: str, columns: list[Column], rows: list[tuple[OpGroup, float]], source_column: bool,
+           op_max: int | None = None, op_min: int = OP_MIN_WIDTH) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=source_column)
+    table.add_column("op", justify="left", overflow="fold", max_width=op_max, min_width=op_min)
+    by_name = {c.name: c for c in columns}
+    order = [n for n in COLUMN_ORDER if n in by_name or (n == "source" and source_column)]
+    for name in order:
+        if name == "source":
+            table.add_column("source", justify="left", overflow="fold")
+        else:
+            table.add_column(name, justify=by_name[name].justify, no_wrap=True)
+    for g, share in rows:
+        op_cell = Text(short_op(g.op))
+        if not source_column and g.source:
+            op_cell.append("\n  " + short_source(g.source), style="dim")
+        cells = [(g.source or "-") if n == "source" else by_name[n].cell(g, share) for n in order]
+        table.add_row(op_cell, *cells)
     return table
+
+
+def ops_table(pred, top: int = DEFAULT_TOP, width: int | None = None) -> Table:
+    """The top op groups by predicted time, with as many columns as fit `width` (the console's, by default):
+    columns drop by priority (bytes first, time last) and the source moves under its op below
+    SOURCE_COLUMN_FROM_WIDTH."""
+    rec = as_record(pred)
+    title = f"Top ops by predicted time on {rec.gpu_name}"
+    rows = [(g, g.time_us / rec.step_time_us if rec.step_time_us else 0.0) for g in group_ops(rec.ops)[:top]]
+    if width is None:
+        return _table(title, list(OPS_COLUMNS), rows, source_column=True)
+    source_column = width >= SOURCE_COLUMN_FROM_WIDTH
+    op_width = _op_width(rows, source_column)
+    columns = sorted(OPS_COLUMNS, key=lambda c: c.priority)
+    console = Console(width=10_000)
+    while columns:
+        narrow = _table(title, columns, rows, source_column, op_max=op_width, op_min=op_width)
+        if Measurement.get(console, console.options, narrow).maximum <= width:
+            break
+        columns = columns[:-1]
+    return _table(title, columns, rows, source_column, op_max=None if source_column else op_width, op_min=op_width)
 
 
 # Wide enough for the table when output goes to a file or pipe (rich would assume 80 columns).
@@ -148,58 +262,24 @@ def console_for_output() -> Console:
     return console if console.is_terminal else Console(width=PIPE_WIDTH)
 
 
-def short_op(op: str) -> str:
-    """"aten.mm.default" -> "mm"; "aten.add.Tensor" -> "add.Tensor"."""
-    return op.removeprefix("aten.").removesuffix(".default")
-
-
-def print_prediction(pred: Prediction, console: Console | None = None, top: int = DEFAULT_TOP) -> None:
+def print_prediction(pred, console: Console | None = None, top: int = DEFAULT_TOP) -> None:
+    rec = as_record(pred)
     console = console or console_for_output()
-    console.print(ops_table(pred, top))
-    syncs = sync_table(pred)
+    console.print(ops_table(rec, top, width=console.width))
+    syncs = sync_table(rec, width=console.width)
     if syncs is not None:
         console.print(syncs)
-    console.print(summary_line(pred))
-    console.print(host_line(pred))
-    comm = comm_line(pred)
+    console.print(summary_line(rec))
+    console.print(host_line(rec))
+    comm = comm_line(rec)
     if comm is not None:
         console.print(comm)
-    uncosted = ", ".join(pred.uncosted) if pred.uncosted else "none"
+    uncosted = ", ".join(rec.uncosted) if rec.uncosted else "none"
     console.print(f"uncosted ops (time unknown, not zero): {uncosted}")
-    for note in pred.notes:
+    for note in rec.notes:
         console.print(f"note: {note}")
 
 
-def prediction_json(pred: Prediction) -> dict:
-    """The --json contract: keep these key names (other tools read them)."""
-    return {
-        "gpu": pred.gpu.id, "gpu_name": pred.gpu.name, "kernel_model": pred.kernel_model, "host": pred.host,
-        "step_time_us": pred.step_time_us, "first_step_us": pred.first_step_us,
-        "naive_host_timer_us": pred.naive_host_timer_us,
-        "gpu_time_us": pred.gpu_time_us, "host_time_us": pred.host_time_us, "kernels": pred.kernels,
-        "bound": pred.bound, "gpu_idle_fraction": pred.gpu_idle_fraction, "sync_points": pred.sync_points,
-        "uncosted": list(pred.uncosted), "notes": list(pred.notes), "compiled": pred.compiled,
-        "python_time_us": pred.python_time_us, "launch_bound_ops": pred.launch_bound_ops,
-        "step_time_by_host_speed": [{"cpu_work_factor": f, "step_time_us": t} for f, t in pred.step_time_by_host_speed],
-        "sync_points_by_source": [{"source": g.source, "kind": g.kind, "count": g.count, "stall_us": g.stall_us,
-                                   "saving_us": g.saving_us, "advice": g.advice} for g in pred.sync_groups],
-        "comm": None if pred.comm is None else {
-            "world_size": pred.comm.world_size, "interconnect": pred.comm.interconnect,
-            "collectives": pred.comm.collectives, "compute_us": pred.comm.compute_us, "comm_us": pred.comm.comm_us,
-            "exposed_comm_us": pred.comm.exposed_comm_us, "hidden_comm_us": pred.comm.hidden_comm_us,
-            "step_without_comm_us": pred.comm.step_without_comm_us,
-            "issue_host_us": pred.comm.issue_host_us, "noop_saving_us": pred.comm.noop_saving_us,
-        },
-        "parallel_host": None if pred.parallel_host is None else {
-            "hook_us": pred.parallel_host.total_us, "fsdp_units": pred.parallel_host.units,
-            "unmodelled_hooks": list(pred.parallel_host.unmodelled),
-        },
-        "ops": [
-            {"op": p.op, "phase": p.phase, "module": p.module, "source": p.source, "flops": p.flops,
-             "bytes": p.bytes, "intensity": p.intensity, "kernels": p.kernels, "time_us": p.time_us,
-             "bound": p.bound, "roof": p.roof, "host_us": p.host_us, "python_us": p.python_us,
-             "launch_bound": p.launch_bound, "sync": p.sync, "time_source": p.time_source,
-             "time_uncertainty": p.time_uncertainty}
-            for p in pred.ops
-        ],
-    }
+def prediction_json(pred) -> dict:
+    """The --json contract (records.PredictionRecord.to_json): keep these key names (other tools read them)."""
+    return as_record(pred).to_json()

@@ -8,8 +8,9 @@ Times are the simulation of one step from an idle GPU, in microseconds.
 
 from __future__ import annotations
 
-from kernelcast.predict import Prediction
 from kernelcast.records import COMM_STREAM
+
+from . import as_record
 
 HOST_PID, GPU_PID, CPU_TID = 1, 2, 1
 FLOW_EPSILON_US = 0.001  # flow ends sit just inside the slices they bind to
@@ -26,12 +27,15 @@ def lane_name(stream: int) -> str:
     return "NCCL (communication)" if stream == COMM_STREAM else f"stream {stream}"
 
 
-def chrome_trace(pred: Prediction) -> dict:
-    assert pred.timeline is not None, "a Prediction from predict_capture carries its timeline"
+def chrome_trace(pred) -> dict:
+    """The trace of a PredictionRecord (or of a Prediction's record)."""
+    pred = as_record(pred)
+    if not pred.spans:
+        raise ValueError("this prediction was saved without its timeline")
     events = [_meta(HOST_PID, "host (CPU)"), _meta(HOST_PID, "Python thread", CPU_TID),
-              _meta(GPU_PID, f"GPU: {pred.gpu.name} (predicted, {pred.kernel_model})")]
+              _meta(GPU_PID, f"GPU: {pred.gpu_name} (predicted, {pred.kernel_model})")]
     streams = set()
-    for op, span in zip(pred.ops, pred.timeline.spans):
+    for op, span in zip(pred.ops, pred.spans):
         name = op.op.removeprefix("aten.").removesuffix(".default")
         common = {"module": op.module, "source": op.source, "phase": op.phase}
         host_dur = max(span.cpu_end_us - span.cpu_start_us, FLOW_EPSILON_US)

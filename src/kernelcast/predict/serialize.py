@@ -1,0 +1,53 @@
+"""A Prediction as data: the record the report stage reads (records.PredictionRecord) and `--json` writes."""
+
+from __future__ import annotations
+
+from kernelcast.records import CommRecord, GPUSpec, OpSpan, PredictedOp, PredictionRecord, SyncPointGroup
+
+
+def _op(p) -> PredictedOp:
+    return PredictedOp(
+        index=p.index, op=p.op, phase=p.phase, module=p.module, source=p.source, flops=p.flops, bytes=p.bytes,
+        intensity=p.intensity, kernels=p.kernels, time_us=p.time_us, bound=p.bound, roof=p.roof, host_us=p.host_us,
+        python_us=p.python_us, launch_bound=p.launch_bound, sync=p.sync, time_source=p.time_source,
+        time_uncertainty=p.time_uncertainty, parent=p.parent,
+    )
+
+
+def _comm(c) -> CommRecord | None:
+    if c is None:
+        return None
+    return CommRecord(
+        world_size=c.world_size, interconnect=c.interconnect, interconnect_name=c.interconnect_name,
+        collectives=c.collectives, compute_us=c.compute_us, comm_us=c.comm_us, exposed_comm_us=c.exposed_comm_us,
+        hidden_comm_us=c.hidden_comm_us, step_without_comm_us=c.step_without_comm_us,
+        issue_host_us=c.issue_host_us, noop_saving_us=c.noop_saving_us,
+    )
+
+
+def prediction_record(pred) -> PredictionRecord:
+    """Everything the report shows, from a predict.Prediction; the timeline's spans ride along with the ops."""
+    spans = () if pred.timeline is None else tuple(
+        OpSpan(s.cpu_start_us, s.cpu_end_us, s.gpu_start_us, s.gpu_end_us, s.stream, s.sync_wait_us)
+        for s in pred.timeline.spans)
+    hooks = pred.parallel_host
+    return PredictionRecord(
+        gpu=pred.gpu.id, gpu_name=pred.gpu.name, kernel_model=pred.kernel_model, host=pred.host,
+        step_time_us=pred.step_time_us, first_step_us=pred.first_step_us,
+        naive_host_timer_us=pred.naive_host_timer_us, gpu_time_us=pred.gpu_time_us,
+        host_time_us=pred.host_time_us, kernels=pred.kernels, bound=pred.bound,
+        gpu_idle_fraction=pred.gpu_idle_fraction, sync_points=pred.sync_points,
+        ops=tuple(_op(p) for p in pred.ops), uncosted=pred.uncosted, notes=pred.notes, compiled=pred.compiled,
+        python_time_us=pred.python_time_us, launch_bound_ops=pred.launch_bound_ops,
+        step_time_by_host_speed=pred.step_time_by_host_speed,
+        sync_groups=tuple(SyncPointGroup(g.source, g.kind, g.count, g.stall_us, g.saving_us, g.advice)
+                          for g in pred.sync_groups),
+        comm=_comm(pred.comm),
+        parallel_host=None if hooks is None else {"hook_us": hooks.total_us, "fsdp_units": hooks.units,
+                                                  "unmodelled_hooks": list(hooks.unmodelled)},
+        workload=pred.workload,
+        gpu_spec=GPUSpec(dict(pred.gpu.peak_flops), pred.gpu.mem_bw_bytes_per_s, pred.gpu.memory_bytes),
+        spans=spans,
+        # The memory model (another stage) may attach a series; carried as it is, drawn when present.
+        memory_timeline=getattr(pred, "memory_timeline", None),
+    )

@@ -1,0 +1,102 @@
+"""The terminal: tables that fit the console, times in µs / ms / s, a progress display only on a terminal, and
+`--help` with examples and the build() contract."""
+
+import io
+
+import pytest
+from rich.console import Console
+
+from kernelcast import progress
+from kernelcast.cli import build_parser, main
+from kernelcast.report import ops_table, print_prediction
+from kernelcast.report.format import short_source, si, tail, time_text
+from report_records import small_record
+
+
+@pytest.mark.parametrize("us, text", [
+    (0.42, "0.4 µs"), (812.34, "812.3 µs"), (999.9, "999.9 µs"), (1000.0, "1.00 ms"),
+    (31363.89, "31.36 ms"),  # the issue's "31363.89 ms" was 31363890 µs: it reads 31.36 s now
+    (31363890.0, "31.36 s"), (-1500.0, "-1.50 ms"),
+])
+def test_times_grow_their_unit(us, text):
+    assert time_text(us) == text
+
+
+def test_short_forms():
+    assert si(1.3e12) == "1.3 T" and si(2.5e9, "B") == "2.5 GB" and si(12, "B") == "12 B"
+    assert short_source("src/kernelcast/examples/gpt.py:37 in forward") == "gpt.py:37 in forward"
+    assert tail("GPT2LMHeadModel.transformer.h.*.attn.c_attn", 16) == "…h.*.attn.c_attn"
+
+
+def _render(width: int, top: int = 15) -> str:
+    console = Console(width=width, record=True, file=io.StringIO())
+    print_prediction(small_record(), console=console, top=top)
+    return console.export_text()
+
+
+def test_the_table_fits_80_columns_with_the_source_under_its_op():
+    text = _render(80)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    lines = text.splitlines()
+    op_line = next(i for i, line in enumerate(lines) if line.lstrip().startswith("mm "))
+    assert lines[op_line + 1].strip() == "train.py:10 in step"  # the source line, under its op
+    header = next(line for line in lines if line.lstrip().startswith("op "))
+    assert "time" in header and "% step" in header and "bound" in header
+    assert "bytes" not in header and "source" not in header  # dropped first / moved under the op
+
+
+def test_columns_come_back_as_the_console_widens():
+    def header(width):
+        return next(line for line in _render(width).splitlines() if line.lstrip().startswith("op ")).split()
+
+    narrow, middle, wide = header(80), header(120), header(200)
+    assert set(narrow) < set(middle) < set(wide)
+    assert {"source", "FLOPs", "bytes", "FLOP/B", "phase", "module"} <= set(wide)
+    for width in (60, 80, 100, 120, 160):
+        assert max(len(line) for line in _render(width).splitlines()) <= width, width
+
+
+def test_without_a_width_every_column_is_there():
+    table = ops_table(small_record())
+    assert [c.header for c in table.columns] == ["op", "phase", "module", "source", "×", "FLOPs", "bytes", "FLOP/B",
+                                                 "bound", "time", "% step"]
+
+
+def test_progress_display_only_on_a_terminal():
+    piped = Console(file=io.StringIO())
+    with progress.progress_display("capturing x", console=piped):
+        assert not progress.active()
+        progress.stage("recording the step", total=2)
+        progress.advance()
+    assert piped.file.getvalue() == ""
+    tty = Console(file=io.StringIO(), force_terminal=True, width=100)
+    with progress.progress_display("capturing x", console=tty):
+        assert progress.active()
+        progress.stage("recording the step", total=2)
+        progress.advance()
+    assert not progress.active()
+    assert "capturing x: recording the step" in tty.file.getvalue()
+
+
+def test_library_stages_are_silent_without_a_display():
+    progress.stage("nothing shows this")
+    progress.advance()
+    assert not progress.active()
+
+
+def test_a_piped_predict_prints_no_progress(tmp_path, capsys):
+    (tmp_path / "step.py").write_text(
+        "import torch\n\ndef build():\n    x = torch.randn(8, 8, device='cuda')\n    return (lambda x: x @ x), (x,)\n")
+    assert main(["predict", f"{tmp_path / 'step.py'}:build", "--gpu", "h100"]) == 0
+    out = capsys.readouterr()
+    assert out.err == "" and "\x1b[" not in out.out and "step " in out.out
+
+
+def test_help_has_examples_and_the_build_contract():
+    text = build_parser().format_help()
+    for shown in ("examples:", "kernelcast report train.py:build --gpu h100,a100,l4 -o report.html",
+                  "kernelcast compare", "def build():", "return step, (x,)", "returns (step, args)",
+                  "report", "compare"):
+        assert shown in text, shown
+    report_help = build_parser()._subparsers._group_actions[0].choices["report"].format_help()
+    assert "--measured" in report_help and "kernelcast report prediction.json" in report_help
