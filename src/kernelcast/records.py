@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernelcast.memory_trace import MemoryTrace
+
 CAPTURE_FORMAT_VERSION = 1
 
 # Bytes per element of each dtype torch can put on a GPU (torch's names, without the "torch." prefix).
@@ -227,12 +229,14 @@ class Capture:
     notes: tuple[str, ...] = ()  # what the capture had to assume (placeholder values for syncs, ...)
     world_size: int = 1  # ranks of the (fake) process group the step ran in; 1: a single-GPU step
     compiled: bool = False  # the step runs torch.compile'd code, recorded (and predicted) as eager ops
+    memory: MemoryTrace | None = None  # the CUDA storages made and freed, from build() on (memory_trace.py)
 
     def to_json(self) -> dict:
         return {
             "format": CAPTURE_FORMAT_VERSION, "workload": self.workload,
             "settings": asdict(self.settings), "notes": list(self.notes), "world_size": self.world_size,
             "compiled": self.compiled, "ops": [op.to_json() for op in self.ops],
+            "memory": None if self.memory is None else self.memory.to_json(),
         }
 
     @staticmethod
@@ -246,6 +250,7 @@ class Capture:
             settings=CaptureSettings(**d.get("settings", {})),
             workload=d.get("workload", ""), notes=tuple(d.get("notes", ())), world_size=d.get("world_size", 1),
             compiled=d.get("compiled", False),
+            memory=MemoryTrace.from_json(d["memory"]) if d.get("memory") else None,
         )
 
     def save(self, path: str | Path) -> None:

@@ -36,10 +36,14 @@ def _session(gpu: str | GPU) -> CaptureSession:
 
 def _run_steps(session: CaptureSession, step: Callable, args: tuple) -> None:
     session.compiled_found = compiled_in(step, args)
+    storages = session.storages
+    storages.start_warmup()
     for _ in range(WARMUP_STEPS):
         step(*args)
     session.recording = True
-    step(*args)
+    storages.start_step(args)
+    step(*args)  # its result is dropped here, as a training loop drops it
+    storages.end_step(args)
     session.measure_gap_baselines()
     session.recording = False
 
@@ -120,6 +124,7 @@ class CaptureBlock:
     def __enter__(self) -> "CaptureBlock":
         self._session.__enter__()
         self._session.recording = True
+        self._session.storages.start_step()
         return self
 
     def __exit__(self, *exc) -> None:

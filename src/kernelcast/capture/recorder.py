@@ -24,6 +24,7 @@ from .dynamic_shapes import DynamicShapes, ValueHints, as_python
 from .cuda_path import CudaOpTable
 from .decompose import Decomposer
 from .host_clock import HostClock
+from .lifetimes import StorageTracker
 from .rnn import cudnn_rnn_with_cuda_layout
 from .source import current_source
 
@@ -247,6 +248,7 @@ class Recorder(TorchDispatchMode):
         # Ops CUDA runs by calling other ops (capture/decompose.py); the ops being decomposed, innermost last.
         self._decomposer = Decomposer(op_table, set(self._sync_handlers))
         self._parents: list[int] = []
+        self.storages: StorageTracker | None = None  # sees every CUDA storage made and freed (lifetimes.py)
 
     # -- dispatch --------------------------------------------------------------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -275,6 +277,10 @@ class Recorder(TorchDispatchMode):
         else:
             out, sync = func(*args, **kwargs), None
         self.in_place.note(func, out)
+        if self.storages is not None:
+            self.storages.see(args)
+            self.storages.see(kwargs.values())
+            self.storages.see((out,))
         if func not in self._shape_handlers:
             self.hints.seed(func, args, kwargs, out)
             self.hints.propagate(func, args, kwargs, out)
