@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import warnings
 import weakref
 from typing import Any, Callable, Iterable, Iterator
 from unittest import mock
@@ -72,6 +73,12 @@ class StorageTracker:
         t = _local(t)
         if t is None or not _is_cuda(t):
             return
+        if t.layout == torch.sparse_coo:  # its memory is its indices' and values' (a mode's handler may ask)
+            self._see_tensor(t._indices())
+            self._see_tensor(t._values())
+            return
+        if t.layout != torch.strided:  # other sparse layouts: their member tensors come through ops too
+            return
         storage = t.untyped_storage()
         key = storage._cdata
         entry = self._live.get(key)
@@ -120,7 +127,7 @@ class StorageTracker:
     # -- labels ----------------------------------------------------------------------------------------
     def label(self, t: Any, label: str, name: str = "", overwrite: bool = False) -> None:
         t = _local(t)
-        if t is None or not _is_cuda(t):
+        if t is None or not _is_cuda(t) or t.layout != torch.strided:  # a sparse gradient stays unlabelled
             return
         entry = self._live.get(t.untyped_storage()._cdata)
         if entry is not None and (overwrite or entry[0] not in self._labels):
@@ -131,7 +138,9 @@ class StorageTracker:
         step's inputs. Modules and optimizers are found among the objects alive (the model is the user's)."""
         from torch.optim import Optimizer
 
-        owners = [o for o in gc.get_objects() if isinstance(o, (torch.nn.Module, Optimizer))]
+        with warnings.catch_warnings():  # some libraries' lazy module proxies warn when their type is asked
+            warnings.simplefilter("ignore")
+            owners = [o for o in gc.get_objects() if isinstance(o, (torch.nn.Module, Optimizer))]
         for owner in owners:
             if isinstance(owner, Optimizer):
                 self.label_optimizer(owner)

@@ -13,6 +13,7 @@ GPU's memory less the CUDA context's own share, which torch.cuda's counters neve
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -159,6 +160,51 @@ def cublas_workspaces(ops: tuple[OpRecord, ...], gpu: GPU) -> tuple[Workspace, .
     return tuple(found.values())
 
 
+# -- temporaries inside an op ----------------------------------------------------------------------------
+def _softmax_backward_tmp(op: OpRecord) -> list[int]:
+    """softmax_backward_cuda_out (aten/src/ATen/native/cuda/SoftMax.cu): `Tensor tmp = grad * output;` before
+    the backward kernel, freed when it returns (log_softmax's backward has none)."""
+    grad, output = op.args.get("grad_output"), op.args.get("output")
+    if grad is None or output is None:
+        return []
+    return [grad.numel * max(grad.itemsize, output.itemsize)]
+
+
+# Temporaries an op's CUDA implementation takes from the caching allocator and frees before it returns: not
+# outputs, so the capture does not see them. Op name -> bytes of each, from the op's record. Held after the op's
+# own outputs are allocated (structured kernels allocate outputs first), freed as it returns.
+INTERNAL_TEMPORARIES = {"_softmax_backward_data": _softmax_backward_tmp}
+# Library workspaces taken per call whose size the library chooses at run time and the capture cannot know:
+# not in the prediction; a note says so where the step has such ops.
+UNMODELLED_WORKSPACES = {
+    "convolution": "cuDNN convolution workspaces (the size of the plan cuDNN's heuristics pick)",
+    "convolution_backward": "cuDNN convolution workspaces (the size of the plan cuDNN's heuristics pick)",
+    "cudnn_convolution": "cuDNN convolution workspaces (the size of the plan cuDNN's heuristics pick)",
+    "_cudnn_rnn": "cuDNN RNN workspace and reserve space (cudnnGetRNNTempSpaceSizes)",
+    "_cudnn_rnn_backward": "cuDNN RNN workspace (cudnnGetRNNTempSpaceSizes)",
+    "_fft_r2c": "cuFFT plan workspaces", "_fft_c2r": "cuFFT plan workspaces", "_fft_c2c": "cuFFT plan workspaces",
+}
+UNMODELLED_NOTE = "not in the predicted peak (sizes chosen at run time by the library): {what}"
+
+
+def internal_temporaries(ops: tuple[OpRecord, ...]) -> dict[int, list[int]]:
+    """Op index -> bytes of each temporary its CUDA implementation holds while it runs."""
+    out = {}
+    for op in ops:
+        rule = INTERNAL_TEMPORARIES.get(op.name)
+        if rule is not None and "host" not in op.tags:
+            sizes = [n for n in rule(op) if n > 0]
+            if sizes:
+                out[op.index] = sizes
+    return out
+
+
+def unmodelled_notes(ops: tuple[OpRecord, ...]) -> tuple[str, ...]:
+    what = sorted({UNMODELLED_WORKSPACES[op.name] for op in ops if op.name in UNMODELLED_WORKSPACES
+                   and "host" not in op.tags})
+    return (UNMODELLED_NOTE.format(what="; ".join(what)),) if what else ()
+
+
 # -- replay ---------------------------------------------------------------------------------------------
 @dataclass
 class _Replay:
@@ -180,24 +226,62 @@ def _stream_of(a: Allocation, ops: tuple[OpRecord, ...]) -> int:
     return a.stream
 
 
-def _history(trace: MemoryTrace, workspaces: tuple[Workspace, ...]) -> tuple[list, int]:
-    """The events to replay: (allocation id or workspace key, position), workspaces allocated where the warm-up
-    begins (they are made by its first matrix products and kept); and where the recorded step starts in it."""
+@dataclass(frozen=True)
+class _Step:
+    """What a replay needs: the trace, the ops, and what the predict stage adds to the trace."""
+
+    trace: MemoryTrace
+    ops: tuple[OpRecord, ...]
+    workspaces: tuple[Workspace, ...]
+    temporaries: dict[int, list[int]]  # op index -> bytes of each temporary inside it
+
+
+def _history(step: _Step) -> tuple[list, int]:
+    """The events to replay: (allocation id or workspace/temporary key, position), workspaces allocated where
+    the warm-up begins (they are made by its first matrix products and kept), each op's internal temporaries
+    held after its outputs are made and freed before the next op; and where the recorded step starts."""
+    trace = step.trace
     events = list(trace.events[:trace.step_end])
     by_id = trace.by_id()
     warmup = next((i for i, (aid, _) in enumerate(events) if aid > 0 and by_id[aid].stage == WARMUP),
                   trace.step_start)
-    inserted = [(("ws", i), -1) for i in range(len(workspaces))]
-    return events[:warmup] + inserted + events[warmup:], trace.step_start + len(inserted)
+    inserted = [(("ws", i), -1) for i in range(len(step.workspaces))]
+    in_step = events[trace.step_start:]
+    positions = [position for _, position in in_step]
+    for index, sizes in sorted(step.temporaries.items(), reverse=True):  # from the back: indexes stay put
+        at = bisect.bisect_right(positions, index)
+        held = [(("tmp", index, j, n), index) for j, n in enumerate(sizes)]
+        freed = [(("free", index, j, n), index) for j, n in enumerate(sizes)]
+        in_step[at:at] = held + freed
+    before = events[:warmup] + inserted + events[warmup:trace.step_start]
+    return before + in_step, len(before)
 
 
-def _replay(trace: MemoryTrace, ops: tuple[OpRecord, ...], workspaces: tuple[Workspace, ...],
-            allocator: CachingAllocator, stop_at: int | None = None) -> tuple[_Replay, dict]:
+def _apply(step: _Step, allocator: CachingAllocator, key, live: dict, by_id: dict) -> None:
+    """One event: an allocation (a storage, a workspace, a temporary) or a free."""
+    if isinstance(key, tuple):
+        if key[0] == "ws":
+            ws = step.workspaces[key[1]]
+            live[key] = allocator.malloc(ws.nbytes, ws.stream)
+        elif key[0] == "tmp":
+            live[key] = allocator.malloc(key[3], step.ops[key[1]].stream)
+        else:
+            allocator.free(live.pop(("tmp", *key[1:])))
+    elif key > 0:
+        a = by_id[key]
+        live[key] = allocator.malloc(a.nbytes, _stream_of(a, step.ops))
+    else:
+        block = live.pop(-key, None)
+        if block is not None:
+            allocator.free(block)
+
+
+def _replay(step: _Step, allocator: CachingAllocator, stop_at: int | None = None) -> tuple[_Replay, dict]:
     """Replay the history; returns the replay and the blocks live when it stopped: after step event `stop_at`
     (-1: as the step starts), or at the end. An allocation that runs out of memory ends the replay, with
     failed_at set."""
-    by_id = trace.by_id()
-    history, step_start = _history(trace, workspaces)
+    by_id = step.trace.by_id()
+    history, step_start = _history(step)
     live: dict = {}
     state = _Replay(allocator)
     for i, (key, position) in enumerate(history):
@@ -208,16 +292,7 @@ def _replay(trace: MemoryTrace, ops: tuple[OpRecord, ...], workspaces: tuple[Wor
             if stop_at == -1:
                 return state, live
         try:
-            if isinstance(key, tuple):  # a workspace
-                ws = workspaces[key[1]]
-                live[key] = allocator.malloc(ws.nbytes, ws.stream)
-            elif key > 0:
-                a = by_id[key]
-                live[key] = allocator.malloc(a.nbytes, _stream_of(a, ops))
-            else:
-                block = live.pop(-key, None)
-                if block is not None:
-                    allocator.free(block)
+            _apply(step, allocator, key, live, by_id)
         except OutOfMemory:
             stage = STEP if i >= step_start else (by_id[key].stage if isinstance(key, int) else WARMUP)
             state.failed_at = (stage, position)
@@ -293,6 +368,7 @@ def _peak_op(ops: tuple[OpRecord, ...], position: int) -> PeakOp | None:
 
 
 def _breakdown(trace: MemoryTrace, ops: tuple[OpRecord, ...], live: dict) -> tuple[dict[str, int], list]:
+    """Bytes live (as allocator blocks) by category and by the module that made them."""
     by_id = trace.by_id()
     backward = [op.index for op in ops if op.phase == "backward" and "host" not in op.tags]
     first_backward = backward[0] if backward else None
@@ -300,8 +376,8 @@ def _breakdown(trace: MemoryTrace, ops: tuple[OpRecord, ...], live: dict) -> tup
     categories: dict[str, int] = {c: 0 for c in CATEGORIES}
     modules: dict[str, int] = defaultdict(int)
     for key, block in live.items():
-        if isinstance(key, tuple):
-            categories[WORKSPACE] += block.size
+        if isinstance(key, tuple):  # a library workspace, or an op's temporary
+            categories[WORKSPACE if key[0] == "ws" else TEMPORARY] += block.size
             continue
         a = by_id[key]
         categories[category_of(a, ops, first_backward, freed_at)] += block.size
@@ -310,20 +386,19 @@ def _breakdown(trace: MemoryTrace, ops: tuple[OpRecord, ...], live: dict) -> tup
 
 
 # -- the verdict -----------------------------------------------------------------------------------------
-def _fit(trace: MemoryTrace, ops: tuple[OpRecord, ...], workspaces: tuple[Workspace, ...], gpu: GPU,
-         expandable: bool, context_bytes: int) -> Fit:
+def _fit(step: _Step, gpu: GPU, expandable: bool, context_bytes: int) -> Fit:
     """Replay the history against the GPU's memory less the context: the allocator releases its cached
     segments and retries before it gives up, as on the GPU."""
     capacity = int(gpu.memory_bytes)
     usable = max(capacity - context_bytes, 0)
     allocator = CachingAllocator(capacity_bytes=usable, expandable_segments=expandable)
     notes = (CONTEXT_NOTE.format(mib=context_bytes / 2**20), CAPACITY_NOTE.format(gb=capacity / 1e9))
-    state, _ = _replay(trace, ops, workspaces, allocator)
+    state, _ = _replay(step, allocator)
     oom = None
-    if state.failed_at is not None:
+    if state.failed_at is not None and allocator.failed is not None:
         stage, position = state.failed_at
         failed = allocator.failed
-        oom = OutOfMemoryAt(stage, _peak_op(ops, position) if stage == STEP else None, failed.requested,
+        oom = OutOfMemoryAt(stage, _peak_op(step.ops, position) if stage == STEP else None, failed.requested,
                             failed.segment, failed.allocated, failed.reserved)
     return Fit(oom is None, gpu.id, capacity, context_bytes, usable, state.peak_reserved, oom, notes)
 
@@ -335,12 +410,11 @@ def predict_memory(capture: Capture, gpu: GPU, expandable_segments: bool = False
     if trace is None:
         return None
     ops = capture.ops
-    workspaces = cublas_workspaces(ops, gpu)
-    state, _ = _replay(trace, ops, workspaces, CachingAllocator(expandable_segments=expandable_segments))
+    step = _Step(trace, ops, cublas_workspaces(ops, gpu), internal_temporaries(ops))
+    state, _ = _replay(step, CachingAllocator(expandable_segments=expandable_segments))
     # again, up to the peak (-1: the step never rose above what it started with), for what is live there
-    _, peak_live = _replay(trace, ops, workspaces, CachingAllocator(expandable_segments=expandable_segments),
-                           stop_at=state.peak_event)
-    history, step_start = _history(trace, workspaces)
+    _, peak_live = _replay(step, CachingAllocator(expandable_segments=expandable_segments), stop_at=state.peak_event)
+    history, step_start = _history(step)
     peak_position = history[step_start + state.peak_event][1] if state.peak_event >= 0 else -1
     categories, modules = _breakdown(trace, ops, peak_live)
     allocator = state.allocator
@@ -348,7 +422,7 @@ def predict_memory(capture: Capture, gpu: GPU, expandable_segments: bool = False
         peak_bytes=state.peak, resident_bytes=state.resident, reserved_bytes=allocator.reserved,
         peak_reserved_bytes=state.peak_reserved, end_bytes=state.end, by_category=categories,
         by_module=tuple(modules[:10]), peak_op=_peak_op(ops, peak_position),
-        fit=_fit(trace, ops, workspaces, gpu, expandable_segments, context_bytes), workspaces=workspaces,
+        fit=_fit(step, gpu, expandable_segments, context_bytes), workspaces=step.workspaces,
         timeline=_compact_timeline(state.timeline), expandable_segments=expandable_segments,
-        notes=trace.notes,
+        notes=trace.notes + unmodelled_notes(ops),
     )
