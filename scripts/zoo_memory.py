@@ -7,11 +7,12 @@ scripts/zoo_measure.py measured, per workload, memory_allocated() before a stead
 max_memory_allocated() over it after reset_peak_memory_stats() (peak) and memory_reserved() after it. It ran
 all 67 workloads in ONE process, one after another (gc.collect() and torch.cuda.empty_cache() between them).
 What a workload leaves that empty_cache cannot free stays in the next one's numbers: the cuBLAS / cuBLASLt
-workspaces (kept per handle and stream for the life of the process, CublasHandlePool.cpp). So each workload's
-predicted resident and peak here add the workspaces the workloads measured before it made and it did not
-(the union over the zoo's order, from their own captures): the measurement protocol, not a fit. Reserved
-memory also keeps earlier workloads' segments that empty_cache could not release (a segment with a workspace
-in it); that history is not reproduced, so reserved errors are shown, not targeted.
+workspaces (kept per handle and stream for the life of the process, CublasHandlePool.cpp), and the cached
+segments they sit in, whose free blocks later workloads' tensors are packed into. So the comparison replays
+the zoo's order in one model of the allocator (predict/memory.py run_in_process): each workload's history
+(build, warm-up, recorded step), then its tensors freed and the cache emptied, as zoo_measure.py's loop does.
+That is the measurement protocol, not a fit. "alone" is the prediction for the workload in a fresh process
+(what `kernelcast predict` reports).
 
 Targets (issue 12): peak median |error| <= 3%, worst <= 10%; resident <= 1%.
 """
@@ -33,7 +34,7 @@ import kernelcast  # noqa: F401  (before torch)
 from kernelcast.capture import capture_workload
 from kernelcast.capture.workload import load_build, on_sys_path
 from kernelcast.devices import get_gpu
-from kernelcast.predict.memory import predict_memory
+from kernelcast.predict.memory import Process, predict_memory, run_in_process
 
 ROOT = Path(__file__).resolve().parent.parent
 PEAK_TARGET_MEDIAN, PEAK_TARGET_WORST, RESIDENT_TARGET = 0.03, 0.10, 0.01
@@ -46,15 +47,18 @@ def load_measured(path: str) -> dict:
         return json.load(f)
 
 
-def predict_one(spec: str, gpu: str) -> dict:
+def predict_one(spec: str, gpu: str, process: Process) -> dict:
     path, func = spec.split(":")
     build, folder = load_build(f"{ROOT / path}:{func}")
     t0 = time.perf_counter()
     with on_sys_path(folder):
         cap = capture_workload(build, gpu, workload=spec)
     mem = predict_memory(cap, get_gpu(gpu))
+    resident, peak, reserved = run_in_process(cap, get_gpu(gpu), process,
+                                              lambda stream: stream if stream == 0 else (spec, stream))
     return {"capture_s": round(time.perf_counter() - t0, 2), "peak": mem.peak_bytes, "resident": mem.resident_bytes,
             "reserved": mem.reserved_bytes, "end": mem.end_bytes,
+            "in_process": {"peak": peak, "resident": resident, "reserved": reserved},
             "workspaces": [[w.kind, w.thread, w.stream, w.nbytes] for w in mem.workspaces],
             "by_category": mem.by_category, "peak_op": None if mem.peak_op is None else
             f"{mem.peak_op.op} {mem.peak_op.phase} {mem.peak_op.source}"}
@@ -75,7 +79,7 @@ def main() -> int:
     args = parser.parse_args()
     doc = load_measured(args.measured)
     rows = []
-    process_workspaces: dict[tuple, int] = {}  # (kind, thread, stream) -> bytes, over the zoo's order so far
+    process = Process()  # the measuring process: one allocator over the zoo's order
     for entry in doc["workloads"]:
         measured = entry.get("measured", {}).get("memory")
         name, family = entry["name"], entry["family"]
@@ -83,30 +87,26 @@ def main() -> int:
         if measured is None:
             continue
         try:
-            pred = predict_one(entry["workload"], args.gpu)
+            pred = predict_one(entry["workload"], args.gpu, process)
         except Exception as exc:  # keep going; a failed capture is listed
             if selected:
                 rows.append({"name": name, "family": family, "error": f"{type(exc).__name__}: {exc}"[:300]})
                 traceback.print_exc()
             continue
-        # a side stream is a new CUDA stream in each workload; the default stream (0) is the process's
-        keys = {(kind, thread, stream if stream == 0 else (name, stream)): nbytes
-                for kind, thread, stream, nbytes in pred["workspaces"]}
-        leftover = sum(nbytes for key, nbytes in process_workspaces.items() if key not in keys)
-        process_workspaces.update(keys)
         if not selected:
             continue
-        row = {"name": name, "family": family, **pred, "process_workspaces": leftover,
-               "measured": measured,
-               "peak_error": _error(pred["peak"] + leftover, measured["max_allocated"]),
-               "resident_error": _error(pred["resident"] + leftover, measured["allocated_before"]),
-               "reserved_error": _error(pred["reserved"], measured["reserved"])}
+        seen = pred["in_process"]
+        row = {"name": name, "family": family, **pred, "measured": measured,
+               "peak_error": _error(seen["peak"], measured["max_allocated"]),
+               "resident_error": _error(seen["resident"], measured["allocated_before"]),
+               "reserved_error": _error(seen["reserved"], measured["reserved"])}
         rows.append(row)
-        print(f"{name:34s} peak {(pred['peak'] + leftover) / MIB:9.1f} vs {measured['max_allocated'] / MIB:9.1f} MiB "
-              f"({row['peak_error']:+.1%})  resident {(pred['resident'] + leftover) / MIB:9.1f} vs "
+        print(f"{name:34s} peak {seen['peak'] / MIB:9.1f} vs {measured['max_allocated'] / MIB:9.1f} MiB "
+              f"({row['peak_error']:+.1%})  resident {seen['resident'] / MIB:9.1f} vs "
               f"{measured['allocated_before'] / MIB:9.1f} ({row['resident_error']:+.1%})  reserved "
-              f"{pred['reserved'] / MIB:8.0f} vs {measured['reserved'] / MIB:8.0f} ({row['reserved_error']:+.1%})",
-              flush=True)
+              f"{seen['reserved'] / MIB:8.0f} vs {measured['reserved'] / MIB:8.0f} ({row['reserved_error']:+.1%})"
+              f"  [alone: peak {pred['peak'] / MIB:.1f}, resident {pred['resident'] / MIB:.1f}, reserved "
+              f"{pred['reserved'] / MIB:.0f}]", flush=True)
         if args.show:
             cats = ", ".join(f"{k} {v / MIB:.1f}" for k, v in pred["by_category"].items() if v)
             print(f"    at the peak: {cats}; op {pred['peak_op']}")

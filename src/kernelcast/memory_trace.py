@@ -50,8 +50,10 @@ class Allocation:
 @dataclass(frozen=True)
 class MemoryTrace:
     """Allocations and frees in the order they happened. events[i] = (allocation id, position): a positive
-    id is its allocation, a negative one its free; position is the index of the recorded op it happened
-    before (the op that made an allocation has that index), or -1 outside the recorded step.
+    id is its allocation, a negative one its free. Position, in the recorded step: the index of the recorded
+    op it happened before (the op that made an allocation has that index); in the warm-up step: how many ops
+    had been dispatched in it (op_ordinals gives the same count for the recorded step's ops, so the two steps
+    line up); in the build: -1.
     step_start / step_end: indexes into events where the recorded step begins and ends (the step's return
     value already dropped at step_end, as a training loop drops it)."""
 
@@ -60,6 +62,7 @@ class MemoryTrace:
     step_start: int
     step_end: int
     notes: tuple[str, ...] = ()
+    op_ordinals: tuple[tuple[int, int], ...] = ()  # (recorded op index, ops dispatched in the step up to it)
 
     def by_id(self) -> dict[int, Allocation]:
         return {a.id: a for a in self.allocations}
@@ -67,7 +70,8 @@ class MemoryTrace:
     def to_json(self) -> dict:
         return {"allocations": [a.to_json() for a in self.allocations],
                 "events": [list(e) for e in self.events], "step_start": self.step_start,
-                "step_end": self.step_end, "notes": list(self.notes)}
+                "step_end": self.step_end, "notes": list(self.notes),
+                "op_ordinals": [list(p) for p in self.op_ordinals]}
 
     @staticmethod
     def from_json(d: dict) -> "MemoryTrace":
@@ -75,4 +79,5 @@ class MemoryTrace:
             allocations=tuple(Allocation.from_json(a) for a in d["allocations"]),
             events=tuple((int(i), int(p)) for i, p in d["events"]),
             step_start=int(d["step_start"]), step_end=int(d["step_end"]), notes=tuple(d.get("notes", ())),
+            op_ordinals=tuple((int(i), int(n)) for i, n in d.get("op_ordinals", ())),
         )

@@ -57,8 +57,26 @@ class StorageTracker:
         self.events: list[tuple[int, int]] = []
         self.step_start = self.step_end = -1
         self.closed = False
+        self.dispatches = 0  # ops dispatched since the stage began (recorded or not)
+        self._ordinals: dict[int, int] = {}  # recorded op index -> its dispatch ordinal in the step
 
     # -- seeing tensors ----------------------------------------------------------------------------------
+    def see_op(self, args: tuple, kwargs: dict, out: Any) -> None:
+        """One dispatched op: the CUDA tensors it read and made (called after it ran)."""
+        self.dispatches += 1
+        if self.stage == STEP:
+            self._ordinals.setdefault(self._position(), self.dispatches)
+        self.see(args)
+        self.see(kwargs.values())
+        self.see((out,))
+
+    def _where(self) -> int:
+        """An event's position: the next recorded op's index in the step; the dispatch ordinal in the warm-up
+        (the step repeats it, so the two line up); -1 elsewhere."""
+        if self.stage == STEP:
+            return self._position()
+        return self.dispatches if self.stage == WARMUP else -1
+
     def see(self, values: Iterable[Any]) -> None:
         """Every CUDA tensor among `values` (op arguments and results; tuples and lists are looked into)."""
         for value in values:
@@ -94,8 +112,8 @@ class StorageTracker:
 
     def _allocate(self, storage: Any, key: int, nbytes: int) -> int:
         alloc_id = len(self._allocs) + 1
-        position = self._position() if self.stage == STEP else -1
-        self._allocs.append([alloc_id, nbytes, self.stage, position, self._stream()])
+        position = self._where()
+        self._allocs.append([alloc_id, nbytes, self.stage, position if self.stage == STEP else -1, self._stream()])
         self._nbytes[alloc_id] = nbytes
         self._live[key] = (alloc_id, weakref.ref(storage, lambda _ref, key=key: self._freed(key)))
         self.events.append((alloc_id, position))
@@ -104,7 +122,7 @@ class StorageTracker:
     def _freed(self, key: int) -> None:
         entry = self._live.pop(key, None)
         if entry is not None and not self.closed:
-            self.events.append((-entry[0], self._position() if self.stage == STEP else -1))
+            self.events.append((-entry[0], self._where()))
 
     def resized(self, storage: Any, new_nbytes: int) -> None:
         """A storage resized in place: its block is freed and one of the new size allocated (CUDA's resize
@@ -117,7 +135,7 @@ class StorageTracker:
             if self._nbytes[entry[0]] == new_nbytes:
                 return
             self._live.pop(key)
-            self.events.append((-entry[0], self._position() if self.stage == STEP else -1))
+            self.events.append((-entry[0], self._where()))
         self._emptied.pop(key, None)
         if new_nbytes > 0:
             self._allocate(storage, key, new_nbytes)
@@ -183,10 +201,12 @@ class StorageTracker:
     # -- stages ----------------------------------------------------------------------------------------
     def start_warmup(self) -> None:
         self.stage = WARMUP
+        self.dispatches = 0
 
     def start_step(self, args: tuple = ()) -> None:
         self.label_owners(args)
         self.stage = STEP
+        self.dispatches = 0
         self.step_start = len(self.events)
 
     def end_step(self, args: tuple = ()) -> None:
@@ -204,7 +224,8 @@ class StorageTracker:
             Allocation(alloc_id, nbytes, stage, op, stream, *self._labels.get(alloc_id, ("", "")))
             for alloc_id, nbytes, stage, op, stream in self._allocs)
         end = self.step_end if self.step_end >= 0 else len(self.events)
-        return MemoryTrace(allocations, tuple(self.events[:end]), max(self.step_start, 0), end)
+        return MemoryTrace(allocations, tuple(self.events[:end]), max(self.step_start, 0), end,
+                           op_ordinals=tuple(sorted(self._ordinals.items())))
 
 
 @contextlib.contextmanager

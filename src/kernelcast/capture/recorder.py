@@ -278,9 +278,7 @@ class Recorder(TorchDispatchMode):
             out, sync = func(*args, **kwargs), None
         self.in_place.note(func, out)
         if self.storages is not None:
-            self.storages.see(args)
-            self.storages.see(kwargs.values())
-            self.storages.see((out,))
+            self.storages.see_op(args, kwargs, out)
         if func not in self._shape_handlers:
             self.hints.seed(func, args, kwargs, out)
             self.hints.propagate(func, args, kwargs, out)

@@ -234,18 +234,27 @@ class _Step:
     ops: tuple[OpRecord, ...]
     workspaces: tuple[Workspace, ...]
     temporaries: dict[int, list[int]]  # op index -> bytes of each temporary inside it
+    kept: frozenset[int] = frozenset()  # workspaces a process running earlier work already holds (not made again)
 
 
 def _history(step: _Step) -> tuple[list, int]:
-    """The events to replay: (allocation id or workspace/temporary key, position), workspaces allocated where
-    the warm-up begins (they are made by its first matrix products and kept), each op's internal temporaries
-    held after its outputs are made and freed before the next op; and where the recorded step starts."""
+    """The events to replay: (allocation id or workspace/temporary key, position), each workspace allocated in
+    the warm-up step where it reached the op that first needs it (it is kept from then on), each op's
+    internal temporaries held after its outputs are made and freed before the next op; and where the
+    recorded step starts in them."""
     trace = step.trace
     events = list(trace.events[:trace.step_end])
     by_id = trace.by_id()
     warmup = next((i for i, (aid, _) in enumerate(events) if aid > 0 and by_id[aid].stage == WARMUP),
                   trace.step_start)
-    inserted = [(("ws", i), -1) for i in range(len(step.workspaces))]
+    before = events[:warmup]
+    in_warmup = events[warmup:trace.step_start]
+    ordinals = dict(trace.op_ordinals)
+    # each workspace where the warm-up step reached the op that first needs it in the recorded step
+    made = sorted((ordinals.get(w.first_op, 0), i) for i, w in enumerate(step.workspaces) if i not in step.kept)
+    for ordinal, i in reversed(made):
+        at = next((j for j, (_, position) in enumerate(in_warmup) if position >= ordinal), len(in_warmup))
+        in_warmup[at:at] = [(("ws", i), -1)]
     in_step = events[trace.step_start:]
     positions = [position for _, position in in_step]
     for index, sizes in sorted(step.temporaries.items(), reverse=True):  # from the back: indexes stay put
@@ -253,8 +262,7 @@ def _history(step: _Step) -> tuple[list, int]:
         held = [(("tmp", index, j, n), index) for j, n in enumerate(sizes)]
         freed = [(("free", index, j, n), index) for j, n in enumerate(sizes)]
         in_step[at:at] = held + freed
-    before = events[:warmup] + inserted + events[warmup:trace.step_start]
-    return before + in_step, len(before)
+    return before + in_warmup + in_step, len(before) + len(in_warmup)
 
 
 def _apply(step: _Step, allocator: CachingAllocator, key, live: dict, by_id: dict) -> None:
@@ -401,6 +409,36 @@ def _fit(step: _Step, gpu: GPU, expandable: bool, context_bytes: int) -> Fit:
         oom = OutOfMemoryAt(stage, _peak_op(step.ops, position) if stage == STEP else None, failed.requested,
                             failed.segment, failed.allocated, failed.reserved)
     return Fit(oom is None, gpu.id, capacity, context_bytes, usable, state.peak_reserved, oom, notes)
+
+
+@dataclass
+class Process:
+    """One process running workloads one after another, as scripts/zoo_measure.py does: the allocator's state
+    and the library workspaces it keeps (keyed by kind, thread and stream) carry from one to the next."""
+
+    allocator: CachingAllocator = field(default_factory=CachingAllocator)
+    workspaces: dict = field(default_factory=dict)
+
+
+def run_in_process(capture: Capture, gpu: GPU, process: Process, stream_key) -> tuple[int, int, int]:
+    """(resident, peak, reserved after the step) of a workload run in `process` after what ran there before;
+    then, as the zoo's loop does, its tensors are freed (gc.collect()) and the cached segments released
+    (torch.cuda.empty_cache()). stream_key(stream) names a stream across workloads (a side stream is a new CUDA
+    stream in each)."""
+    ops, trace = capture.ops, capture.memory
+    workspaces = cublas_workspaces(ops, gpu)
+    keys = [(w.kind, w.thread, stream_key(w.stream)) for w in workspaces]
+    kept = frozenset(i for i, key in enumerate(keys) if key in process.workspaces)
+    step = _Step(trace, ops, workspaces, internal_temporaries(ops), kept)
+    state, live = _replay(step, process.allocator)
+    reserved = process.allocator.reserved
+    for key, block in live.items():
+        if isinstance(key, tuple) and key[0] == "ws":
+            process.workspaces[keys[key[1]]] = block
+        else:
+            process.allocator.free(block)
+    process.allocator.release_cached()
+    return state.resident, state.peak, reserved
 
 
 def predict_memory(capture: Capture, gpu: GPU, expandable_segments: bool = False,
