@@ -104,6 +104,19 @@ class Fit:
 
 
 @dataclass(frozen=True)
+class MemoryFix:
+    """A change that might make the step fit, with the memory re-predicted by capturing the step again with it
+    (peak_bytes None: it could not be re-predicted, and note says why)."""
+
+    name: str
+    peak_bytes: int | None
+    reserved_bytes: int | None  # the allocator's high-water mark (what has to fit)
+    fits: bool | None
+    step_time_us: float | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class MemoryPrediction:
     peak_bytes: int  # max_memory_allocated() over the steady-state step
     resident_bytes: int  # memory_allocated() before it
@@ -118,6 +131,7 @@ class MemoryPrediction:
     timeline: tuple[tuple[int, int, int], ...] = ()  # (op index, allocated, reserved) after each op that moved them
     expandable_segments: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
+    fixes: tuple[MemoryFix, ...] = ()  # when it does not fit: what would, each re-predicted (memory_fixes.py)
 
 
 def cublas_workspace_bytes(gpu: GPU) -> int:

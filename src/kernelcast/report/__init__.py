@@ -154,7 +154,11 @@ def short_op(op: str) -> str:
 
 
 def print_prediction(pred: Prediction, console: Console | None = None, top: int = DEFAULT_TOP) -> None:
+    from .memory import memory_lines, oom_verdict_lines
+
     console = console or console_for_output()
+    for line in oom_verdict_lines(pred):  # a step that does not fit: that first
+        console.print(line, markup=False)
     console.print(ops_table(pred, top))
     syncs = sync_table(pred)
     if syncs is not None:
@@ -164,6 +168,8 @@ def print_prediction(pred: Prediction, console: Console | None = None, top: int 
     comm = comm_line(pred)
     if comm is not None:
         console.print(comm)
+    for line in memory_lines(pred):
+        console.print(line, markup=False)
     uncosted = ", ".join(pred.uncosted) if pred.uncosted else "none"
     console.print(f"uncosted ops (time unknown, not zero): {uncosted}")
     for note in pred.notes:
@@ -172,6 +178,8 @@ def print_prediction(pred: Prediction, console: Console | None = None, top: int 
 
 def prediction_json(pred: Prediction) -> dict:
     """The --json contract: keep these key names (other tools read them)."""
+    from .memory import memory_json
+
     return {
         "gpu": pred.gpu.id, "gpu_name": pred.gpu.name, "kernel_model": pred.kernel_model, "host": pred.host,
         "step_time_us": pred.step_time_us, "first_step_us": pred.first_step_us,
@@ -194,6 +202,7 @@ def prediction_json(pred: Prediction) -> dict:
             "hook_us": pred.parallel_host.total_us, "fsdp_units": pred.parallel_host.units,
             "unmodelled_hooks": list(pred.parallel_host.unmodelled),
         },
+        **memory_json(pred),
         "ops": [
             {"op": p.op, "phase": p.phase, "module": p.module, "source": p.source, "flops": p.flops,
              "bytes": p.bytes, "intensity": p.intensity, "kernels": p.kernels, "time_us": p.time_us,
