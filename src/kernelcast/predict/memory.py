@@ -110,7 +110,7 @@ class MemoryFix:
 
     name: str
     peak_bytes: int | None
-    reserved_bytes: int | None  # the allocator's high-water mark (what has to fit)
+    reserved_bytes: int | None  # the allocator's high-water mark on the GPU (cache released as it runs short)
     fits: bool | None
     step_time_us: float | None = None
     note: str = ""

@@ -35,8 +35,8 @@ def fix_line(fix: MemoryFix) -> str:
     verdict = "fits" if fix.fits else "still out of memory"
     time = f", step {fix.step_time_us / 1000:.2f} ms" if fix.step_time_us else ""
     note = f" ({fix.note})" if fix.note else ""
-    return (f"  - {fix.name}: peak {human_bytes(fix.peak_bytes)}, reserved up to {human_bytes(fix.reserved_bytes)} "
-            f"-> {verdict}{time}{note}")
+    return (f"  - {fix.name}: peak {human_bytes(fix.peak_bytes)} allocated, {human_bytes(fix.reserved_bytes)} "
+            f"reserved at most -> {verdict}{time}{note}")
 
 
 def oom_verdict_lines(pred: Prediction) -> list[str]:
@@ -45,11 +45,10 @@ def oom_verdict_lines(pred: Prediction) -> list[str]:
     if mem is None or mem.fit is None or mem.fit.fits:
         return []
     fit = mem.fit
-    lines = [f"OUT OF MEMORY on {pred.gpu.name}: the step's allocator would reserve "
-             f"{human_bytes(max(fit.peak_reserved_bytes, mem.peak_reserved_bytes))} "
-             f"(peak allocated {human_bytes(mem.peak_bytes)}; {human_bytes(mem.resident_bytes)} resident before it) "
-             f"where {human_bytes(fit.usable_bytes)} is usable ({human_bytes(fit.capacity_bytes)} less the CUDA "
-             f"context's {human_bytes(fit.context_bytes)}, assumed)."]
+    lines = [f"OUT OF MEMORY on {pred.gpu.name}: the step's peak is {human_bytes(mem.peak_bytes)} allocated "
+             f"({human_bytes(mem.resident_bytes)} resident before it; the allocator would reserve "
+             f"{human_bytes(mem.peak_reserved_bytes)} with no limit) where {human_bytes(fit.usable_bytes)} is usable "
+             f"({human_bytes(fit.capacity_bytes)} less the CUDA context's {human_bytes(fit.context_bytes)}, assumed)."]
     if fit.oom is not None:
         where = (f"{_short(fit.oom.op.op)} at {fit.oom.op.source or '?'}" if fit.oom.op is not None
                  else f"the {fit.oom.stage}")
