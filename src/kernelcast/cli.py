@@ -291,6 +291,11 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     print(f"{args.workload} on {m.device}: step {m.step_ms_median:.3f} ms (median of {len(m.step_ms)} x "
           f"back-to-back runs; {low:.3f}-{high:.3f}), GPU kernels {m.gpu_time_us / 1000:.3f} ms, "
           f"{m.work_items} GPU work items")
+    if m.memory is not None:
+        from kernelcast.report.memory import human_bytes
+
+        print(f"memory: peak {human_bytes(m.memory.max_allocated)} (max_memory_allocated over one step), resident "
+              f"{human_bytes(m.memory.allocated_before)} before it, reserved {human_bytes(m.memory.reserved)} after it")
     for op, (n, t) in sorted(m.by_op().items(), key=lambda kv: -kv[1][1])[:args.top]:
         print(f"  {op:40s} {n:5d} kernels {t / 1000:9.3f} ms")
     if args.json:
@@ -323,6 +328,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
                   f"({v.gpu_time_error:+.1%}); step: predicted {p.step_time_us / 1000:.3f} ms, measured "
                   f"{m.step_ms_median:.3f} ms ({m.step_ms_spread[0]:.3f}-{m.step_ms_spread[1]:.3f}; "
                   f"{v.step_time_error:+.1%}); kernels {p.kernels} vs {m.work_items} ({v.kernels_error:+.1%})")
+    for line in v.memory_lines():
+        console.print(line, markup=False)
     if args.json:
         write_text_atomic(args.json, json.dumps(v.to_json(), indent=1))
     return 0
