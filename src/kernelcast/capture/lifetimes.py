@@ -45,9 +45,12 @@ def _is_cuda(t: FakeTensor) -> bool:
 class StorageTracker:
     """Allocations and frees of CUDA storages, in order (see the module docstring)."""
 
-    def __init__(self, position: Callable[[], int] = lambda: -1, stream: Callable[[], int] = lambda: 0) -> None:
+    def __init__(self, position: Callable[[], int] = lambda: -1, stream: Callable[[], int] = lambda: 0,
+                 fake_mode: Any = None) -> None:
         self._position = position  # index of the next recorded op
         self._stream = stream  # the stream ops are issued on now
+        # The capture's FakeTensorMode: fake tensors of another mode hold no device memory on a GPU either.
+        self._fake_mode = fake_mode
         self.stage = BUILD
         self._live: dict[int, tuple[int, weakref.ref]] = {}  # storage key -> (allocation id, weak ref)
         self._nbytes: dict[int, int] = {}  # allocation id -> bytes
@@ -58,11 +61,14 @@ class StorageTracker:
         self.step_start = self.step_end = -1
         self.closed = False
         self.dispatches = 0  # ops dispatched since the stage began (recorded or not)
+        self.paused = 0  # > 0 while ops run that do no device work (DTensor's sharding propagation)
         self._ordinals: dict[int, int] = {}  # recorded op index -> its dispatch ordinal in the step
 
     # -- seeing tensors ----------------------------------------------------------------------------------
     def see_op(self, args: tuple, kwargs: dict, out: Any) -> None:
         """One dispatched op: the CUDA tensors it read and made (called after it ran)."""
+        if self.paused:
+            return
         self.dispatches += 1
         if self.stage == STEP:
             self._ordinals.setdefault(self._position(), self.dispatches)
@@ -89,7 +95,7 @@ class StorageTracker:
 
     def _see_tensor(self, t: torch.Tensor) -> None:
         t = _local(t)
-        if t is None or not _is_cuda(t):
+        if t is None or not _is_cuda(t) or (self._fake_mode is not None and t.fake_mode is not self._fake_mode):
             return
         if t.layout == torch.sparse_coo:  # its memory is its indices' and values' (a mode's handler may ask)
             self._see_tensor(t._indices())
@@ -239,4 +245,28 @@ def storage_resizes_tracked(tracker: StorageTracker) -> Iterator[None]:
         return out
 
     with mock.patch.object(torch.UntypedStorage, "resize_", resize_):
+        yield
+
+
+@contextlib.contextmanager
+def dtensor_propagation_untracked(tracker: StorageTracker) -> Iterator[None]:
+    """DTensor's sharding propagation runs the op on global-shape fake tensors to learn its output's metadata
+    (ShardingPropagator._propagate_tensor_meta_non_cached; under the capture's own FakeTensorMode, which it
+    detects). On a GPU that is fake too: no device memory, no kernels. The tracker (and the recorder, which asks
+    it) skips what runs there."""
+    try:
+        from torch.distributed.tensor._sharding_prop import ShardingPropagator
+    except ImportError:  # a torch without torch.distributed
+        yield
+        return
+    original = ShardingPropagator._propagate_tensor_meta_non_cached
+
+    def propagate(self, *args, **kwargs):
+        tracker.paused += 1
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            tracker.paused -= 1
+
+    with mock.patch.object(ShardingPropagator, "_propagate_tensor_meta_non_cached", propagate):
         yield

@@ -285,7 +285,8 @@ class Recorder(TorchDispatchMode):
         hint = BOOL_HINTS.get(func.overloadpacket)
         if hint is not None and isinstance(out, torch.Tensor):
             self._bool_hint[out] = hint
-        if self.recording and func not in NO_DEVICE_WORK and func not in RECORDED_AS_INNER_OPS:
+        if (self.recording and func not in NO_DEVICE_WORK and func not in RECORDED_AS_INNER_OPS
+                and not (self.storages is not None and self.storages.paused)):  # DTensor's metadata-only ops
             self._record(func, args, kwargs, out, sync)
         return out
 

@@ -35,7 +35,7 @@ from .cpu_speed import this_machine_bench_us
 from .cuda_facade import TargetDevice, cuda_facade
 from .cuda_only import cuda_only_fakes
 from .cuda_path import CudaOpTable, cuda_kernels_kept_whole, load_op_table
-from .lifetimes import StorageTracker, storage_resizes_tracked
+from .lifetimes import StorageTracker, dtensor_propagation_untracked, storage_resizes_tracked
 from .host_clock import BASELINE_CALLS, BASELINE_LOOPS, GapBaselines, HostClock, fastest_mean
 from .recorder import Recorder
 from .rnn import RnnRoutes, cudnn_rnns_on_fake_cuda
@@ -208,8 +208,9 @@ class CaptureSession:
                          self.target.capability))
             recorder = self.recorder
             self.storages = recorder.storages = StorageTracker(lambda: len(recorder.ops),
-                                                               lambda: recorder.current_stream)
+                                                               lambda: recorder.current_stream, self.fake_mode)
             stack.enter_context(storage_resizes_tracked(self.storages))
+            stack.enter_context(dtensor_propagation_untracked(self.storages))
             self.router = stack.enter_context(
                 Router(self.arch, self._module, self._host_sync, backward_error))
             self.tracker.clock = self.router.clock = self.recorder.clock

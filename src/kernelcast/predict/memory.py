@@ -318,6 +318,7 @@ def _replay(step: _Step, allocator: CachingAllocator, stop_at: int | None = None
         except OutOfMemory:
             stage = STEP if i >= step_start else (by_id[key].stage if isinstance(key, int) else WARMUP)
             state.failed_at = (stage, position)
+            state.peak_reserved = max(state.peak_reserved, allocator.peak_reserved)
             return state, live
         if i >= step_start:
             step_i = i - step_start
@@ -408,9 +409,10 @@ def _breakdown(trace: MemoryTrace, ops: tuple[OpRecord, ...], live: dict) -> tup
 
 
 # -- the verdict -----------------------------------------------------------------------------------------
-def _fit(step: _Step, gpu: GPU, expandable: bool, context_bytes: int) -> Fit:
+def _fit(step: _Step, gpu: GPU, expandable: bool, context_bytes: int) -> tuple[Fit, _Replay]:
     """Replay the history against the GPU's memory less the context: the allocator releases its cached
-    segments and retries before it gives up, as on the GPU."""
+    segments and retries before it gives up, as on the GPU. Also returns the replay (its reserved memory is
+    what the GPU would report: cache released where memory ran short)."""
     capacity = int(gpu.memory_bytes)
     usable = max(capacity - context_bytes, 0)
     allocator = CachingAllocator(capacity_bytes=usable, expandable_segments=expandable)
@@ -422,7 +424,7 @@ def _fit(step: _Step, gpu: GPU, expandable: bool, context_bytes: int) -> Fit:
         failed = allocator.failed
         oom = OutOfMemoryAt(stage, _peak_op(step.ops, position) if stage == STEP else None, failed.requested,
                             failed.segment, failed.allocated, failed.reserved)
-    return Fit(oom is None, gpu.id, capacity, context_bytes, usable, state.peak_reserved, oom, notes)
+    return Fit(oom is None, gpu.id, capacity, context_bytes, usable, state.peak_reserved, oom, notes), state
 
 
 @dataclass
@@ -469,12 +471,15 @@ def predict_memory(capture: Capture, gpu: GPU, expandable_segments: bool = False
     history, step_start = _history(step)
     peak_position = history[step_start + state.peak_event][1] if state.peak_event >= 0 else -1
     categories, modules = _breakdown(trace, ops, peak_live)
-    allocator = state.allocator
+    fit, on_gpu = _fit(step, gpu, expandable_segments, context_bytes)
+    # reserved memory as the GPU reports it: where memory ran short the allocator released its cache (the
+    # unlimited replay keeps every segment the build and warm-up ever cached); unlimited where it does not fit
+    reserved = on_gpu if fit.fits else state
     return MemoryPrediction(
-        peak_bytes=state.peak, resident_bytes=state.resident, reserved_bytes=allocator.reserved,
-        peak_reserved_bytes=state.peak_reserved, end_bytes=state.end, by_category=categories,
+        peak_bytes=state.peak, resident_bytes=state.resident, reserved_bytes=reserved.allocator.reserved,
+        peak_reserved_bytes=reserved.peak_reserved, end_bytes=state.end, by_category=categories,
         by_module=tuple(modules[:10]), peak_op=_peak_op(ops, peak_position),
-        fit=_fit(step, gpu, expandable_segments, context_bytes), workspaces=step.workspaces,
+        fit=fit, workspaces=step.workspaces,
         timeline=_compact_timeline(state.timeline), expandable_segments=expandable_segments,
         notes=trace.notes + unmodelled_notes(ops),
     )
