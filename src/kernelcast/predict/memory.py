@@ -409,14 +409,23 @@ def _breakdown(trace: MemoryTrace, ops: tuple[OpRecord, ...], live: dict) -> tup
 
 
 # -- the verdict -----------------------------------------------------------------------------------------
-def _fit(step: _Step, gpu: GPU, expandable: bool, context_bytes: int) -> tuple[Fit, _Replay]:
-    """Replay the history against the GPU's memory less the context: the allocator releases its cached
-    segments and retries before it gives up, as on the GPU. Also returns the replay (its reserved memory is
-    what the GPU would report: cache released where memory ran short)."""
+LIMIT_NOTE = ("capacity: {gb:.2f} GB for the caching allocator, as torch.cuda.set_per_process_memory_fraction "
+              "limits it (the CUDA context is outside that limit)")
+
+
+def _fit(step: _Step, gpu: GPU, expandable: bool, context_bytes: int,
+         limit_bytes: int | None = None) -> tuple[Fit, _Replay]:
+    """Replay the history against the GPU's memory less the context (or against `limit_bytes` for the allocator,
+    as set_per_process_memory_fraction sets it): the allocator releases its cached segments and retries before it
+    gives up, as on the GPU. Also returns the replay (its reserved memory is what the GPU would report: cache
+    released where memory ran short)."""
     capacity = int(gpu.memory_bytes)
     usable = max(capacity - context_bytes, 0)
-    allocator = CachingAllocator(capacity_bytes=usable, expandable_segments=expandable)
     notes = (CONTEXT_NOTE.format(mib=context_bytes / 2**20), CAPACITY_NOTE.format(gb=capacity / 1e9))
+    if limit_bytes is not None:
+        capacity, context_bytes, usable = limit_bytes, 0, limit_bytes
+        notes = (LIMIT_NOTE.format(gb=limit_bytes / 1e9),)
+    allocator = CachingAllocator(capacity_bytes=usable, expandable_segments=expandable)
     state, _ = _replay(step, allocator)
     oom = None
     if state.failed_at is not None and allocator.failed is not None:
@@ -458,8 +467,10 @@ def run_in_process(capture: Capture, gpu: GPU, process: Process, stream_key) -> 
 
 
 def predict_memory(capture: Capture, gpu: GPU, expandable_segments: bool = False,
-                   context_bytes: int = CUDA_CONTEXT_BYTES) -> MemoryPrediction | None:
-    """The step's memory on `gpu` (None for a capture saved without a memory trace)."""
+                   context_bytes: int = CUDA_CONTEXT_BYTES, limit_bytes: int | None = None) -> MemoryPrediction | None:
+    """The step's memory on `gpu` (None for a capture saved without a memory trace). limit_bytes: judge the fit
+    against that many bytes for the allocator instead of the GPU's memory less the context (what
+    torch.cuda.set_per_process_memory_fraction allows; scripts/fit_check.py checks the verdict so)."""
     trace = capture.memory
     if trace is None:
         return None
@@ -471,7 +482,7 @@ def predict_memory(capture: Capture, gpu: GPU, expandable_segments: bool = False
     history, step_start = _history(step)
     peak_position = history[step_start + state.peak_event][1] if state.peak_event >= 0 else -1
     categories, modules = _breakdown(trace, ops, peak_live)
-    fit, on_gpu = _fit(step, gpu, expandable_segments, context_bytes)
+    fit, on_gpu = _fit(step, gpu, expandable_segments, context_bytes, limit_bytes)
     # reserved memory as the GPU reports it: where memory ran short the allocator released its cache (the
     # unlimited replay keeps every segment the build and warm-up ever cached); unlimited where it does not fit
     reserved = on_gpu if fit.fits else state
