@@ -138,7 +138,8 @@ def fully_sharded(step: Callable, args: tuple) -> Callable:
 
 
 def _named(root) -> list:
-    return [(f"{type(root).__name__}:{id(root)}.{name}", p) for name, p in root.named_parameters()]
+    """Parameters by (root, name): fully_shard keeps the module objects (it changes their class) and names."""
+    return [(f"{id(root)}.{name}", p) for name, p in root.named_parameters()]
 
 
 # -- re-predicting -----------------------------------------------------------------------------------------

@@ -129,7 +129,8 @@ def memory_counter_events(pred: Prediction) -> list[dict]:
     mem, timeline = pred.memory, pred.timeline
     if mem is None or timeline is None:
         return []
-    events = [{"ph": "M", "pid": TRACE_MEMORY_PID, "name": "process_name", "args": {"name": "device memory (predicted)"}}]
+    events = [{"ph": "M", "pid": TRACE_MEMORY_PID, "name": "process_name",
+               "args": {"name": "device memory (predicted)"}}]
     spans = timeline.spans
     start = {"ph": "C", "pid": TRACE_MEMORY_PID, "name": "memory (MiB)", "ts": 0.0,
              "args": {"allocated": round(mem.resident_bytes / MIB, 3)}}
