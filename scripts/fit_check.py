@@ -36,14 +36,14 @@ ROOT = Path(__file__).resolve().parent.parent
 LIMIT_BYTES = 24 * 10**9  # an L4's datasheet memory
 MODELS = (  # (workload, batch range searched); each build() takes `batch`
     ("example:gpt", (1, 256)),  # GPT-2 small, bf16 autocast, AdamW
-    ("example:cnn", (1, 1024)),  # ResNet-style CNN, channels_last, bf16 autocast, SGD with momentum
+    ("example:cnn", (1, 16384)),  # ResNet-style CNN, channels_last, bf16 autocast, SGD with momentum
     ("example:llama", (1, 64)),  # transformers Llama 483M, bf16 autocast, fused AdamW
 )
 WARMUP = 2  # steps before the one that counts (optimizer state exists from the first)
 RUN_TIMEOUT_S = 900
 
 
-def predict(limit_bytes: int, gpu: str) -> list[dict]:
+def predict(limit_bytes: int, gpu: str, only: list[str] | None = None) -> list[dict]:
     """The largest batch that fits under the limit, per model (kernelcast's fit search, memory judged against
     the allocator limit)."""
     import kernelcast  # noqa: F401  (before torch)
@@ -55,6 +55,8 @@ def predict(limit_bytes: int, gpu: str) -> list[dict]:
 
     out = []
     for spec, (low, high) in MODELS:
+        if only and spec not in only:
+            continue
         memory: dict[int, object] = {}
 
         def fits(batch: int) -> bool:
@@ -147,6 +149,7 @@ def main() -> int:
     parser.add_argument("--gpu", default="h200", help="the catalogue GPU whose kernels and workspaces are predicted")
     parser.add_argument("--predict-only", action="store_true", help="only predict (no GPU needed)")
     parser.add_argument("--predicted", help="predictions written by --predict-only, instead of predicting here")
+    parser.add_argument("--only", nargs="*", help="only these workloads (e.g. example:cnn)")
     parser.add_argument("--run", nargs=2, metavar=("WORKLOAD", "BATCH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
@@ -154,10 +157,11 @@ def main() -> int:
         print(json.dumps(run_one(args.run[0], int(args.run[1]), args.limit_bytes)))
         return 0
     if args.predicted:
-        predicted = json.loads(Path(args.predicted).read_text())["predicted"]
+        predicted = [p for p in json.loads(Path(args.predicted).read_text())["predicted"]
+                     if not args.only or p["workload"] in args.only]
     else:
         print(f"predicting the largest batch under {args.limit_bytes / 1e9:.1f} GB ...", flush=True)
-        predicted = predict(args.limit_bytes, args.gpu)
+        predicted = predict(args.limit_bytes, args.gpu, args.only)
     doc = {"limit_bytes": args.limit_bytes, "gpu": args.gpu, "predicted": predicted}
     if not args.predict_only:
         import torch
