@@ -28,10 +28,10 @@ import torch
 import torch.nn.functional as F
 
 
-def build():
+def build(batch=32):
     model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(), torch.nn.Linear(128, 10)).cuda()
     opt = torch.optim.AdamW(model.parameters())
-    x, y = torch.randn(32, 64, device="cuda"), torch.randint(0, 10, (32,), device="cuda")
+    x, y = torch.randn(batch, 64, device="cuda"), torch.randint(0, 10, (batch,), device="cuda")
 
     def step(x, y):
         F.cross_entropy(model(x), y).backward()

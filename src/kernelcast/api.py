@@ -6,7 +6,7 @@ import contextlib
 from typing import Any, Callable
 
 from kernelcast.capture import capture, capture_step, capture_workload
-from kernelcast.capture.workload import load_build, on_sys_path, one_line, where_it_failed
+from kernelcast.capture.workload import build_kwargs, load_build, on_sys_path, one_line, where_it_failed
 from kernelcast.errors import CaptureError, KernelcastError
 from kernelcast.predict import Prediction, predict_capture
 from kernelcast.records import Capture
@@ -16,20 +16,30 @@ DEFAULT_GPU = "h200"
 __all__ = ["capture", "capture_file", "predict", "predict_file"]
 
 
-def capture_file(spec: str, gpu: str = DEFAULT_GPU, world_size: int = 1) -> Capture:
-    """Capture a workload given as "path/to/file.py:build" or "example:NAME" (as rank 0 of world_size)."""
+def capture_file(spec: str, gpu: str = DEFAULT_GPU, world_size: int = 1, args: dict[str, Any] | list[str] | None = None,
+                 prepare: Callable | None = None) -> Capture:
+    """Capture a workload given as "path/to/file.py:build" or "example:NAME" (as rank 0 of world_size).
+    args: build()'s keyword arguments, as a dict or as NAME=VALUE strings (typed from build()'s defaults)."""
     build, folder = load_build(spec)
+    kwargs = build_kwargs(build, args) if isinstance(args, list) else dict(args or {})
     with on_sys_path(folder) if folder else contextlib.nullcontext():
         try:
-            return capture_workload(build, gpu, workload=spec, world_size=world_size)
+            return capture_workload(build, gpu, workload=_with_args(spec, kwargs), world_size=world_size,
+                                    build_kwargs=kwargs, prepare=prepare)
         except KernelcastError:
             raise
         except Exception as exc:  # the user's code failed under fake CUDA: say where, in one line
             raise CaptureError(f"{spec} failed during capture: {one_line(exc)}{where_it_failed(exc)}") from exc
 
 
-def predict_file(spec: str, gpu: str = DEFAULT_GPU, world_size: int = 1, interconnect: str | None = None) -> Prediction:
-    return predict_capture(capture_file(spec, gpu, world_size), gpu, interconnect=interconnect)
+def _with_args(spec: str, kwargs: dict[str, Any]) -> str:
+    """The workload's name with the arguments it was built with: "train.py:build(batch=16)"."""
+    return f"{spec}({', '.join(f'{k}={v!r}' for k, v in kwargs.items())})" if kwargs else spec
+
+
+def predict_file(spec: str, gpu: str = DEFAULT_GPU, world_size: int = 1, interconnect: str | None = None,
+                 args: dict[str, Any] | list[str] | None = None) -> Prediction:
+    return predict_capture(capture_file(spec, gpu, world_size, args), gpu, interconnect=interconnect)
 
 
 def predict(step: Callable | Capture, args: Any = None, gpu: str = DEFAULT_GPU) -> Prediction:

@@ -104,7 +104,19 @@ def _check_workload(workload: str) -> None:
     check_spec(workload)
 
 
-def _load_or_capture(workload: str, gpu: str, world_size: int = 1):
+def _build_args(workload: str, pairs: list[str] | None) -> dict:
+    """--arg NAME=VALUE pairs as build()'s keyword arguments, checked against its signature before capturing."""
+    if not pairs:
+        return {}
+    if workload.endswith(".json"):
+        raise KernelcastError("--arg passes arguments to a workload's build(); a saved capture takes none")
+    from kernelcast.capture.workload import build_kwargs, load_build
+
+    build, _ = load_build(workload)
+    return build_kwargs(build, pairs)
+
+
+def _load_or_capture(workload: str, gpu: str, world_size: int = 1, build_args: dict | None = None):
     """A saved capture (.json) is read as is; anything else is a workload to capture now."""
     from kernelcast.records import Capture
 
@@ -121,7 +133,7 @@ def _load_or_capture(workload: str, gpu: str, world_size: int = 1):
     from kernelcast.progress import progress_display
 
     with progress_display(f"capturing {workload}"):
-        return capture_file(workload, gpu, world_size)
+        return capture_file(workload, gpu, world_size, build_args)
 
 
 def _cmd_capture(args: argparse.Namespace) -> int:
@@ -130,7 +142,7 @@ def _cmd_capture(args: argparse.Namespace) -> int:
     get_gpu(args.gpu)  # an unknown GPU fails before the (slower) capture
     _check_outputs(("-o/--output", args.output))
     _check_workload(args.workload)
-    cap = _load_or_capture(args.workload, args.gpu, _world_size(args))
+    cap = _load_or_capture(args.workload, args.gpu, _world_size(args), _build_args(args.workload, args.arg))
     cap.save(args.output)
     print(f"captured {len(cap.ops)} ops from {args.workload} -> {args.output}")
     return 0
@@ -149,10 +161,12 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         get_interconnect(args.interconnect)
     _check_outputs(("--json", args.json), ("--trace", args.trace), ("--save-capture", args.save_capture))
     _check_workload(args.workload)
-    cap = _load_or_capture(args.workload, args.gpu, world_size)
+    build_args = _build_args(args.workload, args.arg)
+    cap = _load_or_capture(args.workload, args.gpu, world_size, build_args)
     if args.save_capture:
         cap.save(args.save_capture)
-    record = predict_capture(cap, gpu, interconnect=args.interconnect).record()
+    pred = predict_capture(cap, gpu, interconnect=args.interconnect, expandable_segments=args.expandable_segments)
+    record = _with_memory_fixes(pred, args, build_args).record()
     print_prediction(record, top=args.top)
     if args.json:
         write_text_atomic(args.json, json.dumps(prediction_json(record), indent=1))
@@ -162,6 +176,69 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
         write_text_atomic(args.trace, json.dumps(chrome_trace(record)))
         print(f"wrote {args.trace} (open it in ui.perfetto.dev)")
+    return 0
+
+
+def _with_memory_fixes(pred, args: argparse.Namespace, build_args: dict):
+    """A step that does not fit: each fix re-predicted (memory_fixes.py), when the workload can be built again."""
+    mem = pred.memory
+    if mem is None or mem.fit is None or mem.fit.fits or args.workload.endswith(".json") or args.no_fixes:
+        return pred
+    import dataclasses
+
+    from kernelcast.memory_fixes import memory_fixes
+
+    print("the step does not fit: re-predicting what would make it fit (one capture each) ...", file=sys.stderr)
+    fixes = memory_fixes(args.workload, args.gpu, pred, build_args, _world_size(args), args.interconnect)
+    return dataclasses.replace(pred, memory=dataclasses.replace(mem, fixes=fixes))
+
+
+def _cmd_fit(args: argparse.Namespace) -> int:
+    from kernelcast.capture.workload import build_kwargs, load_build
+    from kernelcast.devices import get_gpu
+    from kernelcast.fit import fit_workload, parse_range
+    from kernelcast.memory_fixes import BATCH_NAMES
+    from kernelcast.report import prediction_json, summary_line
+    from kernelcast.report.memory_text import human_bytes
+
+    gpu = get_gpu(args.gpu)
+    name, low, high = parse_range(args.arg_range)
+    _check_outputs(("--json", args.json))
+    _check_workload(args.workload)
+    if args.workload.endswith(".json"):
+        raise KernelcastError("fit captures the workload at each value: give FILE.py:build or example:NAME")
+    build, _ = load_build(args.workload)
+    build_kwargs(build, [f"{name}={low}"])  # the argument exists and takes whole numbers
+    build_args = build_kwargs(build, args.arg)
+
+    def progress(value, fits, pred) -> None:
+        mem = pred.memory
+        if mem is None or mem.fit is None:
+            print(f"  {name}={value}: no memory prediction", flush=True)
+            return
+        print(f"  {name}={value}: {'fits' if fits else 'out of memory'} (peak {human_bytes(mem.peak_bytes)} "
+              f"allocated, {human_bytes(mem.fit.peak_reserved_bytes)} reserved at most)", flush=True)
+
+    print(f"searching {name} in {low}..{high} on {gpu.name} (one capture per value) ...", flush=True)
+    result = fit_workload(args.workload, gpu.id, name, low, high, build_args, _world_size(args), args.interconnect,
+                          args.expandable_segments, progress)
+    search, pred = result.search, result.prediction
+    if search.max_fit is None:
+        print(f"no {name} in {low}..{high} fits on {gpu.name}: {name}={low} is already out of memory")
+    else:
+        beyond = (f"{name}={search.first_oom} does not" if search.first_oom is not None
+                  else f"the whole range fits (up to {high})")
+        unit = "samples" if name in BATCH_NAMES else name
+        print(f"largest {name} that fits on {gpu.name}: {search.max_fit} ({beyond}); "
+              f"step {pred.step_time_us / 1000:.2f} ms, {result.throughput:,.1f} {unit} per second")
+        print(summary_line(pred))
+    if args.json:
+        doc = {"gpu": gpu.id, "argument": name, "range": [low, high], "max_batch": search.max_fit,
+               "first_oom_batch": search.first_oom, "tried": [{"value": v, "fits": ok} for v, ok in search.tried],
+               "throughput_per_s": result.throughput,
+               "prediction": None if pred is None else prediction_json(pred)}
+        write_text_atomic(args.json, json.dumps(doc, indent=1))
+        print(f"wrote {args.json}")
     return 0
 
 
@@ -223,6 +300,11 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     print(f"{args.workload} on {m.device}: step {time_text(m.step_ms_median * 1e3)} (median of {len(m.step_ms)} x "
           f"back-to-back runs; {time_text(low * 1e3)}-{time_text(high * 1e3)}), GPU kernels "
           f"{time_text(m.gpu_time_us)}, {m.work_items} GPU work items")
+    if m.memory is not None:
+        from kernelcast.report.memory_text import human_bytes
+
+        print(f"memory: peak {human_bytes(m.memory.max_allocated)} (max_memory_allocated over one step), resident "
+              f"{human_bytes(m.memory.allocated_before)} before it, reserved {human_bytes(m.memory.reserved)} after it")
     for op, (n, t) in sorted(m.by_op().items(), key=lambda kv: -kv[1][1])[:args.top]:
         print(f"  {op:40s} {n:5d} kernels {time_text(t):>10s}")
     if args.json:
@@ -260,6 +342,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
                   f"{time_text(m.step_ms_median * 1e3)} ({time_text(m.step_ms_spread[0] * 1e3)}-"
                   f"{time_text(m.step_ms_spread[1] * 1e3)}; {v.step_time_error:+.1%}); kernels {p.kernels} vs "
                   f"{m.work_items} ({v.kernels_error:+.1%})")
+    for line in v.memory_lines():
+        console.print(line, markup=False)
     if args.json:
         write_text_atomic(args.json, json.dumps(v.to_json(), indent=1))
     return 0
@@ -474,7 +558,26 @@ def build_parser() -> argparse.ArgumentParser:
                    help="capture the step as rank 0 of N ranks (fake process group; default 1: one GPU)")
     p.add_argument("--interconnect", metavar="LINK",
                    help="GPU-to-GPU link for collectives, e.g. nvlink, pcie4, ib-ndr (default: the GPU's own)")
+    p.add_argument("--arg", action="append", metavar="NAME=VALUE",
+                   help="a keyword argument for build(), typed from its default (repeatable), e.g. --arg batch=16")
+    p.add_argument("--expandable-segments", action="store_true",
+                   help="predict memory with the allocator's expandable_segments:True")
+    p.add_argument("--no-fixes", action="store_true",
+                   help="when the step does not fit, do not re-predict what would make it fit")
     p.set_defaults(func=_cmd_predict)
+
+    f = sub.add_parser("fit", help="the largest batch (or other build() argument) whose step fits a GPU's memory")
+    f.add_argument("workload", help="FILE.py:build or example:NAME (build() takes the argument)")
+    f.add_argument("--gpu", default=DEFAULT_GPU, help=f"target GPU (default {DEFAULT_GPU})")
+    f.add_argument("--arg-range", required=True, metavar="NAME=LOW..HIGH",
+                   help="the build() argument to search and its range, e.g. batch=1..1024")
+    f.add_argument("--arg", action="append", metavar="NAME=VALUE", help="other build() arguments (repeatable)")
+    f.add_argument("--json", metavar="OUT", help="also write max_batch, first_oom_batch and the prediction there")
+    f.add_argument("--world-size", type=int, default=1, metavar="N", help="capture as rank 0 of N ranks")
+    f.add_argument("--interconnect", metavar="LINK", help="GPU-to-GPU link for collectives")
+    f.add_argument("--expandable-segments", action="store_true",
+                   help="predict memory with the allocator's expandable_segments:True")
+    f.set_defaults(func=_cmd_fit)
 
     c = sub.add_parser("capture", help="capture a step's ops to a JSON file")
     c.add_argument("workload", help="FILE.py:build or example:NAME")
@@ -482,6 +585,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--gpu", default=DEFAULT_GPU, help="target GPU (decides e.g. the attention backend)")
     c.add_argument("--world-size", type=int, default=1, metavar="N",
                    help="capture the step as rank 0 of N ranks (fake process group; default 1: one GPU)")
+    c.add_argument("--arg", action="append", metavar="NAME=VALUE",
+                   help="a keyword argument for build(), typed from its default (repeatable), e.g. --arg batch=16")
     c.set_defaults(func=_cmd_capture)
 
     k = sub.add_parser("calibrate", help="measure this machine's GPU with microbenchmarks -> device profile (GPU)")

@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernelcast.memory_trace import MemoryTrace
+
 CAPTURE_FORMAT_VERSION = 1
 
 # Bytes per element of each dtype torch can put on a GPU (torch's names, without the "torch." prefix).
@@ -227,12 +229,14 @@ class Capture:
     notes: tuple[str, ...] = ()  # what the capture had to assume (placeholder values for syncs, ...)
     world_size: int = 1  # ranks of the (fake) process group the step ran in; 1: a single-GPU step
     compiled: bool = False  # the step runs torch.compile'd code, recorded (and predicted) as eager ops
+    memory: MemoryTrace | None = None  # the CUDA storages made and freed, from build() on (memory_trace.py)
 
     def to_json(self) -> dict:
         return {
             "format": CAPTURE_FORMAT_VERSION, "workload": self.workload,
             "settings": asdict(self.settings), "notes": list(self.notes), "world_size": self.world_size,
             "compiled": self.compiled, "ops": [op.to_json() for op in self.ops],
+            "memory": None if self.memory is None else self.memory.to_json(),
         }
 
     @staticmethod
@@ -246,6 +250,7 @@ class Capture:
             settings=CaptureSettings(**d.get("settings", {})),
             workload=d.get("workload", ""), notes=tuple(d.get("notes", ())), world_size=d.get("world_size", 1),
             compiled=d.get("compiled", False),
+            memory=MemoryTrace.from_json(d["memory"]) if d.get("memory") else None,
         )
 
     def save(self, path: str | Path) -> None:
@@ -413,6 +418,10 @@ class PredictionRecord:
     # Device memory over the step, where the predict stage models it; read by report/ (figures.memory_series),
     # which accepts a few layouts, so the writer's format can grow without a change here.
     memory_timeline: Any = None
+    # Device memory (predict/memory.py memory_json): written as top-level keys of the JSON (MEMORY_KEYS), the
+    # --json contract of peak_memory_bytes, resident_memory_bytes, reserved_memory_bytes, memory_by_category,
+    # peak_op and fits; None for a prediction made before the memory model.
+    memory: dict | None = None
     extra: dict = field(default_factory=dict)  # keys a newer writer added: kept as they are through load/save
 
     def to_json(self) -> dict:
@@ -437,6 +446,8 @@ class PredictionRecord:
             d["timeline"] = {"fields": list(SPAN_FIELDS), "spans": [s.to_row() for s in self.spans]}
         if self.memory_timeline is not None:
             d["memory_timeline"] = self.memory_timeline
+        if self.memory is not None:
+            d.update(self.memory)
         return {**self.extra, **d}
 
     @staticmethod
@@ -449,7 +460,7 @@ class PredictionRecord:
             raise ValueError(f"timeline fields {list(fields_)} are not {list(SPAN_FIELDS)}")
         spec = d.get("gpu_spec")
         known = set(PredictionRecord.__dataclass_fields__) | {
-            "record", "format", "sync_points_by_source", "timeline"}
+            "record", "format", "sync_points_by_source", "timeline"} | set(MEMORY_KEYS)
         return PredictionRecord(
             gpu=d["gpu"], gpu_name=d.get("gpu_name", d["gpu"]), kernel_model=d.get("kernel_model", ""),
             host=d.get("host", ""), step_time_us=float(d["step_time_us"]),
@@ -470,6 +481,7 @@ class PredictionRecord:
             gpu_spec=None if spec is None else GPUSpec(**spec),
             spans=tuple(OpSpan.from_row(r) for r in timeline.get("spans", ())),
             memory_timeline=d.get("memory_timeline"),
+            memory={k: d[k] for k in MEMORY_KEYS if k in d} or None,
             extra={k: v for k, v in d.items() if k not in known},
         )
 
@@ -481,6 +493,11 @@ class PredictionRecord:
     @staticmethod
     def load(path: str | Path) -> "PredictionRecord":
         return PredictionRecord.from_json(json.loads(Path(path).read_text()))
+
+
+MEMORY_KEYS = ("peak_memory_bytes", "resident_memory_bytes", "reserved_memory_bytes", "peak_reserved_memory_bytes",
+               "memory_by_category", "memory_by_module", "peak_op", "fits", "memory_workspaces", "memory_notes",
+               "expandable_segments")
 
 
 def is_prediction_json(d: Any) -> bool:

@@ -48,6 +48,21 @@ class Validation:
     def kernels_error(self) -> float:
         return self._error(self.prediction.kernels, self.measurement.work_items)
 
+    def memory_pairs(self) -> list[tuple[str, int, int]]:
+        """(counter, predicted bytes, measured bytes) for peak, resident and reserved memory."""
+        p, m = self.prediction.memory, self.measurement.memory
+        if p is None or m is None:
+            return []
+        return [("peak (max_memory_allocated)", p.peak_bytes, m.max_allocated),
+                ("resident (memory_allocated before)", p.resident_bytes, m.allocated_before),
+                ("reserved (memory_reserved after)", p.reserved_bytes, m.reserved)]
+
+    def memory_lines(self) -> list[str]:
+        from kernelcast.report.memory_text import human_bytes
+
+        return [f"memory {name}: predicted {human_bytes(pred)}, measured {human_bytes(meas)} "
+                f"({self._error(pred, meas):+.1%})" for name, pred, meas in self.memory_pairs()]
+
     def to_json(self) -> dict:
         p, m = self.prediction, self.measurement
         return {
@@ -57,6 +72,8 @@ class Validation:
             "measured": m.to_json(),
             "errors": {"gpu_time": self.gpu_time_error, "step_time": self.step_time_error,
                        "kernels": self.kernels_error},
+            "memory": [{"counter": name, "predicted_bytes": pred, "measured_bytes": meas,
+                        "error": self._error(pred, meas)} for name, pred, meas in self.memory_pairs()],
             "classes": [{"kind": r.kind, "predicted_us": r.predicted_us, "measured_us": r.measured_us,
                          "predicted_kernels": r.predicted_kernels, "measured_kernels": r.measured_kernels}
                         for r in self.rows],

@@ -38,11 +38,15 @@ def _session(gpu: str | GPU) -> CaptureSession:
 def _run_steps(session: CaptureSession, step: Callable, args: tuple) -> None:
     session.compiled_found = compiled_in(step, args)
     progress.stage("warm-up step (not recorded)")
+    storages = session.storages
+    storages.start_warmup()
     for _ in range(WARMUP_STEPS):
         step(*args)
     progress.stage("recording the step")
     session.recording = True
-    step(*args)
+    storages.start_step(args)
+    step(*args)  # its result is dropped here, as a training loop drops it
+    storages.end_step(args)
     session.measure_gap_baselines()
     session.recording = False
 
@@ -60,21 +64,26 @@ def _cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def capture_workload(build: Callable[[], tuple[Callable, Any]], gpu: str | GPU = DEFAULT_GPU,
-                     workload: str = "", world_size: int = 1) -> Capture:
-    """Run `build()` and two steps on fake CUDA tensors; return the second step's ops.
+def capture_workload(build: Callable[..., tuple[Callable, Any]], gpu: str | GPU = DEFAULT_GPU,
+                     workload: str = "", world_size: int = 1, build_kwargs: dict[str, Any] | None = None,
+                     prepare: Callable[[Callable, tuple], Callable] | None = None) -> Capture:
+    """Run `build(**build_kwargs)` and two steps on fake CUDA tensors; return the second step's ops.
 
     world_size > 1: run them as rank 0 of that many ranks, in torch's fake process group (see distributed.py);
-    DDP / FSDP2 / tensor-parallel steps then record their collectives."""
+    DDP / FSDP2 / tensor-parallel steps then record their collectives. prepare(step, args), when given, runs
+    after build() inside the capture and returns the step to run (memory_fixes.py changes a workload so)."""
     check_world_size(world_size)
     with _cyclic_gc_paused(), fake_process_group(world_size), _session(gpu) as session, \
             distributed_capture(world_size, session.recorder) as distributed:
         progress.stage("build()")
-        built = build()
+        built = build(**(build_kwargs or {}))
         if not (isinstance(built, tuple) and len(built) == 2 and callable(built[0])):
             raise CaptureError("build() must return (step, args), with step callable and args a tuple")
         step, args = built
-        _run_steps(session, step, tuple(args) if isinstance(args, (list, tuple)) else (args,))
+        args = tuple(args) if isinstance(args, (list, tuple)) else (args,)
+        if prepare is not None:
+            step = prepare(step, args)
+        _run_steps(session, step, args)
         return distributed.finish(session.result(workload))
 
 
@@ -124,6 +133,7 @@ class CaptureBlock:
     def __enter__(self) -> "CaptureBlock":
         self._session.__enter__()
         self._session.recording = True
+        self._session.storages.start_step()
         return self
 
     def __exit__(self, *exc) -> None:

@@ -44,6 +44,11 @@ VALUE_HINT_MAX_NUMEL = 1 << 17
 
 # Host-side tensors the user built from Python data (torch.tensor, as_tensor): their values are exact.
 LIFT_OPS = (aten.lift_fresh.default, aten.lift_fresh_copy.default)
+# In-place ops whose written value the capture states (seed sets it; the write does not forget it). GradScaler's
+# inf check writes found_inf (torch/amp/grad_scaler.py, _unscale_grads_): 0 when every gradient is finite, as
+# in almost every step of a training run; GradScaler.step reads it back and skips optimizer.step() on 1.
+AMP_INF_CHECK = aten._amp_foreach_non_finite_check_and_unscale_.default
+STATED_WRITES = {AMP_INF_CHECK: 1}  # op -> index of the argument whose value is stated
 
 
 def _is_fake(t: Any) -> bool:
@@ -164,6 +169,12 @@ class ValueHints:
                     and CONSTANT_NUMEL_LIMIT < real.numel() <= VALUE_HINT_MAX_NUMEL):
                 with _disable_current_modes():
                     self.set(out, real.clone())
+            return
+        if func in STATED_WRITES:
+            target = args[STATED_WRITES[func]]
+            why = self._assumed("GradScaler", "gradients assumed finite (found_inf 0: the optimizer step runs)")
+            with _disable_current_modes():
+                self.set(target, torch.zeros(target.shape, dtype=target.dtype), why)
             return
         packet = func.overloadpacket
         if packet is aten.arange:
@@ -291,7 +302,10 @@ class ValueHints:
 
     def _forget_written(self, func, args: tuple) -> None:
         schema_args = func._schema.arguments
+        stated = STATED_WRITES.get(func)
         for i, a in enumerate(args):
+            if i == stated:
+                continue
             if i < len(schema_args) and schema_args[i].alias_info is not None and schema_args[i].alias_info.is_write:
                 if isinstance(a, torch.Tensor):
                     self.drop(a)

@@ -24,6 +24,7 @@ from .dynamic_shapes import DynamicShapes, ValueHints, as_python
 from .cuda_path import CudaOpTable
 from .decompose import Decomposer
 from .host_clock import HostClock
+from .lifetimes import StorageTracker
 from .rnn import cudnn_rnn_with_cuda_layout
 from .source import current_source
 
@@ -247,6 +248,7 @@ class Recorder(TorchDispatchMode):
         # Ops CUDA runs by calling other ops (capture/decompose.py); the ops being decomposed, innermost last.
         self._decomposer = Decomposer(op_table, set(self._sync_handlers))
         self._parents: list[int] = []
+        self.storages: StorageTracker | None = None  # sees every CUDA storage made and freed (lifetimes.py)
 
     # -- dispatch --------------------------------------------------------------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -275,13 +277,16 @@ class Recorder(TorchDispatchMode):
         else:
             out, sync = func(*args, **kwargs), None
         self.in_place.note(func, out)
+        if self.storages is not None:
+            self.storages.see_op(args, kwargs, out)
         if func not in self._shape_handlers:
             self.hints.seed(func, args, kwargs, out)
             self.hints.propagate(func, args, kwargs, out)
         hint = BOOL_HINTS.get(func.overloadpacket)
         if hint is not None and isinstance(out, torch.Tensor):
             self._bool_hint[out] = hint
-        if self.recording and func not in NO_DEVICE_WORK and func not in RECORDED_AS_INNER_OPS:
+        if (self.recording and func not in NO_DEVICE_WORK and func not in RECORDED_AS_INNER_OPS
+                and not (self.storages is not None and self.storages.paused)):  # DTensor's metadata-only ops
             self._record(func, args, kwargs, out, sync)
         return out
 

@@ -35,6 +35,7 @@ from .cpu_speed import this_machine_bench_us
 from .cuda_facade import TargetDevice, cuda_facade
 from .cuda_only import cuda_only_fakes
 from .cuda_path import CudaOpTable, cuda_kernels_kept_whole, load_op_table
+from .lifetimes import StorageTracker, dtensor_propagation_untracked, storage_resizes_tracked
 from .host_clock import BASELINE_CALLS, BASELINE_LOOPS, GapBaselines, HostClock, fastest_mean
 from .recorder import Recorder
 from .rnn import RnnRoutes, cudnn_rnns_on_fake_cuda
@@ -175,6 +176,7 @@ class CaptureSession:
         self.compile_watch = CompileWatch()
         self.op_table: CudaOpTable | None = None  # the CUDA build's dispatch choices (capture/cuda_path.py)
         self.compiled_found: list[str] = []  # torch.compile'd callables found in the step (capture/api.py)
+        self.storages: StorageTracker | None = None  # CUDA storages made and freed (capture/lifetimes.py)
 
     # -- context ---------------------------------------------------------------------------------------
     def __enter__(self) -> "CaptureSession":
@@ -204,6 +206,11 @@ class CaptureSession:
             self.recorder = stack.enter_context(
                 Recorder(self._phase, self._module, origin_of_current_backward_node, self.op_table,
                          self.target.capability))
+            recorder = self.recorder
+            self.storages = recorder.storages = StorageTracker(lambda: len(recorder.ops),
+                                                               lambda: recorder.current_stream, self.fake_mode)
+            stack.enter_context(storage_resizes_tracked(self.storages))
+            stack.enter_context(dtensor_propagation_untracked(self.storages))
             self.router = stack.enter_context(
                 Router(self.arch, self._module, self._host_sync, backward_error))
             self.tracker.clock = self.router.clock = self.recorder.clock
@@ -247,6 +254,8 @@ class CaptureSession:
     # -- hooks -----------------------------------------------------------------------------------------
     def _optimizer_enter(self, optimizer, args, kwargs) -> None:
         self._in_optimizer += 1
+        if self.storages is not None:
+            self.storages.label_optimizer(optimizer)
 
     def _optimizer_exit(self, optimizer, args, kwargs) -> None:
         self._in_optimizer -= 1
@@ -341,5 +350,9 @@ class CaptureSession:
         compiled = compiled_note(self.compiled_found, self.compile_watch.compiled_calls)
         if compiled is not None:
             notes.add(compiled)
+        memory = None
+        if self.storages is not None:
+            self.storages.end_step()
+            memory = self.storages.result()
         return Capture(ops=ops, settings=settings, workload=workload, notes=tuple(sorted(notes)),
-                       compiled=compiled is not None)
+                       compiled=compiled is not None, memory=memory)

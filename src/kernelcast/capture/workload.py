@@ -1,6 +1,7 @@
 """Load a workload: `path/to/file.py:build`, or `example:NAME` for one shipped with kernelcast.
 
-build() takes no arguments and returns (step, args); step(*args) runs one step on device "cuda".
+build() returns (step, args); step(*args) runs one step on device "cuda". build() may take keyword arguments
+with defaults (`build(batch=8)`); `--arg batch=16` passes them, typed from each default (build_kwargs).
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import inspect
 import sys
 import traceback
 from pathlib import Path
@@ -97,3 +99,74 @@ def load_build(spec: str) -> tuple[Callable, Path | None]:
         found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))[:8]
         raise WorkloadError(f"{path} has no function {func!r} (functions there: {', '.join(found) or 'none'})")
     return build, file.parent
+
+
+TRUE_WORDS, FALSE_WORDS = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def _typed(name: str, text: str, default) -> object:
+    """`text` as the type of the parameter's default: bool, int, float or str (no default or None: an int, a
+    float, else the text)."""
+    try:
+        if isinstance(default, bool):
+            if text.lower() in TRUE_WORDS + FALSE_WORDS:
+                return text.lower() in TRUE_WORDS
+            raise ValueError(text)
+        if isinstance(default, int):
+            return int(text)
+        if isinstance(default, float):
+            return float(text)
+        if isinstance(default, str):
+            return text
+    except ValueError:
+        kind = type(default).__name__
+        raise WorkloadError(f"--arg {name}={text}: not a valid {kind} (the default of {name} is {default!r})") from None
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
+
+
+def split_arg(pair: str) -> tuple[str, str]:
+    name, sep, text = pair.partition("=")
+    name = name.strip()
+    if not sep or not name.isidentifier():
+        raise WorkloadError(f"--arg {pair!r} is not NAME=VALUE (e.g. --arg batch=16)")
+    return name, text.strip()
+
+
+def build_parameters(build: Callable) -> dict[str, object]:
+    """The keyword arguments build() takes, with their defaults (inspect.Parameter.empty where none)."""
+    try:
+        params = inspect.signature(build).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    return {p.name: p.default for p in params
+            if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)}
+
+
+def build_kwargs(build: Callable, pairs: list[str] | None) -> dict[str, object]:
+    """`--arg NAME=VALUE` pairs as build()'s keyword arguments, each typed from its default. An unknown name or a
+    value that does not parse as its default's type is a WorkloadError (one line)."""
+    if not pairs:
+        return {}
+    params = build_parameters(build)
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in _signature_params(build))
+    out: dict[str, object] = {}
+    for pair in pairs:
+        name, text = split_arg(pair)
+        if name not in params and not takes_any:
+            known = ", ".join(params) or "none"
+            raise WorkloadError(f"--arg {name}: build() has no argument {name!r} (its arguments: {known})")
+        default = params.get(name, inspect.Parameter.empty)
+        out[name] = _typed(name, text, None if default is inspect.Parameter.empty else default)
+    return out
+
+
+def _signature_params(build: Callable) -> list[inspect.Parameter]:
+    try:
+        return list(inspect.signature(build).parameters.values())
+    except (TypeError, ValueError):
+        return []

@@ -44,11 +44,12 @@ class ResNet(nn.Module):
         return self.head(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 
 
-def build():
+def build(batch: int = BATCH):
+    """batch: images per step (`kernelcast predict example:cnn --arg batch=128`, `kernelcast fit`)."""
     model = ResNet().to("cuda", memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    images = torch.randn(BATCH, 3, IMAGE, IMAGE, device="cuda").to(memory_format=torch.channels_last)
-    labels = torch.randint(0, CLASSES, (BATCH,), device="cuda")
+    images = torch.randn(batch, 3, IMAGE, IMAGE, device="cuda").to(memory_format=torch.channels_last)
+    labels = torch.randint(0, CLASSES, (batch,), device="cuda")
 
     def step(images, labels):
         with torch.autocast("cuda", dtype=torch.bfloat16):

@@ -87,5 +87,6 @@ def training_step(model: nn.Module, *, batch: int = BATCH, seq: int = SEQ, vocab
     return step, (idx, targets)
 
 
-def build():
-    return training_step(make_model())
+def build(batch: int = BATCH, seq: int = SEQ):
+    """batch: sequences per step, seq: tokens per sequence (at most the context, 1024)."""
+    return training_step(make_model(), batch=batch, seq=seq)

@@ -12,7 +12,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.distributed.fsdp import fully_shard
 
-from kernelcast.examples.gpt import make_model, training_step
+from kernelcast.examples.gpt import BATCH, make_model, training_step
 
 
 def wrap(model: nn.Module) -> nn.Module:
@@ -21,7 +21,8 @@ def wrap(model: nn.Module) -> nn.Module:
     return fully_shard(model)
 
 
-def build():
+def build(batch: int = BATCH):
+    """batch: sequences per rank per step."""
     if not dist.is_initialized():  # torchrun without an initialised group; a kernelcast capture has one
         dist.init_process_group("nccl")
-    return training_step(wrap(make_model()))
+    return training_step(wrap(make_model()), batch=batch)

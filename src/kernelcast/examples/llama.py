@@ -54,5 +54,6 @@ def training_step(model: nn.Module, *, batch: int = BATCH, seq: int = SEQ, vocab
     return step, (ids,)
 
 
-def build():
-    return training_step(make_model())
+def build(batch: int = BATCH, seq: int = SEQ):
+    """batch: sequences per step, seq: tokens per sequence."""
+    return training_step(make_model(seq=seq), batch=batch, seq=seq)

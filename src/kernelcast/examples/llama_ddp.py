@@ -12,7 +12,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from kernelcast.examples.llama import make_model, training_step
+from kernelcast.examples.llama import BATCH, make_model, training_step
 
 
 def wrap(model: nn.Module) -> DistributedDataParallel:
@@ -20,7 +20,8 @@ def wrap(model: nn.Module) -> DistributedDataParallel:
     return DistributedDataParallel(model)
 
 
-def build():
+def build(batch: int = BATCH):
+    """batch: sequences per rank per step."""
     if not dist.is_initialized():  # torchrun without an initialised group; a kernelcast capture has one
         dist.init_process_group("nccl")
-    return training_step(wrap(make_model()))
+    return training_step(wrap(make_model()), batch=batch)

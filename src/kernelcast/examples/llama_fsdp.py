@@ -14,7 +14,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-from kernelcast.examples.llama import make_model, training_step
+from kernelcast.examples.llama import BATCH, make_model, training_step
 
 MP_POLICY = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
 STEP_OPTIONS = {"autocast": False}  # example:llama's training_step without autocast: the policy casts
@@ -26,7 +26,8 @@ def wrap(model: nn.Module) -> nn.Module:
     return fully_shard(model, mp_policy=MP_POLICY)
 
 
-def build():
+def build(batch: int = BATCH):
+    """batch: sequences per rank per step."""
     if not dist.is_initialized():  # torchrun without an initialised group; a kernelcast capture has one
         dist.init_process_group("nccl")
-    return training_step(wrap(make_model()), **STEP_OPTIONS)
+    return training_step(wrap(make_model()), batch=batch, **STEP_OPTIONS)

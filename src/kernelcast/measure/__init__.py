@@ -2,6 +2,8 @@
 
 - Step time: after warm-up, REPEATS timings of STEPS back-to-back steps between two CUDA events (the GPU queue
   stays full, as in a training loop), each divided by STEPS; the median and the spread are reported.
+- Memory: memory_allocated() before one more step, max_memory_allocated() over it after
+  reset_peak_memory_stats(), memory_reserved() after it.
 - GPU kernel time and per-kernel durations: one more step under torch.profiler; every GPU work item (kernel,
   memset, memcpy) is attributed to the aten op that launched it, as the capture records ops, and to the module
   whose forward was running.
@@ -35,6 +37,20 @@ class KernelTime:
 
 
 @dataclass(frozen=True)
+class MeasuredMemory:
+    """torch.cuda's memory counters around one steady-state step (the memory model predicts the first three)."""
+
+    allocated_before: int  # memory_allocated() before the step (resident)
+    max_allocated: int  # max_memory_allocated() over the step, after reset_peak_memory_stats()
+    reserved: int  # memory_reserved() after it
+    allocated_after: int
+
+    def to_json(self) -> dict:
+        return {"allocated_before": self.allocated_before, "max_allocated": self.max_allocated,
+                "reserved": self.reserved, "allocated_after": self.allocated_after}
+
+
+@dataclass(frozen=True)
 class Measurement:
     """What a real GPU did for one step. Measured, so never mixed up with a Prediction."""
 
@@ -44,6 +60,7 @@ class Measurement:
     kernels: tuple[KernelTime, ...]
     work_items: int  # GPU work items in the profiled step (attributed or not)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    memory: MeasuredMemory | None = None
 
     @property
     def step_ms_median(self) -> float:
@@ -72,7 +89,8 @@ class Measurement:
                 # [op, module, kernel name, µs, launch chain outermost first] (the chain lets a report re-attribute
                 # kernels to the ops a capture recorded: report/measured.py)
                 "kernels": [[k.op, k.module, k.name[:120], round(k.duration_us, 3), list(k.chain)]
-                            for k in self.kernels]}
+                            for k in self.kernels],
+                "memory": None if self.memory is None else self.memory.to_json()}
 
 
 def packet(name: str) -> str:
@@ -176,6 +194,19 @@ def attribute(events, recorded_ops: set[str] | None = None) -> tuple[list[Kernel
     return sorted(out, key=lambda k: k.launched_us), total
 
 
+def measure_memory(step: Callable, args: tuple) -> MeasuredMemory:
+    """One more step between reset_peak_memory_stats() and max_memory_allocated() (as scripts/zoo_measure.py)."""
+    import torch
+
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    step(*args)
+    torch.cuda.synchronize()
+    return MeasuredMemory(before, torch.cuda.max_memory_allocated(), torch.cuda.memory_reserved(),
+                          torch.cuda.memory_allocated())
+
+
 def measure_step(step: Callable, args: tuple, recorded_ops: set[str] | None = None,
                  warmup: int = WARMUP_STEPS, steps: int = STEPS, repeats: int = REPEATS,
                  trace_path: str | None = None) -> Measurement:
@@ -202,6 +233,8 @@ def measure_step(step: Callable, args: tuple, recorded_ops: set[str] | None = No
         torch.cuda.synchronize()
         step_ms.append(start.elapsed_time(end) / steps)
         progress.advance()
+    progress.stage("peak memory of one step")
+    memory = measure_memory(step, args)
     progress.stage("profiling one step (per-kernel times)")
     with _module_ranges(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         step(*args)
@@ -213,4 +246,4 @@ def measure_step(step: Callable, args: tuple, recorded_ops: set[str] | None = No
             prof.export_chrome_trace(str(tmp))
     kernels, total = attribute(prof.events(), recorded_ops)
     return Measurement(device=torch.cuda.get_device_name(), torch=torch.__version__, step_ms=tuple(step_ms),
-                       kernels=tuple(kernels), work_items=total)
+                       kernels=tuple(kernels), work_items=total, memory=memory)

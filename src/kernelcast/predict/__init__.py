@@ -19,6 +19,7 @@ from .kernel_model import NO_KERNEL, KernelEstimate, KernelModel, RooflineModel
 from .comm import call_host_us, collective_estimate
 from .parallel_host import ParallelHost, load_parallel_costs, parallel_host
 from .l2 import L2Tracker
+from .memory import MemoryPrediction, predict_memory
 from .overlap import CommSummary, comm_summary, with_stream_events
 from .timeline import Launch, Timeline, simulate, steady_state_step_us
 
@@ -117,6 +118,7 @@ class Prediction:
     step_time_by_host_speed: tuple[tuple[float, float], ...] = ()
     compiled: bool = False  # the step runs torch.compile'd code, predicted as eager (Capture.compiled)
     workload: str = ""  # what was captured (Capture.workload)
+    memory: MemoryPrediction | None = None  # device memory: peak, resident, reserved, the OOM verdict (memory.py)
 
     @property
     def bound(self) -> str:
@@ -367,10 +369,11 @@ def launched_for(ops, costs: list[Cost | None]) -> dict[int, Cost]:
 
 def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel | None = None,
                     host_model: HostModel | None = None, interconnect: str | Interconnect | None = None,
-                    host_speed: dict[str, float] | None = None) -> Prediction:
+                    host_speed: dict[str, float] | None = None, expandable_segments: bool = False) -> Prediction:
     """host_speed: {phase: factor} multiplies the CPU time of that phase's ops (forward, backward, optimizer),
     for a host measured to run one thread slower than the one that calibrated (backward runs on torch's autograd
-    thread, the rest on the Python thread)."""
+    thread, the rest on the Python thread). expandable_segments: the caching allocator's option of that name
+    (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) for the memory prediction."""
     spec = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
     link = interconnect_for(spec, capture, interconnect)
     model = kernel_model or kernel_model_for(spec, capture)
@@ -426,4 +429,5 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
         comm=comm_summary(capture.ops, [p.time_us for p in preds], launches, step_us, link, capture.world_size)
         if link is not None else None,
         parallel_host=hooks,
+        memory=predict_memory(capture, spec, expandable_segments=expandable_segments),
     )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from kernelcast.records import CommRecord, GPUSpec, OpSpan, PredictedOp, PredictionRecord, SyncPointGroup
 
+from .memory import memory_json, memory_timeline_rows
+
 
 def _op(p) -> PredictedOp:
     return PredictedOp(
@@ -48,6 +50,6 @@ def prediction_record(pred) -> PredictionRecord:
         workload=pred.workload,
         gpu_spec=GPUSpec(dict(pred.gpu.peak_flops), pred.gpu.mem_bw_bytes_per_s, pred.gpu.memory_bytes),
         spans=spans,
-        # The memory model (another stage) may attach a series; carried as it is, drawn when present.
-        memory_timeline=getattr(pred, "memory_timeline", None),
+        memory_timeline=memory_timeline_rows(pred),
+        memory=memory_json(pred),
     )

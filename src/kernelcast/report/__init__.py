@@ -263,8 +263,12 @@ def console_for_output() -> Console:
 
 
 def print_prediction(pred, console: Console | None = None, top: int = DEFAULT_TOP) -> None:
+    from .memory_text import memory_lines, oom_verdict_lines
+
     rec = as_record(pred)
     console = console or console_for_output()
+    for line in oom_verdict_lines(rec):  # a step that does not fit: that first
+        console.print(line, markup=False)
     console.print(ops_table(rec, top, width=console.width))
     syncs = sync_table(rec, width=console.width)
     if syncs is not None:
@@ -274,6 +278,8 @@ def print_prediction(pred, console: Console | None = None, top: int = DEFAULT_TO
     comm = comm_line(rec)
     if comm is not None:
         console.print(comm)
+    for line in memory_lines(rec):
+        console.print(line, markup=False)
     uncosted = ", ".join(rec.uncosted) if rec.uncosted else "none"
     console.print(f"uncosted ops (time unknown, not zero): {uncosted}")
     for note in rec.notes:

@@ -3,7 +3,8 @@
 One process for the host with a lane for the Python thread (a slice per op: dispatch and launch, after a
 "model Python" slice for the model's own code before it, where the capture timed any), one process
 for the GPU with a lane per stream (a slice per op's kernels), and a flow arrow from each launch to its kernels.
-Times are the simulation of one step from an idle GPU, in microseconds.
+Times are the simulation of one step from an idle GPU, in microseconds. A third process carries the predicted
+device memory (allocated and reserved, MiB) as counter tracks.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from kernelcast.records import COMM_STREAM
 
 from . import as_record
+from .memory_text import memory_counter_events
 
 HOST_PID, GPU_PID, CPU_TID = 1, 2, 1
 FLOW_EPSILON_US = 0.001  # flow ends sit just inside the slices they bind to
@@ -61,6 +63,7 @@ def chrome_trace(pred) -> dict:
         events.append({"ph": "f", "bp": "e", "id": op.index, "pid": GPU_PID, "tid": span.stream,
                        "ts": span.gpu_start_us + min(FLOW_EPSILON_US, gpu_dur / 2), "name": "launch", "cat": "launch"})
     events += [_meta(GPU_PID, lane_name(s), s) for s in sorted(streams)]
+    events += memory_counter_events(pred)
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"step_time_us": pred.step_time_us, "gpu_time_us": pred.gpu_time_us,
                           "host_time_us": pred.host_time_us, "bound": pred.bound}}

@@ -1,0 +1,105 @@
+"""`kernelcast fit`: the largest value of a build() argument (the batch size) whose step fits in a GPU's memory.
+
+The search is over captures: each candidate value is a capture of the workload built with it and a memory
+prediction (predict/memory.py). It doubles from the low end until a value does not fit (or the high end is
+reached), then bisects between the last value that fit and the first that did not. Memory grows with the batch
+(more activations), which is what makes the bisection valid; a step whose memory does not is searched all the
+same and the answer says which values were tried.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from kernelcast.errors import KernelcastError
+
+
+@dataclass(frozen=True)
+class FitSearch:
+    max_fit: int | None  # the largest value tried that fits (None: not even the low end)
+    first_oom: int | None  # the smallest value tried above it that does not (None: the high end fits)
+    tried: tuple[tuple[int, bool], ...] = field(default_factory=tuple)  # (value, fits) in the order tried
+
+
+def largest_fitting(fits: Callable[[int], bool], low: int, high: int) -> FitSearch:
+    """Doubling from `low`, then bisection: the largest value in [low, high] for which fits() holds."""
+    if low < 1 or high < low:
+        raise KernelcastError(f"the range {low}..{high} is empty (it must be 1 or more, low to high)")
+    tried: list[tuple[int, bool]] = []
+
+    def check(value: int) -> bool:
+        ok = fits(value)
+        tried.append((value, ok))
+        return ok
+
+    if not check(low):
+        return FitSearch(None, low, tuple(tried))
+    good, bad = low, None
+    while bad is None:
+        if good == high:
+            return FitSearch(high, None, tuple(tried))
+        value = min(good * 2, high)
+        if check(value):
+            good = value
+        else:
+            bad = value
+    while bad - good > 1:
+        middle = (good + bad) // 2
+        if check(middle):
+            good = middle
+        else:
+            bad = middle
+    return FitSearch(good, bad, tuple(tried))
+
+
+def parse_range(text: str) -> tuple[str, int, int]:
+    """"batch=1..1024" -> ("batch", 1, 1024)."""
+    name, sep, span = text.partition("=")
+    low, dots, high = span.partition("..")
+    try:
+        if not sep or not dots or not name.strip().isidentifier():
+            raise ValueError
+        return name.strip(), int(low), int(high)
+    except ValueError:
+        raise KernelcastError(f"--arg-range {text!r} is not NAME=LOW..HIGH with whole numbers "
+                              "(e.g. --arg-range batch=1..1024)") from None
+
+
+@dataclass(frozen=True)
+class FitResult:
+    name: str
+    search: FitSearch
+    prediction: object | None  # the Prediction at max_fit (kernelcast.predict.Prediction)
+    gpu: str
+
+    @property
+    def throughput(self) -> float | None:
+        """max_fit per second at the predicted step time (samples per second when the argument is the batch)."""
+        pred = self.prediction
+        if pred is None or self.search.max_fit is None or not pred.step_time_us:
+            return None
+        return self.search.max_fit / (pred.step_time_us / 1e6)
+
+
+def fit_workload(spec: str, gpu: str, name: str, low: int, high: int, args: dict | None = None,
+                 world_size: int = 1, interconnect: str | None = None,
+                 expandable_segments: bool = False, progress: Callable[[int, bool, object], None] | None = None
+                 ) -> FitResult:
+    """The largest `name` in [low, high] whose step fits on `gpu`, with the prediction there."""
+    from kernelcast.api import capture_file
+    from kernelcast.predict import predict_capture
+
+    predictions: dict[int, object] = {}
+
+    def fits(value: int) -> bool:
+        cap = capture_file(spec, gpu, world_size, {**(args or {}), name: value})
+        pred = predict_capture(cap, gpu, interconnect=interconnect, expandable_segments=expandable_segments)
+        predictions[value] = pred
+        ok = bool(pred.memory and pred.memory.fit and pred.memory.fit.fits)
+        if progress is not None:
+            progress(value, ok, pred)
+        return ok
+
+    search = largest_fitting(fits, low, high)
+    return FitResult(name, search, predictions.get(search.max_fit) if search.max_fit is not None else None, gpu)

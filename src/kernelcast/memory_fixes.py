@@ -1,0 +1,239 @@
+"""What would make a step that runs out of memory fit: each change applied to the workload, the step captured
+again, and its memory predicted again (nothing here is estimated from the first prediction alone).
+
+The changes, tried in this order:
+- a smaller batch, when build() takes one as a keyword argument (the largest that fits, searched over captures
+  as `kernelcast fit` does);
+- activation checkpointing of the largest modules: each layer of the model's largest nn.ModuleList (else the
+  root's children) runs under torch.utils.checkpoint (use_reentrant=False), so backward recomputes its
+  forward instead of keeping its activations;
+- bf16 autocast around the step (when its matrix products run in fp32), then bf16 weights as well
+  (model.to(torch.bfloat16) under autocast: parameters, gradients and optimizer state in bf16);
+- a fused optimizer (Adam, AdamW, SGD, Adagrad with fused=True: no foreach lists of temporaries); an 8-bit
+  optimizer (bitsandbytes) is named where installed, but its kernels do not run on fake tensors;
+- FSDP2 at world size 2, 4, 8 (fully_shard on each layer and the root, the optimizer given the sharded
+  parameters), captured as rank 0 of torch's fake process group; a step that already shards is captured again
+  at larger world sizes.
+The changes are made to the model that build() makes inside the capture (fake tensors), never to the user's.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import importlib.util
+import warnings
+from typing import Callable
+
+from kernelcast.capture.workload import build_parameters
+from kernelcast.errors import KernelcastError
+from kernelcast.predict import Prediction, predict_capture
+from kernelcast.predict.memory import MemoryFix
+
+# Keyword arguments of build() taken to be the batch size, in order of preference.
+BATCH_NAMES = ("batch", "batch_size", "bs", "micro_batch", "micro_batch_size")
+FSDP_WORLD_SIZES = (2, 4, 8)
+FUSED_OPTIMIZERS = ("Adam", "AdamW", "SGD", "Adagrad")  # torch.optim classes with a fused CUDA implementation
+AUTOCAST_DTYPE = "bfloat16"
+
+
+def batch_parameter(build: Callable) -> str | None:
+    """The name of build()'s batch-size argument (an int default), if it has one."""
+    params = build_parameters(build)
+    for name in BATCH_NAMES:
+        if isinstance(params.get(name), int) and not isinstance(params.get(name), bool):
+            return name
+    return None
+
+
+# -- finding what build() made ---------------------------------------------------------------------------
+def _alive(kind: type) -> list:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [o for o in gc.get_objects() if isinstance(o, kind)]
+
+
+def _root_modules() -> list:
+    import torch
+
+    modules = _alive(torch.nn.Module)
+    children = {id(c) for m in modules for c in m.children()}
+    return [m for m in modules if id(m) not in children and any(True for _ in m.parameters())]
+
+
+def _layers(root) -> list:
+    """The layers to wrap: the children of the root's largest nn.ModuleList (by parameters), else its children."""
+    import torch
+
+    lists = [m for m in root.modules() if isinstance(m, torch.nn.ModuleList) and len(m) > 0]
+    if lists:
+        biggest = max(lists, key=lambda m: sum(p.numel() for p in m.parameters()))
+        return list(biggest)
+    return [c for c in root.children() if any(True for _ in c.parameters())]
+
+
+# -- the changes (each a `prepare` for capture_workload: runs after build(), returns the step to run) ----------
+def checkpoint_layers(step: Callable, args: tuple) -> Callable:
+    from torch.utils.checkpoint import checkpoint
+
+    for root in _root_modules():
+        for layer in _layers(root):
+            forward = layer.forward
+
+            def checkpointed(*a, _forward=forward, **k):
+                return checkpoint(_forward, *a, use_reentrant=False, **k)
+
+            layer.forward = checkpointed
+    return step
+
+
+def under_autocast(step: Callable, args: tuple) -> Callable:
+    import torch
+
+    @functools.wraps(step)
+    def autocast_step(*a, **k):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            return step(*a, **k)
+
+    return autocast_step
+
+
+def bf16_weights(step: Callable, args: tuple) -> Callable:
+    import torch
+
+    for root in _root_modules():
+        root.to(torch.bfloat16)
+    return under_autocast(step, args)
+
+
+def fused_optimizers(step: Callable, args: tuple) -> Callable:
+    from torch.optim import Optimizer
+
+    for opt in _alive(Optimizer):
+        if type(opt).__name__ in FUSED_OPTIMIZERS:
+            opt.defaults.update(fused=True, foreach=False)
+            for group in opt.param_groups:
+                group.update(fused=True, foreach=False)
+    return step
+
+
+def fully_sharded(step: Callable, args: tuple) -> Callable:
+    """FSDP2 (fully_shard) on each layer and on the root; the optimizers get the sharded parameters (fully_shard
+    replaces each module's parameters with new DTensor parameters; their state is still empty here)."""
+    from torch.distributed.fsdp import fully_shard
+    from torch.optim import Optimizer
+
+    roots = _root_modules()
+    before = {name: p for root in roots for name, p in _named(root)}
+    for root in roots:
+        for layer in _layers(root):
+            fully_shard(layer)
+        fully_shard(root)
+    after = {name: p for root in roots for name, p in _named(root)}
+    new_for = {id(p): after[name] for name, p in before.items() if name in after}
+    for opt in _alive(Optimizer):
+        for group in opt.param_groups:
+            group["params"] = [new_for.get(id(p), p) for p in group["params"]]
+    return step
+
+
+def _named(root) -> list:
+    """Parameters by (root, name): fully_shard keeps the module objects (it changes their class) and names."""
+    return [(f"{id(root)}.{name}", p) for name, p in root.named_parameters()]
+
+
+# -- re-predicting -----------------------------------------------------------------------------------------
+def _fix(name: str, pred: Prediction | None, note: str = "") -> MemoryFix:
+    mem = pred.memory if pred is not None else None
+    if mem is None or mem.fit is None:
+        return MemoryFix(name, None, None, None, None, note or "no memory prediction")
+    oom = mem.fit.oom
+    if oom is not None:
+        where = f"{oom.op.op.removeprefix('aten.')} at {oom.op.source}" if oom.op is not None else f"the {oom.stage}"
+        note = "; ".join(filter(None, (note, f"fails in {where}")))
+    return MemoryFix(name, mem.peak_bytes, mem.fit.peak_reserved_bytes, mem.fit.fits, pred.step_time_us, note)
+
+
+def _repredict(spec: str, gpu: str, args: dict, world_size: int = 1, prepare: Callable | None = None,
+               interconnect: str | None = None) -> Prediction:
+    from kernelcast.api import capture_file
+
+    return predict_capture(capture_file(spec, gpu, world_size, args, prepare=prepare), gpu, interconnect=interconnect)
+
+
+def _attempt(name: str, run: Callable[[], Prediction], note: str = "") -> MemoryFix:
+    try:
+        return _fix(name, run(), note)
+    except KernelcastError as exc:
+        return MemoryFix(name, None, None, None, None, f"the step failed with this change: {str(exc)[:200]}")
+
+
+def _fp32_matmuls(pred: Prediction) -> bool:
+    """The step's matrix products run in fp32 (autocast would change them)."""
+    return not any(p.flops and p.roof in ("bf16_tensor", "fp16_tensor") for p in pred.ops)
+
+
+def memory_fixes(spec: str, gpu: str, pred: Prediction, args: dict | None = None, world_size: int = 1,
+                 interconnect: str | None = None) -> tuple[MemoryFix, ...]:
+    """Each change that applies to this workload, re-predicted (see the module docstring)."""
+    from kernelcast.capture.workload import load_build
+
+    args = dict(args or {})
+    build, _ = load_build(spec)
+    fixes: list[MemoryFix] = []
+    name = batch_parameter(build)
+    if name is not None:
+        fixes.append(_smaller_batch(spec, gpu, args, name, build_parameters(build)[name], world_size))
+    fixes.append(_attempt("activation checkpointing of each layer",
+                          lambda: _repredict(spec, gpu, args, world_size, checkpoint_layers, interconnect)))
+    if _fp32_matmuls(pred):
+        fixes.append(_attempt("bf16 autocast", lambda: _repredict(spec, gpu, args, world_size, under_autocast,
+                                                                  interconnect)))
+    fixes.append(_attempt("bf16 weights under autocast (parameters, gradients, optimizer state in bf16)",
+                          lambda: _repredict(spec, gpu, args, world_size, bf16_weights, interconnect)))
+    if any(p.phase == "optimizer" for p in pred.ops):
+        fixes.append(_attempt("fused optimizer (fused=True)",
+                              lambda: _repredict(spec, gpu, args, world_size, fused_optimizers, interconnect)))
+        installed = importlib.util.find_spec("bitsandbytes") is not None
+        fixes.append(MemoryFix("8-bit optimizer (bitsandbytes)", None, None, None, None,
+                               "bitsandbytes' kernels do not run on fake tensors" if installed
+                               else "bitsandbytes is not installed here"))
+        fixes.append(_fsdp(spec, gpu, args, world_size, interconnect))
+    return tuple(fixes)
+
+
+def _smaller_batch(spec: str, gpu: str, args: dict, name: str, default: int, world_size: int) -> MemoryFix:
+    from kernelcast.fit import largest_fitting
+
+    current = int(args.get(name, default))
+    if current <= 1:
+        return MemoryFix(f"a smaller {name}", None, None, None, None, f"{name} is already {current}")
+    found: dict[int, Prediction] = {}
+
+    def fits(value: int) -> bool:
+        pred = _repredict(spec, gpu, {**args, name: value}, world_size)
+        found[value] = pred
+        return bool(pred.memory and pred.memory.fit and pred.memory.fit.fits)
+
+    try:
+        search = largest_fitting(fits, 1, current - 1)
+    except KernelcastError as exc:
+        return MemoryFix(f"a smaller {name}", None, None, None, None, f"the step failed: {str(exc)[:200]}")
+    if search.max_fit is None:
+        return _fix(f"{name}={1}", found.get(1), f"even {name}=1 does not fit")
+    return _fix(f"{name}={search.max_fit} (from {current}; {name}={search.first_oom} does not fit)",
+                found[search.max_fit])
+
+
+def _fsdp(spec: str, gpu: str, args: dict, world_size: int, interconnect: str | None) -> MemoryFix:
+    """FSDP2 at the smallest world size of FSDP_WORLD_SIZES (above the step's own) that fits."""
+    prepare = None if world_size > 1 else fully_sharded
+    sizes = sorted({n for n in FSDP_WORLD_SIZES if n > world_size} | {world_size * k for k in (2, 4, 8)})
+    last = None
+    for n in sizes:
+        fix = _attempt(f"FSDP2 at world size {n} (per rank)",
+                       lambda n=n: _repredict(spec, gpu, args, n, prepare, interconnect or "nvlink"))
+        if fix.fits or fix.peak_bytes is None:
+            return fix
+        last = fix
+    return last if last is not None else MemoryFix("FSDP2", None, None, None, None, "no larger world size tried")

@@ -1,0 +1,107 @@
+"""Device memory in the report, from the prediction record's memory keys (predict/memory.py memory_json): the
+out-of-memory verdict (printed first), the memory lines of the summary, and the Perfetto trace's counter track."""
+
+from __future__ import annotations
+
+from kernelcast.records import PredictionRecord
+
+GIB, MIB = 2**30, 2**20
+TRACE_MEMORY_PID = 3  # the trace's process for counters (1: host, 2: GPU; see trace.py)
+
+
+def human_bytes(n: float) -> str:
+    if abs(n) >= GIB:
+        return f"{n / GIB:.2f} GiB"
+    if abs(n) >= MIB:
+        return f"{n / MIB:.1f} MiB"
+    return f"{n / 1024:.1f} KiB"
+
+
+def _short(op: str) -> str:
+    return op.removeprefix("aten.").removesuffix(".default")
+
+
+def peak_op_text(mem: dict) -> str:
+    p = mem.get("peak_op")
+    if not p:
+        return "before the step's first op"
+    return f"{_short(p['op'])} ({p['phase']}{', ' + p['module'] if p.get('module') else ''}) at {p.get('source') or '?'}"
+
+
+def fix_line(fix: dict) -> str:
+    if fix.get("peak_memory_bytes") is None:
+        return f"  - {fix['name']}: not re-predicted ({fix.get('note', '')})"
+    verdict = "fits" if fix.get("fits") else "still out of memory"
+    time = f", step {fix['step_time_us'] / 1000:.2f} ms" if fix.get("step_time_us") else ""
+    note = f" ({fix['note']})" if fix.get("note") else ""
+    return (f"  - {fix['name']}: peak {human_bytes(fix['peak_memory_bytes'])} allocated, "
+            f"{human_bytes(fix['reserved_memory_bytes'])} reserved at most -> {verdict}{time}{note}")
+
+
+def oom_verdict_lines(rec: PredictionRecord) -> list[str]:
+    """Leads the report when the step does not fit: the numbers, where it fails, what would make it fit."""
+    mem = rec.memory
+    fit = (mem or {}).get("fits")
+    if not mem or not fit or fit.get("fits"):
+        return []
+    lines = [f"OUT OF MEMORY on {rec.gpu_name}: the step's peak is {human_bytes(mem['peak_memory_bytes'])} allocated "
+             f"({human_bytes(mem['resident_memory_bytes'])} resident before it; the allocator would reserve "
+             f"{human_bytes(mem['peak_reserved_memory_bytes'])} with no limit) where "
+             f"{human_bytes(fit['usable_bytes'])} is usable ({human_bytes(fit['capacity_bytes'])} less the CUDA "
+             f"context's {human_bytes(fit['cuda_context_bytes'])}, assumed)."]
+    oom = fit.get("oom")
+    if oom:
+        where = f"{_short(oom['op'])} at {oom.get('source') or '?'}" if oom.get("op") else f"the {oom['stage']}"
+        lines.append(f"  It fails in {where}, asking for {human_bytes(oom['segment_bytes'])} with "
+                     f"{human_bytes(oom['allocated_bytes'])} allocated and {human_bytes(oom['reserved_bytes'])} "
+                     "reserved (after releasing the allocator's cache).")
+    if fit.get("fixes"):
+        lines.append("What would make it fit (each re-predicted by capturing the step again):")
+        lines += [fix_line(f) for f in fit["fixes"]]
+    else:
+        lines.append("  (re-predicted fixes need the workload file: run `kernelcast predict FILE.py:build`)")
+    return lines
+
+
+def memory_lines(rec: PredictionRecord) -> list[str]:
+    """The summary's memory lines: peak, resident, reserved; what is live at the peak; whether it fits."""
+    mem = rec.memory
+    if not mem or mem.get("peak_memory_bytes") is None:
+        return ["memory: not predicted (a capture saved without its memory trace; capture it again)"]
+    cats = ", ".join(f"{name} {human_bytes(n)}" for name, n in (mem.get("memory_by_category") or {}).items() if n)
+    lines = [f"memory: peak {human_bytes(mem['peak_memory_bytes'])} (max_memory_allocated over the step), "
+             f"resident {human_bytes(mem['resident_memory_bytes'])} before it, reserved "
+             f"{human_bytes(mem['reserved_memory_bytes'])} after it"
+             f"{' (expandable segments)' if mem.get('expandable_segments') else ''}; peak at {peak_op_text(mem)}",
+             f"at the peak: {cats}"]
+    by_module = mem.get("memory_by_module") or []
+    if by_module:
+        lines.append("made by: " + ", ".join(f"{m['module']} {human_bytes(m['bytes'])}" for m in by_module[:5]))
+    fit = mem.get("fits")
+    if fit and fit.get("fits"):
+        lines.append(f"fits on {rec.gpu_name}: {human_bytes(fit['peak_reserved_bytes'])} reserved at most, "
+                     f"{human_bytes(fit['headroom_bytes'])} to spare of {human_bytes(fit['usable_bytes'])} usable "
+                     f"({human_bytes(fit['capacity_bytes'])} less the CUDA context's "
+                     f"{human_bytes(fit['cuda_context_bytes'])}, assumed)")
+    lines += [f"memory note: {n}" for n in mem.get("memory_notes") or ()]
+    return lines
+
+
+def memory_counter_events(rec: PredictionRecord) -> list[dict]:
+    """Perfetto counter tracks of memory_allocated() and memory_reserved() (MiB) over the step, at the time the
+    host issues each op (the caching allocator works in host order)."""
+    mem, rows = rec.memory, rec.memory_timeline
+    if not mem or not rows or not rec.spans:
+        return []
+    events = [{"ph": "M", "pid": TRACE_MEMORY_PID, "name": "process_name",
+               "args": {"name": "device memory (predicted)"}},
+              {"ph": "C", "pid": TRACE_MEMORY_PID, "name": "memory (MiB)", "ts": 0.0,
+               "args": {"allocated": round(mem["resident_memory_bytes"] / MIB, 3)}}]
+    for row in rows:
+        index = row["op_index"]
+        if 0 <= index < len(rec.spans):
+            events.append({"ph": "C", "pid": TRACE_MEMORY_PID, "name": "memory (MiB)",
+                           "ts": rec.spans[index].cpu_start_us,
+                           "args": {"allocated": round(row["allocated_bytes"] / MIB, 3),
+                                    "reserved": round(row["reserved_bytes"] / MIB, 3)}})
+    return events
