@@ -13,6 +13,7 @@ from kernelcast.errors import CaptureError
 from kernelcast.records import Capture
 
 from .compiled import compiled_in
+from .inductor import check_compile_mode, compile_step
 from .cuda_facade import TargetDevice
 from .distributed import check_world_size, distributed_capture, fake_process_group
 from .session import CaptureSession
@@ -29,9 +30,9 @@ def target_device(gpu: GPU) -> TargetDevice:
     )
 
 
-def _session(gpu: str | GPU) -> CaptureSession:
+def _session(gpu: str | GPU, compile_mode: str | None = None) -> CaptureSession:
     spec = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
-    return CaptureSession(target_device(spec), spec.cuda_arch)
+    return CaptureSession(target_device(spec), spec.cuda_arch, compile_mode, spec.id)
 
 
 def _run_steps(session: CaptureSession, step: Callable, args: tuple) -> None:
@@ -58,18 +59,25 @@ def _cyclic_gc_paused() -> Iterator[None]:
 
 
 def capture_workload(build: Callable[[], tuple[Callable, Any]], gpu: str | GPU = DEFAULT_GPU,
-                     workload: str = "", world_size: int = 1) -> Capture:
+                     workload: str = "", world_size: int = 1, compile_mode: str | None = None) -> Capture:
     """Run `build()` and two steps on fake CUDA tensors; return the second step's ops.
 
     world_size > 1: run them as rank 0 of that many ranks, in torch's fake process group (see distributed.py);
-    DDP / FSDP2 / tensor-parallel steps then record their collectives."""
+    DDP / FSDP2 / tensor-parallel steps then record their collectives.
+    compile_mode: run the step as `torch.compile(step, mode=compile_mode)` would (capture/inductor.py)."""
     check_world_size(world_size)
-    with _cyclic_gc_paused(), fake_process_group(world_size), _session(gpu) as session, \
+    if compile_mode is not None:
+        check_compile_mode(compile_mode)
+    with _cyclic_gc_paused(), fake_process_group(world_size), _session(gpu, compile_mode) as session, \
             distributed_capture(world_size, session.recorder) as distributed:
         built = build()
         if not (isinstance(built, tuple) and len(built) == 2 and callable(built[0])):
             raise CaptureError("build() must return (step, args), with step callable and args a tuple")
         step, args = built
+        if compile_mode is not None:
+            if session.inductor_missing is not None:
+                raise CaptureError(f"--compile needs Inductor, which cannot run here: {session.inductor_missing}")
+            step = compile_step(step, compile_mode)
         _run_steps(session, step, tuple(args) if isinstance(args, (list, tuple)) else (args,))
         return distributed.finish(session.result(workload))
 

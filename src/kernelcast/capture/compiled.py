@@ -25,7 +25,20 @@ from unittest import mock
 import torch
 
 COMPILED_NOTE = ("the step runs torch.compile'd code ({what}): it is predicted as eager PyTorch, op by op; "
-                 "kernelcast has no model of Inductor's fused kernels yet")
+                 "kernelcast has no model of Inductor's fused kernels without triton ({why})")
+INDUCTOR_NOTE = ("the step runs torch.compile'd code ({what}): {graphs} graph{s} compiled by Dynamo, AOTAutograd and "
+                 "Inductor on fake CUDA for the target GPU; the kernels are Inductor's own ({triton} Triton kernels "
+                 "written, extern kernels as their aten ops)")
+GENERATED_TIMES_NOTE = ("Inductor's Triton kernels are timed from Inductor's own byte counts at the achieved rates "
+                        "of eager kernels of their class (pointwise, reductions; templates by their FLOPs): a stand-in "
+                        "until the rates of generated kernels are calibrated on the device")
+COMPILE_HOST_NOTE = ("host side of compiled code: Inductor's generated wrapper Python is timed on this machine; each "
+                     "Triton launch and CUDA graph replay is priced at a stand-in cost until calibrated")
+CUDAGRAPH_SKIP_NOTE = "CUDA graphs not used for a compiled graph (Inductor's reason): {reason}"
+MAX_AUTOTUNE_NOTE = ("max-autotune: Inductor's GEMM/conv template choices need benchmarks on the device; they are "
+                     "predicted as the extern (cuBLAS/cuDNN) kernels, which Inductor also times, and pointwise "
+                     "configs as in default mode")
+MAX_SKIP_REASON_CHARS = 200
 ORIGINAL_CALLABLE_ATTR = "_torchdynamo_orig_callable"  # set by torch.compile on the function it returns
 MAX_CLOSURE_DEPTH = 2  # a step's closure, and the closures of functions in it
 
@@ -126,11 +139,38 @@ class CompileWatch:
             yield self
 
 
-def compiled_note(found: list[str], compiled_calls: int) -> str | None:
-    """The capture's note for a compiled step, or None when nothing compiled ran or was found."""
+def _what(found: list[str], compiled_calls: int) -> str:
     if found:
-        return COMPILED_NOTE.format(what=", ".join(found))
-    if compiled_calls:
-        return COMPILED_NOTE.format(what=f"{compiled_calls} call{'s' if compiled_calls > 1 else ''} of compiled "
-                                         "code")
-    return None
+        return ", ".join(found)
+    return f"{compiled_calls} call{'s' if compiled_calls > 1 else ''} of compiled code"
+
+
+def _ran_inductor(ops) -> bool:
+    return any("compiled" in op.tags for op in ops)
+
+
+def compiled_model(found: list[str], compiled_calls: int, ops) -> str:
+    """How the capture recorded compiled code: "inductor" (Inductor's kernels), "eager" (op by op), or ""
+    when the step runs no compiled code."""
+    if _ran_inductor(ops):
+        return "inductor"
+    return "eager" if found or compiled_calls else ""
+
+
+def compiled_note(found: list[str], compiled_calls: int, regions=None, missing: str | None = None,
+                  ops=()) -> list[str]:
+    """The capture's notes for a compiled step (none when nothing compiled ran or was found)."""
+    if not found and not compiled_calls and not _ran_inductor(ops):
+        return []
+    what = _what(found, compiled_calls)
+    if regions is None or not _ran_inductor(ops):
+        why = missing or "Dynamo compiled nothing for the recorded step"
+        return [COMPILED_NOTE.format(what=what, why=why)]
+    notes = [INDUCTOR_NOTE.format(what=what, graphs=regions.graphs, s="s" if regions.graphs != 1 else "",
+                                  triton=len(regions.kernels)),
+             GENERATED_TIMES_NOTE, COMPILE_HOST_NOTE]
+    if regions.max_autotune:
+        notes.append(MAX_AUTOTUNE_NOTE)
+    for reason in dict.fromkeys(regions.cudagraph_skips):
+        notes.append(CUDAGRAPH_SKIP_NOTE.format(reason=reason.splitlines()[0][:MAX_SKIP_REASON_CHARS]))
+    return notes

@@ -30,7 +30,8 @@ from kernelcast.records import RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, CaptureS
 
 from .compat import real_run_paths
 from .attention import sdpa_routed
-from .compiled import CompileWatch, compiled_note
+from .compiled import CompileWatch, compiled_model, compiled_note
+from .inductor import CompiledRegions, device_time_us, InductorHooks, inductor_on_fake_cuda, triton_missing
 from .cpu_speed import this_machine_bench_us
 from .cuda_facade import TargetDevice, cuda_facade
 from .cuda_only import cuda_only_fakes
@@ -162,9 +163,13 @@ class _Probe(torch.nn.Module):
 class CaptureSession:
     """Runs user code under fake CUDA; records ops while `recording` is on."""
 
-    def __init__(self, target: TargetDevice, arch: str) -> None:
+    def __init__(self, target: TargetDevice, arch: str, compile_mode: str | None = None, gpu_id: str = "") -> None:
         self.target = target
         self.arch = arch
+        self.gpu_id = gpu_id  # the target's id in devices/gpus.toml (Inductor's padding choice is timed for it)
+        self.compile_mode = compile_mode  # `--compile MODE`: the step is wrapped in torch.compile (capture/api.py)
+        self.inductor: CompiledRegions | None = None  # what Inductor compiled, when it runs here
+        self.inductor_missing: str | None = None  # why Inductor cannot run here (no triton)
         self._stack = contextlib.ExitStack()
         self._in_optimizer = 0
         self.tracker: ModuleTracker | None = None
@@ -214,6 +219,12 @@ class CaptureSession:
             self.router.node_post_hook = self.recorder.in_place.outputs_ready
             stack.enter_context(mock.patch.multiple(FakeTensor, **self.router.host_read_patches(),
                                                     record_stream=lambda tensor, stream: None))
+            self.inductor_missing = triton_missing()
+            if self.inductor_missing is None:
+                hooks = InductorHooks(self.recorder.record_triton_launch, self.recorder.replay_graph,
+                                      self.recorder.run_compiled, device_time_us(self.gpu_id or "h200"))
+                self.inductor = stack.enter_context(inductor_on_fake_cuda(hooks, self.router, self.compile_mode))
+                self.recorder.compiles = True
         except BaseException:
             stack.close()
             raise
@@ -338,8 +349,9 @@ class CaptureSession:
         notes = set(self.recorder.notes)
         if self.op_table is not None and self.op_table.note:
             notes.add(self.op_table.note)
-        compiled = compiled_note(self.compiled_found, self.compile_watch.compiled_calls)
-        if compiled is not None:
-            notes.add(compiled)
+        compiled = compiled_note(self.compiled_found, self.compile_watch.compiled_calls, self.inductor,
+                                 self.inductor_missing, ops)
+        notes.update(compiled)
+        compiled_as = compiled_model(self.compiled_found, self.compile_watch.compiled_calls, ops)
         return Capture(ops=ops, settings=settings, workload=workload, notes=tuple(sorted(notes)),
-                       compiled=compiled is not None)
+                       compiled=bool(compiled_as), compiled_as=compiled_as)
