@@ -6,6 +6,7 @@ import contextlib
 from typing import Any, Callable
 
 from kernelcast.capture import capture, capture_step, capture_workload
+from kernelcast.capture.inductor import check_compile_mode
 from kernelcast.capture.workload import load_build, on_sys_path, one_line, where_it_failed
 from kernelcast.errors import CaptureError, KernelcastError
 from kernelcast.predict import Prediction, predict_capture
@@ -16,20 +17,24 @@ DEFAULT_GPU = "h200"
 __all__ = ["capture", "capture_file", "predict", "predict_file"]
 
 
-def capture_file(spec: str, gpu: str = DEFAULT_GPU, world_size: int = 1) -> Capture:
-    """Capture a workload given as "path/to/file.py:build" or "example:NAME" (as rank 0 of world_size)."""
+def capture_file(spec: str, gpu: str = DEFAULT_GPU, world_size: int = 1, compile_mode: str | None = None) -> Capture:
+    """Capture a workload given as "path/to/file.py:build" or "example:NAME" (as rank 0 of world_size);
+    compile_mode: as if its step were wrapped in torch.compile(step, mode=compile_mode)."""
+    if compile_mode is not None:
+        check_compile_mode(compile_mode)
     build, folder = load_build(spec)
     with on_sys_path(folder) if folder else contextlib.nullcontext():
         try:
-            return capture_workload(build, gpu, workload=spec, world_size=world_size)
+            return capture_workload(build, gpu, workload=spec, world_size=world_size, compile_mode=compile_mode)
         except KernelcastError:
             raise
         except Exception as exc:  # the user's code failed under fake CUDA: say where, in one line
             raise CaptureError(f"{spec} failed during capture: {one_line(exc)}{where_it_failed(exc)}") from exc
 
 
-def predict_file(spec: str, gpu: str = DEFAULT_GPU, world_size: int = 1, interconnect: str | None = None) -> Prediction:
-    return predict_capture(capture_file(spec, gpu, world_size), gpu, interconnect=interconnect)
+def predict_file(spec: str, gpu: str = DEFAULT_GPU, world_size: int = 1, interconnect: str | None = None,
+                 compile_mode: str | None = None) -> Prediction:
+    return predict_capture(capture_file(spec, gpu, world_size, compile_mode), gpu, interconnect=interconnect)
 
 
 def predict(step: Callable | Capture, args: Any = None, gpu: str = DEFAULT_GPU) -> Prediction:

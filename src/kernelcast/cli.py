@@ -104,11 +104,14 @@ def _check_workload(workload: str) -> None:
     check_spec(workload)
 
 
-def _load_or_capture(workload: str, gpu: str, world_size: int = 1):
+def _load_or_capture(workload: str, gpu: str, world_size: int = 1, compile_mode: str | None = None):
     """A saved capture (.json) is read as is; anything else is a workload to capture now."""
     from kernelcast.records import Capture
 
     if workload.endswith(".json"):
+        if compile_mode is not None:
+            raise KernelcastError("--compile applies to a workload being captured, not to a saved capture "
+                                  f"({workload}): capture it again with --compile")
         try:
             cap = Capture.load(workload)
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -119,7 +122,21 @@ def _load_or_capture(workload: str, gpu: str, world_size: int = 1):
         return cap
     from kernelcast.api import capture_file
 
-    return capture_file(workload, gpu, world_size)
+    return capture_file(workload, gpu, world_size, compile_mode)
+
+
+def _compile_mode(args: argparse.Namespace) -> str | None:
+    """--compile MODE, checked before the capture starts (and Inductor's prerequisite with it)."""
+    mode = getattr(args, "compile", None)
+    if mode is None:
+        return None
+    from kernelcast.capture.inductor import check_compile_mode, triton_missing
+
+    check_compile_mode(mode)
+    missing = triton_missing()
+    if missing is not None:
+        raise KernelcastError(f"--compile needs Inductor, which cannot run here: {missing}")
+    return mode
 
 
 def _cmd_capture(args: argparse.Namespace) -> int:
@@ -128,7 +145,7 @@ def _cmd_capture(args: argparse.Namespace) -> int:
     get_gpu(args.gpu)  # an unknown GPU fails before the (slower) capture
     _check_outputs(("-o/--output", args.output))
     _check_workload(args.workload)
-    cap = _load_or_capture(args.workload, args.gpu, _world_size(args))
+    cap = _load_or_capture(args.workload, args.gpu, _world_size(args), _compile_mode(args))
     cap.save(args.output)
     print(f"captured {len(cap.ops)} ops from {args.workload} -> {args.output}")
     return 0
@@ -147,7 +164,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         get_interconnect(args.interconnect)
     _check_outputs(("--json", args.json), ("--trace", args.trace), ("--save-capture", args.save_capture))
     _check_workload(args.workload)
-    cap = _load_or_capture(args.workload, args.gpu, world_size)
+    cap = _load_or_capture(args.workload, args.gpu, world_size, _compile_mode(args))
     if args.save_capture:
         cap.save(args.save_capture)
     pred = predict_capture(cap, gpu, interconnect=args.interconnect)
@@ -289,6 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="capture the step as rank 0 of N ranks (fake process group; default 1: one GPU)")
     p.add_argument("--interconnect", metavar="LINK",
                    help="GPU-to-GPU link for collectives, e.g. nvlink, pcie4, ib-ndr (default: the GPU's own)")
+    p.add_argument("--compile", metavar="MODE", choices=("default", "reduce-overhead", "max-autotune"),
+                   help="predict the step as torch.compile(step, mode=MODE) runs it: default, reduce-overhead "
+                        "(CUDA graphs) or max-autotune (needs the triton package)")
     p.set_defaults(func=_cmd_predict)
 
     c = sub.add_parser("capture", help="capture a step's ops to a JSON file")
@@ -297,6 +317,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--gpu", default=DEFAULT_GPU, help="target GPU (decides e.g. the attention backend)")
     c.add_argument("--world-size", type=int, default=1, metavar="N",
                    help="capture the step as rank 0 of N ranks (fake process group; default 1: one GPU)")
+    c.add_argument("--compile", metavar="MODE", choices=("default", "reduce-overhead", "max-autotune"),
+                   help="predict the step as torch.compile(step, mode=MODE) runs it: default, reduce-overhead "
+                        "(CUDA graphs) or max-autotune (needs the triton package)")
     c.set_defaults(func=_cmd_capture)
 
     k = sub.add_parser("calibrate", help="measure this machine's GPU with microbenchmarks -> device profile (GPU)")

@@ -171,7 +171,7 @@ def launch_record(meta: TritonKernelMeta, args: tuple) -> tuple[dict, tuple[torc
                 reads.append(value)
         elif name.endswith("numel") and isinstance(value, int):
             numels[name] = value
-    record = {"kernel": meta.name, "reads": tuple(reads), "numels": numels}
+    record = {"kernel": meta.name, "reads": tuple(reads), **numels}
     if meta.num_bytes is not None:
         record["inductor_bytes"] = meta.num_bytes
     if meta.flops is not None:

@@ -188,7 +188,8 @@ def _nearest_table(tables: dict[tuple, ShapeTable], group: tuple) -> ShapeTable 
 # (norms, softmax, losses, reductions) the row length (innermost dim) counts too, at a lower weight.
 INNER_DIM_WEIGHT = 0.5
 ITEMSIZE_WEIGHT = 1.0
-ROW_KINDS = {"norm", "norm_backward", "softmax", "softmax_backward", "loss", "reduction", "reduction_outer"}
+ROW_KINDS = {"norm", "norm_backward", "softmax", "softmax_backward", "loss", "reduction", "reduction_outer",
+             "triton_reduction", "triton_persistent_reduction"}
 # Row-wise kernels that pick their implementation by row length (softmax: a warp per row up to 2048 elements,
 # then a block per row; norms likewise): looked up along the size curve of rows within this many octaves of
 # the op's row length. Left-one-out over the calibration points, median error: norm 16% -> 11%, norm
@@ -197,7 +198,8 @@ ROW_REGIME_KINDS = {"norm", "norm_backward", "softmax", "softmax_backward", "los
 ROW_LENGTH_OCTAVES = 1.0
 # Kernels that stream their inputs once, as the add whose warm/cold ratio calibration measures; row-wise and
 # reduction kernels did not show that gain in the suite's first run, so they keep the cold rate.
-L2_STREAMING_KINDS = {"pointwise", "pointwise_cast", "pointwise_strided", "copy", "copy_cast", "fill"}
+L2_STREAMING_KINDS = {"pointwise", "pointwise_cast", "pointwise_strided", "copy", "copy_cast", "fill",
+                      "triton_pointwise"}
 # Where a kind has no measurements of its own, the kinds that stand in for it, in order.
 MEMORY_FALLBACK = {
     "pointwise_transpose": ("copy_transpose", "pointwise"), "copy_transpose": ("copy",),
@@ -207,6 +209,10 @@ MEMORY_FALLBACK = {
     "batch_norm_channels_last": ("batch_norm",), "batch_norm_backward_channels_last": ("batch_norm_backward",),
     "gather": ("copy",), "scatter": ("gather", "copy"), "sort": ("copy",), "scan": ("reduction", "copy"),
     "select": ("reduction", "copy"),
+    # Inductor's generated Triton kernels (costs/generated.py): the eager kernels of their class stand in until
+    # a profile measures generated ones.
+    "triton_pointwise": ("pointwise",), "triton_reduction": ("reduction",),
+    "triton_persistent_reduction": ("triton_reduction", "reduction"), "triton_foreach": ("foreach", "pointwise"),
     **{f"{pool}{suffix}": (pool, "copy") if suffix else ("copy",) for pool in
        ("max_pool", "avg_pool", "adaptive_avg_pool", "max_pool_backward", "avg_pool_backward",
         "adaptive_avg_pool_backward") for suffix in ("", "_channels_last")},

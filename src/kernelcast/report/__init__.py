@@ -77,12 +77,19 @@ def verdict_text(pred: Prediction) -> str:
 
 
 # Leads the summary of a step that runs torch.compile'd code (capture/compiled.py).
-COMPILED_AS_EAGER = "compiled step predicted as eager PyTorch (no model of torch.compile yet): "
+COMPILED_AS_EAGER = "compiled step predicted as eager PyTorch (Inductor could not run here): "
+COMPILED_BY_INDUCTOR = "compiled step, Inductor's kernels (generated-kernel rates are stand-ins, see notes): "
+
+
+def _compiled_lead(pred: Prediction) -> str:
+    if not pred.compiled:
+        return ""
+    return COMPILED_BY_INDUCTOR if pred.compiled_as == "inductor" else COMPILED_AS_EAGER
 
 
 def summary_line(pred: Prediction) -> str:
     return (
-        f"{COMPILED_AS_EAGER if pred.compiled else ''}"
+        f"{_compiled_lead(pred)}"
         f"step {_us(pred.step_time_us)} on {pred.gpu.name}: GPU {_us(pred.gpu_time_us)}, "
         f"host {_us(pred.host_time_us)}, {pred.kernels} kernels, {pred.sync_points} syncs -> "
         f"{verdict_text(pred)}; a host timer without synchronize would "
@@ -178,7 +185,7 @@ def prediction_json(pred: Prediction) -> dict:
         "naive_host_timer_us": pred.naive_host_timer_us,
         "gpu_time_us": pred.gpu_time_us, "host_time_us": pred.host_time_us, "kernels": pred.kernels,
         "bound": pred.bound, "gpu_idle_fraction": pred.gpu_idle_fraction, "sync_points": pred.sync_points,
-        "uncosted": list(pred.uncosted), "notes": list(pred.notes), "compiled": pred.compiled,
+        "uncosted": list(pred.uncosted), "notes": list(pred.notes), "compiled": pred.compiled, "compiled_as": pred.compiled_as,
         "python_time_us": pred.python_time_us, "launch_bound_ops": pred.launch_bound_ops,
         "step_time_by_host_speed": [{"cpu_work_factor": f, "step_time_us": t} for f, t in pred.step_time_by_host_speed],
         "sync_points_by_source": [{"source": g.source, "kind": g.kind, "count": g.count, "stall_us": g.stall_us,
