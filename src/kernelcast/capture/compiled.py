@@ -39,6 +39,9 @@ MAX_AUTOTUNE_NOTE = ("max-autotune: Inductor's GEMM/conv template choices need b
                      "predicted as the extern (cuBLAS/cuDNN) kernels, which Inductor also times, and pointwise "
                      "configs as in default mode")
 MAX_SKIP_REASON_CHARS = 200
+RECOMPILE_NOTE = ("the recorded step compiled {n} graph{s} again after {warm} warm-up steps (Dynamo recompiled, "
+                  "e.g. on a shape or value that changes each step): its compile time is in the host time")
+GRAPH_BREAK_NOTE = "graph break (Dynamo) at {source}: {reason}; the code around it runs eager"
 ORIGINAL_CALLABLE_ATTR = "_torchdynamo_orig_callable"  # set by torch.compile on the function it returns
 MAX_CLOSURE_DEPTH = 2  # a step's closure, and the closures of functions in it
 
@@ -158,7 +161,7 @@ def compiled_model(found: list[str], compiled_calls: int, ops) -> str:
 
 
 def compiled_note(found: list[str], compiled_calls: int, regions=None, missing: str | None = None,
-                  ops=()) -> list[str]:
+                  ops=(), breaks=()) -> list[str]:
     """The capture's notes for a compiled step (none when nothing compiled ran or was found)."""
     if not found and not compiled_calls and not _ran_inductor(ops):
         return []
@@ -173,4 +176,9 @@ def compiled_note(found: list[str], compiled_calls: int, regions=None, missing: 
         notes.append(MAX_AUTOTUNE_NOTE)
     for reason in dict.fromkeys(regions.cudagraph_skips):
         notes.append(CUDAGRAPH_SKIP_NOTE.format(reason=reason.splitlines()[0][:MAX_SKIP_REASON_CHARS]))
+    if regions.warm_graphs and regions.graphs > regions.warm_graphs:
+        n = regions.graphs - regions.warm_graphs
+        notes.append(RECOMPILE_NOTE.format(n=n, s="s" if n > 1 else "", warm="the"))
+    for found_break in breaks:
+        notes.append(GRAPH_BREAK_NOTE.format(source=found_break.source or "?", reason=found_break.reason))
     return notes

@@ -198,6 +198,7 @@ class CompiledRegions:
     compile_s: float = 0.0  # wall time Dynamo + AOTAutograd + Inductor took on this machine (kernels not compiled)
     graphs: int = 0  # Inductor graphs compiled (forward and backward count apart)
     max_autotune: bool = False  # a graph was compiled with max_autotune on
+    warm_graphs: int = 0  # graphs compiled before the recorded step (more after it: it recompiled)
 
 
 def _cudagraph_policy(regions: CompiledRegions, replay: Callable[[Callable, list, GraphedCall], Any]) -> Any:
@@ -209,6 +210,33 @@ def _cudagraph_policy(regions: CompiledRegions, replay: Callable[[Callable, list
         pass
 
     return Policy(regions, replay)
+
+
+@dataclass(frozen=True)
+class GraphBreak:
+    """Where Dynamo split the compiled code, and why (what torch._dynamo.explain reports as break_reasons)."""
+
+    reason: str
+    source: str  # "file.py:123 in func": the innermost frame of the user's code
+
+
+MAX_REASON_CHARS = 160
+
+
+def graph_breaks() -> list[GraphBreak]:
+    """The graph breaks Dynamo recorded since its last reset (torch/_dynamo/output_graph.py keeps every
+    GraphCompileReason with graph_break=True in `graph_break_reasons`; explain() reads the same list)."""
+    from torch._dynamo import output_graph
+
+    from .source import display_path
+
+    out = []
+    for reason in getattr(output_graph, "graph_break_reasons", ()):
+        frame = reason.user_stack[-1] if reason.user_stack else None
+        where = f"{display_path(frame.filename)}:{frame.lineno} in {frame.name}" if frame is not None else ""
+        text = " ".join(str(reason.reason).split())[:MAX_REASON_CHARS]
+        out.append(GraphBreak(text, where))
+    return list(dict.fromkeys(out))
 
 
 class _CudagraphPolicy:
@@ -229,6 +257,9 @@ class _CudagraphPolicy:
             return self._replay(model, new_inputs, call)
 
         return run
+
+
+NO_CONSTANTS = -1  # proxy_tensor.CONSTANT_NUMEL_LIMIT below any tensor's numel (0-element ones included)
 
 
 # -- shape padding -----------------------------------------------------------------------------------------
@@ -264,7 +295,8 @@ def should_pad_by_model(time_us: Callable[[list], float]) -> Callable:
     """Inductor's `_should_pad` (fx_passes/pad_mm.py) with kernelcast's predicted times for the target GPU in
     place of its benchmark on the device: the same sizes, alignment, compute-bound test and 1.1x margin; the
     padding copies of operands Inductor would pad at run time (not those padded once, as parameters are)."""
-    from torch._inductor.fx_passes import pad_mm
+    from torch._inductor.fx_passes import joint_graph, pad_mm
+    from torch.fx.experimental import proxy_tensor
 
     aten = torch.ops.aten
 
@@ -295,6 +327,40 @@ def should_pad_by_model(time_us: Callable[[list], float]) -> Callable:
         return original > padded * PAD_MM_SPEEDUP
 
     return should_pad
+
+
+# -- constant folding --------------------------------------------------------------------------------------
+class _CudaAsCpu:
+    """A dispatch mode that runs ops asked for on "cuda" on the CPU (real tensors, no device)."""
+
+    @staticmethod
+    def mode() -> Any:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class CudaAsCpu(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                kwargs = dict(kwargs or {})
+                device = kwargs.get("device")
+                if device is not None and torch.device(device).type == "cuda":
+                    kwargs["device"] = torch.device("cpu")
+                return func(*args, **kwargs)
+
+        return CudaAsCpu()
+
+
+def folded_on_cpu(original: Callable) -> Callable:
+    """Inductor's uniform-value constant folding (fx_passes/joint_graph.py, UniformValueConstantFolder) runs the
+    graph's constant ops on one-element tensors on the device, and keeps only their values (`.item()`); its own
+    TODO says it could run on the CPU. Here it does: same values, no GPU. A node it cannot evaluate so (an
+    operand that is itself fake) is left unfolded, as Inductor leaves any node of unknown value."""
+    def deduce_value(self, node):
+        try:
+            with _CudaAsCpu.mode():
+                return original(self, node)
+        except (RuntimeError, NotImplementedError, TypeError):
+            return self.unknown_value
+
+    return deduce_value
 
 
 # -- the session's hooks -----------------------------------------------------------------------------------
@@ -356,6 +422,32 @@ def _inductor_config(mode: str | None) -> dict[str, Any]:
     }
 
 
+# Dynamo and Inductor warn on stderr about what the capture reports itself (graph breaks, skipped CUDA graphs).
+COMPILE_LOGGERS = ("torch._dynamo", "torch._inductor")
+
+
+@contextlib.contextmanager
+def _compile_logs_quiet() -> Iterator[None]:
+    """Dynamo's and Inductor's warnings off for the capture (KERNELCAST_DEBUG keeps them)."""
+    import logging
+    import os
+
+    from kernelcast.errors import DEBUG_ENV
+
+    if os.environ.get(DEBUG_ENV):
+        yield
+        return
+    loggers = [logging.getLogger(name) for name in COMPILE_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
 @contextlib.contextmanager
 def _router_hidden_during_compiled_calls(router: Any, watch: Any) -> Iterator[None]:
     """Take the Router off the torch-function mode stack for each call of compiled code, and put it back after.
@@ -415,7 +507,8 @@ def inductor_on_fake_cuda(hooks: InductorHooks, router: Any = None, mode: str | 
     import torch._inductor.config as inductor_config
     from torch._dynamo.device_interface import CudaInterface
     from torch._inductor import async_compile, output_code
-    from torch._inductor.fx_passes import pad_mm
+    from torch._inductor.fx_passes import joint_graph, pad_mm
+    from torch.fx.experimental import proxy_tensor
     from torch._inductor.graph import GraphLowering
     from torch._subclasses.fake_tensor import FakeTensorMode
     from triton.runtime import driver as triton_driver
@@ -451,8 +544,10 @@ def inductor_on_fake_cuda(hooks: InductorHooks, router: Any = None, mode: str | 
 
     guards = torch._C._dynamo.guards
     torch._dynamo.reset()
+    stack_quiet = _compile_logs_quiet()
     previous_driver = triton_driver._active
     with contextlib.ExitStack() as stack:
+        stack.enter_context(stack_quiet)
         stack.enter_context(mock.patch.object(FakeTensorMode, "avoid_device_init", property(lambda self: True)))
         stack.enter_context(mock.patch.multiple(CudaInterface, **_device_interface_patches()))
         stack.enter_context(mock.patch.multiple(guards, **_wrapper_helper_patches()))
@@ -464,6 +559,12 @@ def inductor_on_fake_cuda(hooks: InductorHooks, router: Any = None, mode: str | 
         stack.enter_context(mock.patch.object(async_compile.AsyncCompile, "triton", triton_stub))
         stack.enter_context(mock.patch.object(GraphLowering, "compile_to_module", compile_to_module))
         stack.enter_context(mock.patch.object(pad_mm, "_should_pad", should_pad_by_model(hooks.time_us)))
+        # make_fx keeps a real copy of each small tensor computed from constants (proxy_tensor.py, proxy_call),
+        # computing it for real, which on "cuda" needs a GPU. None are kept: AOTAutograd retraces a graph Dynamo
+        # already captured (data-dependent values were graph breaks there), so the graph is the same.
+        stack.enter_context(mock.patch.object(proxy_tensor, "CONSTANT_NUMEL_LIMIT", NO_CONSTANTS))
+        folder = joint_graph.UniformValueConstantFolder
+        stack.enter_context(mock.patch.object(folder, "_deduce_value", folded_on_cpu(folder._deduce_value)))
         stack.enter_context(mock.patch.object(output_code, "log_cudagraph_skip_and_bump_counter", skipped))
         stack.enter_context(inductor_config.patch(
             {**_inductor_config(mode), "cudagraph_policy": _cudagraph_policy(regions, hooks.replay)}))

@@ -31,7 +31,7 @@ from kernelcast.records import RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, CaptureS
 from .compat import real_run_paths
 from .attention import sdpa_routed
 from .compiled import CompileWatch, compiled_model, compiled_note
-from .inductor import CompiledRegions, device_time_us, InductorHooks, inductor_on_fake_cuda, triton_missing
+from .inductor import CompiledRegions, device_time_us, graph_breaks, InductorHooks, inductor_on_fake_cuda, triton_missing
 from .cpu_speed import this_machine_bench_us
 from .cuda_facade import TargetDevice, cuda_facade
 from .cuda_only import cuda_only_fakes
@@ -350,7 +350,7 @@ class CaptureSession:
         if self.op_table is not None and self.op_table.note:
             notes.add(self.op_table.note)
         compiled = compiled_note(self.compiled_found, self.compile_watch.compiled_calls, self.inductor,
-                                 self.inductor_missing, ops)
+                                 self.inductor_missing, ops, graph_breaks() if self.inductor is not None else ())
         notes.update(compiled)
         compiled_as = compiled_model(self.compiled_found, self.compile_watch.compiled_calls, ops)
         return Capture(ops=ops, settings=settings, workload=workload, notes=tuple(sorted(notes)),
