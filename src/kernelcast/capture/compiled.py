@@ -175,7 +175,7 @@ def compiled_note(found: list[str], compiled_calls: int, regions=None, missing: 
     if regions.max_autotune:
         notes.append(MAX_AUTOTUNE_NOTE)
     for reason in dict.fromkeys(regions.cudagraph_skips):
-        notes.append(CUDAGRAPH_SKIP_NOTE.format(reason=reason.splitlines()[0][:MAX_SKIP_REASON_CHARS]))
+        notes.append(CUDAGRAPH_SKIP_NOTE.format(reason=" ".join(reason.split())[:MAX_SKIP_REASON_CHARS]))
     if regions.warm_graphs and regions.graphs > regions.warm_graphs:
         n = regions.graphs - regions.warm_graphs
         notes.append(RECOMPILE_NOTE.format(n=n, s="s" if n > 1 else "", warm="the"))

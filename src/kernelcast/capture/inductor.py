@@ -186,6 +186,20 @@ class GraphedCall:
 
     static_inputs: frozenset[int]
     is_backward: bool
+    mutated_inputs: frozenset[int] = frozenset()
+    placeholders: Any = None
+    refused: Callable[[str], None] = lambda reason: None
+
+    def mutation_refused(self, managed: Callable[[int], bool]) -> str | None:
+        """Why CUDA graph trees run this call without a graph: it mutates an input that is neither static nor
+        an earlier graph's output (cudagraph_utils.check_for_mutation, checked by the trees at run time);
+        the reason in Inductor's words (get_mutation_stack_trace). `managed(i)`: input i came from a graph."""
+        from torch._inductor.cudagraph_utils import get_mutation_stack_trace
+
+        mutated = [i for i in sorted(self.mutated_inputs) if i not in self.static_inputs and not managed(i)]
+        if not mutated:
+            return None
+        return get_mutation_stack_trace(self.placeholders, mutated) if self.placeholders else "mutated inputs"
 
 
 @dataclass
@@ -250,7 +264,9 @@ class _CudagraphPolicy:
         return self
 
     def cudagraphify(self, model: Callable, inputs: list, static_input_idxs=(), **kwargs: Any) -> Callable:
-        call = GraphedCall(frozenset(static_input_idxs), bool(kwargs.get("is_backward")))
+        call = GraphedCall(frozenset(static_input_idxs), bool(kwargs.get("is_backward")),
+                           frozenset(kwargs.get("mutated_input_idxs") or ()), kwargs.get("placeholders"),
+                           self._regions.cudagraph_skips.append)
         self._regions.graphed.append(call)
 
         def run(new_inputs: list) -> Any:

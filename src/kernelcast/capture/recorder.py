@@ -415,6 +415,11 @@ class Recorder(TorchDispatchMode):
         one graph launch (a host-only marker), then the graph's kernels, which have no host work of their own."""
         from .inductor import COMPILED_TAG, CUDAGRAPH_REPLAY_OP, GRAPHED_TAG
 
+        refused = call.mutation_refused(lambda i: isinstance(inputs[i], torch.Tensor)
+                                        and _storage_id(inputs[i]) in self._graph_outputs)
+        if refused is not None:  # the trees run it without a graph, every call
+            call.refused(refused)
+            return model(list(inputs))
         copies = [i for i, t in enumerate(inputs) if isinstance(t, torch.Tensor) and i not in call.static_inputs
                   and device_type(t) == "cuda" and _storage_id(t) not in self._graph_outputs]
         if copies:
