@@ -84,8 +84,9 @@ def _module_compiled_in_place_build():
 @pytest.fixture
 def no_triton(monkeypatch):
     """The path of a machine without the triton package: Inductor cannot run, compiled code runs eager."""
-    import kernelcast.capture.session as session
+    import importlib
 
+    session = importlib.import_module("kernelcast.capture.session")  # kernelcast.capture is also a function
     monkeypatch.setattr(session, "triton_missing", lambda: "the triton package is not installed (test)")
 
 

@@ -109,9 +109,6 @@ def _load_or_capture(workload: str, gpu: str, world_size: int = 1, compile_mode:
     from kernelcast.records import Capture
 
     if workload.endswith(".json"):
-        if compile_mode is not None:
-            raise KernelcastError("--compile applies to a workload being captured, not to a saved capture "
-                                  f"({workload}): capture it again with --compile")
         try:
             cap = Capture.load(workload)
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -133,6 +130,9 @@ def _compile_mode(args: argparse.Namespace) -> str | None:
     from kernelcast.capture.inductor import check_compile_mode, triton_missing
 
     check_compile_mode(mode)
+    if args.workload.endswith(".json"):
+        raise KernelcastError("--compile applies to a workload being captured, not to a saved capture "
+                              f"({args.workload}): capture it again with --compile")
     missing = triton_missing()
     if missing is not None:
         raise KernelcastError(f"--compile needs Inductor, which cannot run here: {missing}")

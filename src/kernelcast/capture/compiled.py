@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import sys
 from typing import Any, Callable, Iterator
 from unittest import mock
 
@@ -115,11 +116,13 @@ def compiled_in(step: Callable, args: tuple) -> list[str]:
 
 
 class CompileWatch:
-    """Counts calls of compiled callables while `recording` is on (see the module docstring)."""
+    """Counts calls of compiled callables while `recording` is on (see the module docstring); `on_call` is told
+    of every call (recorded or not) with the frame of the compiled callable's wrapper."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_call: Callable[[Any], None] | None = None) -> None:
         self.recording = False
         self.compiled_calls = 0
+        self.on_call = on_call
 
     @contextlib.contextmanager
     def watching(self) -> Iterator["CompileWatch"]:
@@ -134,8 +137,11 @@ class CompileWatch:
             return
 
         def callback_from_stance(callback):
-            if self.recording and callback not in (None, False):
-                self.compiled_calls += 1
+            if callback not in (None, False):
+                if self.recording:
+                    self.compiled_calls += 1
+                if self.on_call is not None:
+                    self.on_call(sys._getframe(1))
             return original(callback)
 
         with mock.patch.object(eval_frame, "_callback_from_stance", callback_from_stance):

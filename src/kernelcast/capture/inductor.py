@@ -22,6 +22,7 @@ attention, ...) are aten ops the recorder records with the shapes Inductor gave 
 its Python between launches is timed as the model's Python is. Dynamo compiles with the capture's dispatch
 modes popped (the recorder declares `ignore_compile_internals`), so the compile records nothing; the Router
 (a TorchFunctionMode, which Dynamo would trace into) is taken off the stack for each call of compiled code.
+All of it is set up at the first call of compiled code in a capture (a step without any pays nothing).
 
 Checked with torch 2.13.0 and triton 3.9.0 (CHECKED_VERSIONS); another version is tried and, where a hook has
 moved, the capture fails with one line naming the versions.
@@ -30,6 +31,7 @@ moved, the capture fails with one line naming the versions.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import re
 import sys
@@ -56,12 +58,10 @@ _SIGNATURE_POINTER = ("in_ptr", "out_ptr", "in_out_ptr")
 
 def triton_missing() -> str | None:
     """Why Inductor cannot compile for CUDA here (None when it can): its CUDA backend needs the triton
-    package importable, even to write kernels (torch/_inductor/scheduler.py, create_backend: TritonMissing)."""
-    try:
-        import triton  # noqa: F401
-        import triton.backends.nvidia.driver  # noqa: F401
-    except ImportError as exc:
-        return f"the triton package is not installed ({exc}); `pip install triton` lets kernelcast run Inductor"
+    package importable, even to write kernels (torch/_inductor/scheduler.py, create_backend: TritonMissing).
+    Looked up without importing it (a capture that compiles nothing does not pay for triton's import)."""
+    if importlib.util.find_spec("triton") is None:
+        return "the triton package is not installed; `pip install triton` lets kernelcast run Inductor"
     return None
 
 
@@ -425,7 +425,7 @@ def _wrapper_helper_patches() -> dict[str, Any]:
             "copy_if_misaligned": lambda tensor: tensor, "assert_alignment": lambda *args, **kwargs: None}
 
 
-def _inductor_config(mode: str | None) -> dict[str, Any]:
+def _inductor_config() -> dict[str, Any]:
     """Inductor settings for a capture: nothing cached across captures, one process, the bytes and FLOPs
     estimates written into each kernel; max-autotune's GEMM templates cannot be benchmarked without a GPU."""
     return {
@@ -464,35 +464,21 @@ def _compile_logs_quiet() -> Iterator[None]:
             logger.setLevel(level)
 
 
-@contextlib.contextmanager
-def _router_hidden_during_compiled_calls(router: Any, watch: Any) -> Iterator[None]:
-    """Take the Router off the torch-function mode stack for each call of compiled code, and put it back after.
+def hide_router(router: Any, wrapper_frame: Any) -> None:
+    """Take the Router off the torch-function mode stack for one call of compiled code, and put it back after.
 
     Dynamo traces into any torch-function mode on the stack (and guards on the stack), so the Router would be
     compiled into the graphs. Each compiled callable asks `eval_frame._callback_from_stance` for its callback
-    just before it runs, inside `compile_wrapper`, whose `cleanups` run in its `finally` (torch 2.6-2.13):
-    the Router comes off there, and a cleanup puts it back."""
-    import torch._dynamo.eval_frame as eval_frame
-
-    original = eval_frame._callback_from_stance
-
-    def callback_from_stance(callback):
-        out = original(callback)
-        if callback in (None, False) or router is None:
-            return out
-        stack = torch.overrides._get_current_function_mode_stack()
-        if router not in stack:
-            return out
-        caller = sys._getframe(1)
-        cleanups = caller.f_locals.get("cleanups")
-        if not isinstance(cleanups, list):
-            raise CaptureError(f"torch.compile's call wrapper has changed ({_version_line()})")
-        _set_mode_stack([m for m in stack if m is not router])
-        cleanups.append(lambda: _set_mode_stack(stack))
-        return out
-
-    with mock.patch.object(eval_frame, "_callback_from_stance", callback_from_stance):
-        yield
+    just before it runs, inside `compile_wrapper` (`wrapper_frame`), whose `cleanups` run in its `finally`
+    (torch 2.6-2.13): the Router comes off now, and a cleanup puts it back."""
+    stack = torch.overrides._get_current_function_mode_stack()
+    if router is None or router not in stack:
+        return
+    cleanups = wrapper_frame.f_locals.get("cleanups")
+    if not isinstance(cleanups, list):
+        raise CaptureError(f"torch.compile's call wrapper has changed ({_version_line()})")
+    _set_mode_stack([m for m in stack if m is not router])
+    cleanups.append(lambda: _set_mode_stack(stack))
 
 
 def _set_mode_stack(stack: list) -> None:
@@ -512,8 +498,7 @@ class InductorHooks:
 
 
 @contextlib.contextmanager
-def inductor_on_fake_cuda(hooks: InductorHooks, router: Any = None, mode: str | None = None
-                          ) -> Iterator[CompiledRegions]:
+def inductor_on_fake_cuda(hooks: InductorHooks) -> Iterator[CompiledRegions]:
     """Everything Inductor needs to compile for the fake CUDA device, for the length of a capture.
 
     Enter inside the torch.cuda facade (the device properties come from it). Yields the record of what was
@@ -583,9 +568,8 @@ def inductor_on_fake_cuda(hooks: InductorHooks, router: Any = None, mode: str | 
         stack.enter_context(mock.patch.object(folder, "_deduce_value", folded_on_cpu(folder._deduce_value)))
         stack.enter_context(mock.patch.object(output_code, "log_cudagraph_skip_and_bump_counter", skipped))
         stack.enter_context(inductor_config.patch(
-            {**_inductor_config(mode), "cudagraph_policy": _cudagraph_policy(regions, hooks.replay)}))
+            {**_inductor_config(), "cudagraph_policy": _cudagraph_policy(regions, hooks.replay)}))
         stack.enter_context(mock.patch.object(functorch_config, "enable_autograd_cache", False))
-        stack.enter_context(_router_hidden_during_compiled_calls(router, None))
         triton_driver.set_active(_FakeDriverFactory.make())
         stack.callback(setattr, triton_driver, "_active", previous_driver)
         stack.callback(torch._dynamo.reset)

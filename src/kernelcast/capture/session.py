@@ -31,7 +31,8 @@ from kernelcast.records import RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, CaptureS
 from .compat import real_run_paths
 from .attention import sdpa_routed
 from .compiled import CompileWatch, compiled_model, compiled_note
-from .inductor import CompiledRegions, device_time_us, graph_breaks, InductorHooks, inductor_on_fake_cuda, triton_missing
+from .inductor import (CompiledRegions, InductorHooks, device_time_us, graph_breaks, hide_router,
+                       inductor_on_fake_cuda, triton_missing)
 from .cpu_speed import this_machine_bench_us
 from .cuda_facade import TargetDevice, cuda_facade
 from .cuda_only import cuda_only_fakes
@@ -177,7 +178,7 @@ class CaptureSession:
         self.router: Router | None = None
         self.fake_mode: FakeTensorMode | None = None
         self.gap_baselines = GapBaselines()  # set by measure_gap_baselines
-        self.compile_watch = CompileWatch()
+        self.compile_watch = CompileWatch(self._before_compiled_call)
         self.op_table: CudaOpTable | None = None  # the CUDA build's dispatch choices (capture/cuda_path.py)
         self.compiled_found: list[str] = []  # torch.compile'd callables found in the step (capture/api.py)
 
@@ -220,11 +221,6 @@ class CaptureSession:
             stack.enter_context(mock.patch.multiple(FakeTensor, **self.router.host_read_patches(),
                                                     record_stream=lambda tensor, stream: None))
             self.inductor_missing = triton_missing()
-            if self.inductor_missing is None:
-                hooks = InductorHooks(self.recorder.record_triton_launch, self.recorder.replay_graph,
-                                      self.recorder.run_compiled, device_time_us(self.gpu_id or "h200"))
-                self.inductor = stack.enter_context(inductor_on_fake_cuda(hooks, self.router, self.compile_mode))
-                self.recorder.compiles = True
         except BaseException:
             stack.close()
             raise
@@ -254,6 +250,21 @@ class CaptureSession:
         if self.tracker is not None and getattr(self.tracker, "_fw_pre_handle", None) is not None:
             self.tracker.__exit__(None, None, None)
             self.tracker._fw_pre_handle = None
+
+    def _before_compiled_call(self, wrapper_frame) -> None:
+        """A call of torch.compile'd code: Inductor on fake CUDA from the first one on (capture/inductor.py),
+        and the Router off the torch-function stack for the call."""
+        if self.inductor_missing is not None or self.recorder is None:
+            return
+        hide_router(self.router, wrapper_frame)
+        if self.inductor is None:  # set up outside the capture's modes: Inductor's imports make real tensors
+            from torch.utils._python_dispatch import _disable_current_modes
+
+            with _disable_current_modes():
+                hooks = InductorHooks(self.recorder.record_triton_launch, self.recorder.replay_graph,
+                                      self.recorder.run_compiled, device_time_us(self.gpu_id or "h200"))
+                self.inductor = self._stack.enter_context(inductor_on_fake_cuda(hooks))
+            self.recorder.compiles = True
 
     # -- hooks -----------------------------------------------------------------------------------------
     def _optimizer_enter(self, optimizer, args, kwargs) -> None:
