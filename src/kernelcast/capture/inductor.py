@@ -379,6 +379,25 @@ def folded_on_cpu(original: Callable) -> Callable:
     return deduce_value
 
 
+def optimizer_init_in_fake_mode(original: Callable) -> Callable:
+    """Dynamo runs an optimizer's `_init_group` for real rather than tracing it, after moving CPU step counts to
+    the parameters' device and making its state capturable (torch/_dynamo/variables/optimizer.py,
+    OptimizerVariable.call_method): on "cuda" that allocates device tensors. It runs here in the fake mode the
+    parameters belong to, so the state it makes is fake CUDA, as it is real CUDA on a GPU."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    def call_method(self, tx, name, args, kwargs):
+        if name != "_init_group":
+            return original(self, tx, name, args, kwargs)
+        params = [p for group in self.value.param_groups for p in group["params"] if isinstance(p, FakeTensor)]
+        if not params:
+            return original(self, tx, name, args, kwargs)
+        with params[0].fake_mode:
+            return original(self, tx, name, args, kwargs)
+
+    return call_method
+
+
 # -- the session's hooks -----------------------------------------------------------------------------------
 class _FakeDriverFactory:
     """A Triton CUDA driver that needs no libcuda: it answers with torch.cuda's (the facade's) arch."""
@@ -507,6 +526,7 @@ def inductor_on_fake_cuda(hooks: InductorHooks) -> Iterator[CompiledRegions]:
     import torch._functorch.config as functorch_config
     import torch._inductor.config as inductor_config
     from torch._dynamo.device_interface import CudaInterface
+    from torch._dynamo.variables.optimizer import OptimizerVariable
     from torch._inductor import async_compile, output_code
     from torch._inductor.fx_passes import joint_graph, pad_mm
     from torch.fx.experimental import proxy_tensor
@@ -564,6 +584,8 @@ def inductor_on_fake_cuda(hooks: InductorHooks) -> Iterator[CompiledRegions]:
         # computing it for real, which on "cuda" needs a GPU. None are kept: AOTAutograd retraces a graph Dynamo
         # already captured (data-dependent values were graph breaks there), so the graph is the same.
         stack.enter_context(mock.patch.object(proxy_tensor, "CONSTANT_NUMEL_LIMIT", NO_CONSTANTS))
+        stack.enter_context(mock.patch.object(OptimizerVariable, "call_method",
+                                              optimizer_init_in_fake_mode(OptimizerVariable.call_method)))
         folder = joint_graph.UniformValueConstantFolder
         stack.enter_context(mock.patch.object(folder, "_deduce_value", folded_on_cpu(folder._deduce_value)))
         stack.enter_context(mock.patch.object(output_code, "log_cudagraph_skip_and_bump_counter", skipped))
