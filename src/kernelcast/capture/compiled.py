@@ -30,9 +30,10 @@ COMPILED_NOTE = ("the step runs torch.compile'd code ({what}): it is predicted a
 INDUCTOR_NOTE = ("the step runs torch.compile'd code ({what}): {graphs} graph{s} compiled by Dynamo, AOTAutograd and "
                  "Inductor on fake CUDA for the target GPU; the kernels are Inductor's own ({triton} Triton kernels "
                  "written, extern kernels as their aten ops)")
-GENERATED_TIMES_NOTE = ("Inductor's Triton kernels are timed from Inductor's own byte counts at the achieved rates "
-                        "of eager kernels of their class (pointwise, reductions; templates by their FLOPs): a stand-in "
-                        "until the rates of generated kernels are calibrated on the device")
+GENERATED_TIMES_NOTE = ("Inductor's Triton kernels are timed from Inductor's own byte counts at the achieved rate of "
+                        "eager pointwise kernels of the same size (templates by their FLOPs): a stand-in until the "
+                        "rates of generated kernels (pointwise, reductions, persistent reductions) are calibrated "
+                        "on the device")
 COMPILE_HOST_NOTE = ("host side of compiled code: Inductor's generated wrapper Python is timed on this machine; each "
                      "Triton launch and CUDA graph replay is priced at a stand-in cost until calibrated")
 CUDAGRAPH_SKIP_NOTE = "CUDA graphs not used for a compiled graph (Inductor's reason): {reason}"

@@ -431,14 +431,17 @@ def _device_interface_patches() -> dict[str, Any]:
     }
 
 
-def _wrapper_helper_patches() -> dict[str, Any]:
+def _wrapper_helper_patches(ours: Callable[[], Any]) -> dict[str, Any]:
     """The C++ helpers Inductor's generated wrapper calls (torch/csrc/dynamo/guards.cpp) that allocate or read
-    device memory directly: the same results through aten, which fake tensors answer."""
+    device memory directly: the same results through aten, which fake tensors answer. Their Python is the
+    capture's (`ours`), not the wrapper's: the C++ helpers cost what the op they record costs."""
     def empty_strided_cuda(size, stride, dtype, *args):
-        return torch.empty_strided(size, stride, dtype=dtype, device="cuda")
+        with ours():
+            return torch.empty_strided(size, stride, dtype=dtype, device="cuda")
 
     def reinterpret_tensor(base, size, stride, offset_increment=0):
-        return torch.as_strided(base, size, stride, base.storage_offset() + offset_increment)
+        with ours():
+            return torch.as_strided(base, size, stride, base.storage_offset() + offset_increment)
 
     return {"_empty_strided_cuda": empty_strided_cuda, "_reinterpret_tensor": reinterpret_tensor,
             "copy_if_misaligned": lambda tensor: tensor, "assert_alignment": lambda *args, **kwargs: None}
@@ -514,6 +517,7 @@ class InductorHooks:
     replay: Callable[[Callable, list, GraphedCall], Any]
     run_compiled: Callable[[Callable, list], Any]
     time_us: Callable[[list], float]  # predicted device time of some ops on the target GPU (for pad_mm)
+    ours: Callable[[], Any] = contextlib.nullcontext  # books the time inside as the capture's, not the model's
 
 
 @contextlib.contextmanager
@@ -571,7 +575,7 @@ def inductor_on_fake_cuda(hooks: InductorHooks) -> Iterator[CompiledRegions]:
         stack.enter_context(stack_quiet)
         stack.enter_context(mock.patch.object(FakeTensorMode, "avoid_device_init", property(lambda self: True)))
         stack.enter_context(mock.patch.multiple(CudaInterface, **_device_interface_patches()))
-        stack.enter_context(mock.patch.multiple(guards, **_wrapper_helper_patches()))
+        stack.enter_context(mock.patch.multiple(guards, **_wrapper_helper_patches(hooks.ours)))
         stack.enter_context(mock.patch.object(torch._C, "_cuda_getCurrentRawStream", lambda index=0: 0,
                                               create=True))
         # CUDA graphs need the caching allocator (cudagraph_utils.check_caching_allocator_for_cudagraphs)

@@ -262,7 +262,8 @@ class CaptureSession:
 
             with _disable_current_modes():
                 hooks = InductorHooks(self.recorder.record_triton_launch, self.recorder.replay_graph,
-                                      self.recorder.run_compiled, device_time_us(self.gpu_id or "h200"))
+                                      self.recorder.run_compiled, device_time_us(self.gpu_id or "h200"),
+                                      self.recorder.clock.ours)
                 self.inductor = self._stack.enter_context(inductor_on_fake_cuda(hooks))
             self.recorder.compiles = True
 
