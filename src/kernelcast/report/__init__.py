@@ -77,6 +77,7 @@ def verdict_text(pred: Prediction) -> str:
 
 
 # Leads the summary of a step that runs torch.compile'd code (capture/compiled.py).
+CUDAGRAPH_REPLAY_OP = "host.cudagraph_replay"  # capture/inductor.py (the report does not import torch)
 COMPILED_AS_EAGER = "compiled step predicted as eager PyTorch (Inductor could not run here): "
 COMPILED_BY_INDUCTOR = "compiled step, Inductor's kernels (generated-kernel rates are stand-ins, see notes): "
 
@@ -97,11 +98,21 @@ def summary_line(pred: Prediction) -> str:
     )
 
 
+def _launch_bound_fix(pred: Prediction) -> str:
+    """What would take launches off the host, given what the step already does: eager code can be compiled;
+    compiled code (Inductor's kernels) can replay as CUDA graphs (mode="reduce-overhead") unless it does."""
+    if pred.compiled_as != "inductor":
+        return "fuse them with torch.compile, or replay the step as a CUDA graph"
+    if any(op.op == CUDAGRAPH_REPLAY_OP for op in pred.ops):
+        return "the compiled graphs already replay as CUDA graphs; the rest runs outside them"
+    return "the step is compiled already: torch.compile(mode=\"reduce-overhead\") replays it as CUDA graphs"
+
+
 def host_line(pred: Prediction) -> str:
     """Which host the CPU side is for, what it is made of, and how much another CPU would change the step."""
     what_if = ", ".join(f"{_us(step)} with CPU work x{factor:g}" for factor, step in pred.step_time_by_host_speed)
     launch = (f"; {pred.launch_bound_ops} ops are launch-bound (their kernels finish before the next launch: "
-              "fuse them with torch.compile, or replay the step as a CUDA graph)" if pred.launch_bound_ops else "")
+              f"{_launch_bound_fix(pred)})" if pred.launch_bound_ops else "")
     return (f"host: {pred.host}. CPU {_us(pred.host_time_us)} per step, of which model Python "
             f"{_us(pred.python_time_us)}; step {what_if}{launch}")
 
