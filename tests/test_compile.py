@@ -248,3 +248,38 @@ def test_compile_mode_without_triton_is_one_line(tmp_path, monkeypatch):
         out = subprocess.run([sys.executable, "-m", "kernelcast", "predict", "example:gpt", "--compile", "default"],
                              capture_output=True, text=True, env=subprocess_env())
         assert out.returncode == 2 and "triton" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_device_script_measures_enough_zoo_workloads_forward_and_training():
+    # Issue 13: at least 15 compiled zoo workloads, forward and training, default and reduce-overhead.
+    import ast
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("zoo_registry", root / "examples" / "zoo" / "registry.py")
+    registry = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(registry)
+    ZOO = registry.ZOO
+    script = root / "scripts" / "compile_measure.py"
+    values = {node.targets[0].id: ast.literal_eval(node.value) for node in ast.parse(script.read_text()).body
+              if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") in ("COMPILE_ZOO", "MODES")}
+    names = values["COMPILE_ZOO"]
+    assert len(names) >= 15 and set(names) <= {name for name, _, _ in ZOO}
+    assert any("train" in n for n in names) and any("forward" in n for n in names)
+    assert {"default", "reduce-overhead", "eager"} <= set(values["MODES"])
+
+
+@needs_triton
+def test_max_autotune_predicts_the_extern_gemm_and_says_so():
+    from kernelcast.capture import capture_workload
+
+    def build():
+        a, b = torch.randn(256, 512, device="cuda"), torch.randn(512, 256, device="cuda")
+        f = torch.compile(lambda a, b: torch.relu(a @ b), mode="max-autotune")
+        return (lambda a, b: f(a, b)), (a, b)
+
+    cap = capture_workload(build, "h200")
+    assert [op.packet for op in cap.ops if op.packet in ("aten.mm", "aten.addmm")] == ["aten.mm"]
+    assert any(note.startswith("max-autotune") for note in cap.notes)
+    assert any(note.startswith("compile: Dynamo, AOTAutograd and Inductor took") for note in cap.notes)

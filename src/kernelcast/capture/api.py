@@ -13,7 +13,7 @@ from kernelcast.errors import CaptureError
 from kernelcast.records import Capture
 
 from .compiled import compiled_in
-from .inductor import check_compile_mode, compile_step
+from .inductor import check_compile_mode, compile_seconds, compile_step
 from .cuda_facade import TargetDevice
 from .distributed import check_world_size, distributed_capture, fake_process_group
 from .session import CaptureSession
@@ -51,6 +51,7 @@ def _run_steps(session: CaptureSession, step: Callable, args: tuple) -> None:
             if regions.graphs == compiled_before:
                 break
         regions.warm_graphs = regions.graphs
+        regions.compile_s = compile_seconds()
     session.recording = True
     step(*args)
     session.measure_gap_baselines()

@@ -43,6 +43,9 @@ MAX_AUTOTUNE_NOTE = ("max-autotune: Inductor's GEMM/conv template choices need b
 MAX_SKIP_REASON_CHARS = 200
 RECOMPILE_NOTE = ("the recorded step compiled {n} graph{s} again after {warm} warm-up steps (Dynamo recompiled, "
                   "e.g. on a shape or value that changes each step): its compile time is in the host time")
+COMPILE_TIME_NOTE = ("compile: Dynamo, AOTAutograd and Inductor took {seconds:.1f} s on the capture machine (before "
+                     "the first step; not in the step time); on the device's host, add the Triton compiler's time "
+                     "for {kernels} kernels, which did not run here")
 GRAPH_BREAK_NOTE = "graph break (Dynamo) at {source}: {reason}; the code around it runs eager"
 ORIGINAL_CALLABLE_ATTR = "_torchdynamo_orig_callable"  # set by torch.compile on the function it returns
 MAX_CLOSURE_DEPTH = 2  # a step's closure, and the closures of functions in it
@@ -181,6 +184,8 @@ def compiled_note(found: list[str], compiled_calls: int, regions=None, missing: 
              GENERATED_TIMES_NOTE, COMPILE_HOST_NOTE]
     if regions.max_autotune:
         notes.append(MAX_AUTOTUNE_NOTE)
+    if regions.compile_s:
+        notes.append(COMPILE_TIME_NOTE.format(seconds=regions.compile_s, kernels=len(regions.kernels)))
     for reason in dict.fromkeys(regions.cudagraph_skips):
         notes.append(CUDAGRAPH_SKIP_NOTE.format(reason=" ".join(reason.split())[:MAX_SKIP_REASON_CHARS]))
     if regions.warm_graphs and regions.graphs > regions.warm_graphs:

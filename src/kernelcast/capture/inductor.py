@@ -237,6 +237,17 @@ class GraphBreak:
 MAX_REASON_CHARS = 160
 
 
+COMPILE_TIME_KEY = "_compile.compile_inner"  # Dynamo's timer around one frame's whole compile (convert_frame.py)
+
+
+def compile_seconds() -> float:
+    """Wall time Dynamo, AOTAutograd and Inductor spent compiling since Dynamo's last reset, on this machine
+    (torch._dynamo.utils.compilation_time_metrics; the Triton compiler did not run)."""
+    from torch._dynamo.utils import compilation_time_metrics
+
+    return float(sum(compilation_time_metrics.get(COMPILE_TIME_KEY, ())))
+
+
 def graph_breaks() -> list[GraphBreak]:
     """The graph breaks Dynamo recorded since its last reset (torch/_dynamo/output_graph.py keeps every
     GraphCompileReason with graph_break=True in `graph_break_reasons`; explain() reads the same list)."""
