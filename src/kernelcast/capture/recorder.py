@@ -419,16 +419,13 @@ class Recorder(TorchDispatchMode):
         one graph launch (a host-only marker), then the graph's kernels, which have no host work of their own."""
         from .inductor import COMPILED_TAG, CUDAGRAPH_REPLAY_OP, GRAPHED_TAG
 
-        refused = call.mutation_refused(lambda i: isinstance(inputs[i], torch.Tensor)
-                                        and _storage_id(inputs[i]) in self._graph_outputs)
-        if refused is not None:  # the trees run it without a graph, every call
-            call.refused(refused)
-            return model(list(inputs))
-        copies = [i for i, t in enumerate(inputs) if isinstance(t, torch.Tensor) and i not in call.static_inputs
-                  and device_type(t) == "cuda" and _storage_id(t) not in self._graph_outputs]
-        if copies:
-            buffers = self._static_buffers.get(id(call))
-            if buffers is None:
+        with self.clock.ours():  # kernelcast's bookkeeping, not the model's Python
+            refused = call.mutation_refused(lambda i: isinstance(inputs[i], torch.Tensor)
+                                            and _storage_id(inputs[i]) in self._graph_outputs)
+            copies = [i for i, t in enumerate(inputs) if isinstance(t, torch.Tensor) and i not in call.static_inputs
+                      and device_type(t) == "cuda" and _storage_id(t) not in self._graph_outputs]
+            buffers = self._static_buffers.get(id(call)) if copies else None
+            if copies and buffers is None:
                 was, self.recording = self.recording, False
                 try:
                     buffers = [torch.empty_strided(inputs[i].shape, inputs[i].stride(), dtype=inputs[i].dtype,
@@ -436,6 +433,10 @@ class Recorder(TorchDispatchMode):
                 finally:
                     self.recording = was
                 self._static_buffers[id(call)] = buffers
+        if refused is not None:  # the trees run it without a graph, every call
+            call.refused(refused)
+            return model(list(inputs))
+        if copies:
             saved, self.region_tags = self.region_tags, tuple(dict.fromkeys((*self.region_tags, COMPILED_TAG)))
             try:
                 torch._foreach_copy_(buffers, [inputs[i] for i in copies])
@@ -449,9 +450,10 @@ class Recorder(TorchDispatchMode):
             out = model(list(inputs))
         finally:
             self.region_tags = saved
-        for t in out if isinstance(out, (list, tuple)) else (out,):
-            if isinstance(t, torch.Tensor):
-                self._graph_outputs.add(_storage_id(t))
+        with self.clock.ours():
+            for t in out if isinstance(out, (list, tuple)) else (out,):
+                if isinstance(t, torch.Tensor):
+                    self._graph_outputs.add(_storage_id(t))
         return out
 
     def record_stream_marker(self, op: str, stream: int, event: int) -> None:
