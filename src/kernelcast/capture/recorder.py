@@ -252,7 +252,7 @@ class Recorder(TorchDispatchMode):
         self.compiles = False
         self.region_tags: tuple[str, ...] = ()
         self._graph_outputs: set[int] = set()  # storages CUDA graph replays wrote (static for later graphs)
-        self._static_buffers: dict[int, list] = {}  # per graphed callable: its static input buffers
+        self._static_buffers: dict[tuple[int, int], torch.Tensor] = {}  # (graphed callable, input): its buffer
 
     def ignore_compile_internals(self) -> bool:  # type: ignore[override]
         """True while Inductor runs on fake CUDA: Dynamo then compiles with this mode off and runs the compiled
@@ -412,6 +412,19 @@ class Recorder(TorchDispatchMode):
         finally:
             self.region_tags = saved
 
+    def _static_buffer(self, call, index: int, like: torch.Tensor) -> torch.Tensor:
+        """The graph's own buffer for its input `index` (made once, unrecorded: the graph's memory pool)."""
+        key = (id(call), index)
+        buffer = self._static_buffers.get(key)
+        if buffer is None:
+            was, self.recording = self.recording, False
+            try:
+                buffer = torch.empty_strided(like.shape, like.stride(), dtype=like.dtype, device="cuda")
+            finally:
+                self.recording = was
+            self._static_buffers[key] = buffer
+        return buffer
+
     def replay_graph(self, model, inputs: list, call) -> Any:
         """A call of a graph Inductor put under CUDA graphs, as CUDA graph trees replay it
         (torch/_inductor/cudagraph_trees.py, CUDAGraphNode.run): the inputs that are not static (parameters,
@@ -424,15 +437,7 @@ class Recorder(TorchDispatchMode):
                                             and _storage_id(inputs[i]) in self._graph_outputs)
             copies = [i for i, t in enumerate(inputs) if isinstance(t, torch.Tensor) and i not in call.static_inputs
                       and device_type(t) == "cuda" and _storage_id(t) not in self._graph_outputs]
-            buffers = self._static_buffers.get(id(call)) if copies else None
-            if copies and buffers is None:
-                was, self.recording = self.recording, False
-                try:
-                    buffers = [torch.empty_strided(inputs[i].shape, inputs[i].stride(), dtype=inputs[i].dtype,
-                                                   device="cuda") for i in copies]
-                finally:
-                    self.recording = was
-                self._static_buffers[id(call)] = buffers
+            buffers = [self._static_buffer(call, i, inputs[i]) for i in copies]
         if refused is not None:  # the trees run it without a graph, every call
             call.refused(refused)
             return model(list(inputs))
