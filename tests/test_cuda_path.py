@@ -82,22 +82,32 @@ def _module_compiled_in_place_build():
     return (lambda x: model(x)), (x,)
 
 
+@pytest.fixture
+def no_triton(monkeypatch):
+    """The path of a machine without the triton package: Inductor cannot run, compiled code runs eager."""
+    import importlib
+
+    session = importlib.import_module("kernelcast.capture.session")  # kernelcast.capture is also a function
+    monkeypatch.setattr(session, "triton_missing", lambda: "the triton package is not installed (test)")
+
+
 @pytest.mark.parametrize("build, what", [
     (_compiled_mean_build, "torch.compile(_compiled_mean_build.<locals>.<lambda>)"),
     (_wrapped_step_build, "torch.compile(_wrapped_step_build.<locals>.step)"),
     (_compiled_module_build, "torch.compile(Linear)"),
     (_module_compiled_in_place_build, "0.compile()"),
 ])
-def test_compiled_step_is_said_to_be_predicted_as_eager(build, what):
+def test_compiled_step_is_said_to_be_predicted_as_eager(build, what, no_triton):
     cap = capture_workload(build, "h200")
-    assert cap.compiled and any(what in note and "predicted as eager" in note for note in cap.notes)
+    assert cap.compiled and cap.compiled_as == "eager"
+    assert any(what in note and "predicted as eager" in note and "triton" in note for note in cap.notes)
     assert cap.ops  # the eager ops are there to predict
     pred = predict_capture(cap, "h200")
     assert pred.compiled and pred.summary().startswith("compiled step predicted as eager")
     assert Capture.from_json(cap.to_json()).compiled
 
 
-def test_compiled_code_reached_only_at_run_time_is_noticed():
+def test_compiled_code_reached_only_at_run_time_is_noticed(no_triton):
     compiled = torch.compile(lambda t: t * 2)
     with capture("h200") as block:
         with block.paused():

@@ -6,6 +6,7 @@ import contextlib
 from typing import Any, Callable
 
 from kernelcast.capture import capture, capture_step, capture_workload
+from kernelcast.capture.inductor import check_compile_mode
 from kernelcast.capture.workload import build_kwargs, load_build, on_sys_path, one_line, where_it_failed
 from kernelcast.errors import CaptureError, KernelcastError
 from kernelcast.predict import Prediction, predict_capture
@@ -17,15 +18,18 @@ __all__ = ["capture", "capture_file", "predict", "predict_file"]
 
 
 def capture_file(spec: str, gpu: str = DEFAULT_GPU, world_size: int = 1, args: dict[str, Any] | list[str] | None = None,
-                 prepare: Callable | None = None) -> Capture:
+                 prepare: Callable | None = None, compile_mode: str | None = None) -> Capture:
     """Capture a workload given as "path/to/file.py:build" or "example:NAME" (as rank 0 of world_size).
-    args: build()'s keyword arguments, as a dict or as NAME=VALUE strings (typed from build()'s defaults)."""
+    args: build()'s keyword arguments, as a dict or as NAME=VALUE strings (typed from build()'s defaults);
+    compile_mode: as if its step were wrapped in torch.compile(step, mode=compile_mode)."""
+    if compile_mode is not None:
+        check_compile_mode(compile_mode)
     build, folder = load_build(spec)
     kwargs = build_kwargs(build, args) if isinstance(args, list) else dict(args or {})
     with on_sys_path(folder) if folder else contextlib.nullcontext():
         try:
             return capture_workload(build, gpu, workload=_with_args(spec, kwargs), world_size=world_size,
-                                    build_kwargs=kwargs, prepare=prepare)
+                                    build_kwargs=kwargs, prepare=prepare, compile_mode=compile_mode)
         except KernelcastError:
             raise
         except Exception as exc:  # the user's code failed under fake CUDA: say where, in one line
@@ -38,8 +42,9 @@ def _with_args(spec: str, kwargs: dict[str, Any]) -> str:
 
 
 def predict_file(spec: str, gpu: str = DEFAULT_GPU, world_size: int = 1, interconnect: str | None = None,
-                 args: dict[str, Any] | list[str] | None = None) -> Prediction:
-    return predict_capture(capture_file(spec, gpu, world_size, args), gpu, interconnect=interconnect)
+                 args: dict[str, Any] | list[str] | None = None, compile_mode: str | None = None) -> Prediction:
+    return predict_capture(capture_file(spec, gpu, world_size, args, compile_mode=compile_mode), gpu,
+                           interconnect=interconnect)
 
 
 def predict(step: Callable | Capture, args: Any = None, gpu: str = DEFAULT_GPU) -> Prediction:

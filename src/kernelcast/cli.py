@@ -116,7 +116,8 @@ def _build_args(workload: str, pairs: list[str] | None) -> dict:
     return build_kwargs(build, pairs)
 
 
-def _load_or_capture(workload: str, gpu: str, world_size: int = 1, build_args: dict | None = None):
+def _load_or_capture(workload: str, gpu: str, world_size: int = 1, build_args: dict | None = None,
+                     compile_mode: str | None = None):
     """A saved capture (.json) is read as is; anything else is a workload to capture now."""
     from kernelcast.records import Capture
 
@@ -133,7 +134,24 @@ def _load_or_capture(workload: str, gpu: str, world_size: int = 1, build_args: d
     from kernelcast.progress import progress_display
 
     with progress_display(f"capturing {workload}"):
-        return capture_file(workload, gpu, world_size, build_args)
+        return capture_file(workload, gpu, world_size, build_args, compile_mode=compile_mode)
+
+
+def _compile_mode(args: argparse.Namespace) -> str | None:
+    """--compile MODE, checked before the capture starts (and Inductor's prerequisite with it)."""
+    mode = getattr(args, "compile", None)
+    if mode is None:
+        return None
+    from kernelcast.capture.inductor import check_compile_mode, triton_missing
+
+    check_compile_mode(mode)
+    if args.workload.endswith(".json"):
+        raise KernelcastError("--compile applies to a workload being captured, not to a saved capture "
+                              f"({args.workload}): capture it again with --compile")
+    missing = triton_missing()
+    if missing is not None:
+        raise KernelcastError(f"--compile needs Inductor, which cannot run here: {missing}")
+    return mode
 
 
 def _cmd_capture(args: argparse.Namespace) -> int:
@@ -142,7 +160,8 @@ def _cmd_capture(args: argparse.Namespace) -> int:
     get_gpu(args.gpu)  # an unknown GPU fails before the (slower) capture
     _check_outputs(("-o/--output", args.output))
     _check_workload(args.workload)
-    cap = _load_or_capture(args.workload, args.gpu, _world_size(args), _build_args(args.workload, args.arg))
+    cap = _load_or_capture(args.workload, args.gpu, _world_size(args), _build_args(args.workload, args.arg),
+                           _compile_mode(args))
     cap.save(args.output)
     print(f"captured {len(cap.ops)} ops from {args.workload} -> {args.output}")
     return 0
@@ -162,7 +181,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     _check_outputs(("--json", args.json), ("--trace", args.trace), ("--save-capture", args.save_capture))
     _check_workload(args.workload)
     build_args = _build_args(args.workload, args.arg)
-    cap = _load_or_capture(args.workload, args.gpu, world_size, build_args)
+    cap = _load_or_capture(args.workload, args.gpu, world_size, build_args, _compile_mode(args))
     if args.save_capture:
         cap.save(args.save_capture)
     pred = predict_capture(cap, gpu, interconnect=args.interconnect, expandable_segments=args.expandable_segments)
@@ -564,6 +583,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="predict memory with the allocator's expandable_segments:True")
     p.add_argument("--no-fixes", action="store_true",
                    help="when the step does not fit, do not re-predict what would make it fit")
+    p.add_argument("--compile", metavar="MODE", choices=("default", "reduce-overhead", "max-autotune"),
+                   help="predict the step as torch.compile(step, mode=MODE) runs it: default, reduce-overhead "
+                        "(CUDA graphs) or max-autotune (needs the triton package)")
     p.set_defaults(func=_cmd_predict)
 
     f = sub.add_parser("fit", help="the largest batch (or other build() argument) whose step fits a GPU's memory")
@@ -587,6 +609,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="capture the step as rank 0 of N ranks (fake process group; default 1: one GPU)")
     c.add_argument("--arg", action="append", metavar="NAME=VALUE",
                    help="a keyword argument for build(), typed from its default (repeatable), e.g. --arg batch=16")
+    c.add_argument("--compile", metavar="MODE", choices=("default", "reduce-overhead", "max-autotune"),
+                   help="predict the step as torch.compile(step, mode=MODE) runs it: default, reduce-overhead "
+                        "(CUDA graphs) or max-autotune (needs the triton package)")
     c.set_defaults(func=_cmd_capture)
 
     k = sub.add_parser("calibrate", help="measure this machine's GPU with microbenchmarks -> device profile (GPU)")

@@ -228,14 +228,17 @@ class Capture:
     workload: str = ""
     notes: tuple[str, ...] = ()  # what the capture had to assume (placeholder values for syncs, ...)
     world_size: int = 1  # ranks of the (fake) process group the step ran in; 1: a single-GPU step
-    compiled: bool = False  # the step runs torch.compile'd code, recorded (and predicted) as eager ops
+    compiled: bool = False  # the step runs torch.compile'd code
+    # How its compiled code was recorded: "inductor" (Inductor's kernels, capture/inductor.py), "eager" (op by op,
+    # where Inductor could not run), "" for a step without compiled code.
+    compiled_as: str = ""
     memory: MemoryTrace | None = None  # the CUDA storages made and freed, from build() on (memory_trace.py)
 
     def to_json(self) -> dict:
         return {
             "format": CAPTURE_FORMAT_VERSION, "workload": self.workload,
             "settings": asdict(self.settings), "notes": list(self.notes), "world_size": self.world_size,
-            "compiled": self.compiled, "ops": [op.to_json() for op in self.ops],
+            "compiled": self.compiled, "compiled_as": self.compiled_as, "ops": [op.to_json() for op in self.ops],
             "memory": None if self.memory is None else self.memory.to_json(),
         }
 
@@ -251,6 +254,7 @@ class Capture:
             workload=d.get("workload", ""), notes=tuple(d.get("notes", ())), world_size=d.get("world_size", 1),
             compiled=d.get("compiled", False),
             memory=MemoryTrace.from_json(d["memory"]) if d.get("memory") else None,
+            compiled_as=d.get("compiled_as", "eager" if d.get("compiled") else ""),
         )
 
     def save(self, path: str | Path) -> None:

@@ -14,12 +14,17 @@ from kernelcast.errors import CaptureError
 from kernelcast.records import Capture
 
 from .compiled import compiled_in
+from .inductor import check_compile_mode, compile_seconds, compile_step
 from .cuda_facade import TargetDevice
 from .distributed import check_world_size, distributed_capture, fake_process_group
 from .session import CaptureSession
 
 DEFAULT_GPU = "h200"
 WARMUP_STEPS = 1  # one unrecorded step first, so optimizer state and lazy buffers exist when we record
+# A step running compiled code recompiles while it warms up (the optimizer's state exists from the second step
+# on, and Dynamo guards on it): more unrecorded steps, until one compiles nothing, so the recorded step is a
+# steady-state one (no compile in it), up to this many.
+MAX_COMPILE_WARMUP_STEPS = 3
 
 
 def target_device(gpu: GPU) -> TargetDevice:
@@ -30,9 +35,9 @@ def target_device(gpu: GPU) -> TargetDevice:
     )
 
 
-def _session(gpu: str | GPU) -> CaptureSession:
+def _session(gpu: str | GPU, compile_mode: str | None = None) -> CaptureSession:
     spec = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
-    return CaptureSession(target_device(spec), spec.cuda_arch)
+    return CaptureSession(target_device(spec), spec.cuda_arch, compile_mode, spec.id)
 
 
 def _run_steps(session: CaptureSession, step: Callable, args: tuple) -> None:
@@ -42,6 +47,15 @@ def _run_steps(session: CaptureSession, step: Callable, args: tuple) -> None:
     storages.start_warmup()
     for _ in range(WARMUP_STEPS):
         step(*args)
+    regions = session.inductor
+    if regions is not None and regions.graphs:
+        for _ in range(MAX_COMPILE_WARMUP_STEPS):
+            compiled_before = regions.graphs
+            step(*args)
+            if regions.graphs == compiled_before:
+                break
+        regions.warm_graphs = regions.graphs
+        regions.compile_s = compile_seconds()
     progress.stage("recording the step")
     session.recording = True
     storages.start_step(args)
@@ -66,14 +80,18 @@ def _cyclic_gc_paused() -> Iterator[None]:
 
 def capture_workload(build: Callable[..., tuple[Callable, Any]], gpu: str | GPU = DEFAULT_GPU,
                      workload: str = "", world_size: int = 1, build_kwargs: dict[str, Any] | None = None,
-                     prepare: Callable[[Callable, tuple], Callable] | None = None) -> Capture:
+                     prepare: Callable[[Callable, tuple], Callable] | None = None,
+                     compile_mode: str | None = None) -> Capture:
     """Run `build(**build_kwargs)` and two steps on fake CUDA tensors; return the second step's ops.
 
     world_size > 1: run them as rank 0 of that many ranks, in torch's fake process group (see distributed.py);
     DDP / FSDP2 / tensor-parallel steps then record their collectives. prepare(step, args), when given, runs
-    after build() inside the capture and returns the step to run (memory_fixes.py changes a workload so)."""
+    after build() inside the capture and returns the step to run (memory_fixes.py changes a workload so).
+    compile_mode: run the step as `torch.compile(step, mode=compile_mode)` would (capture/inductor.py)."""
     check_world_size(world_size)
-    with _cyclic_gc_paused(), fake_process_group(world_size), _session(gpu) as session, \
+    if compile_mode is not None:
+        check_compile_mode(compile_mode)
+    with _cyclic_gc_paused(), fake_process_group(world_size), _session(gpu, compile_mode) as session, \
             distributed_capture(world_size, session.recorder) as distributed:
         progress.stage("build()")
         built = build(**(build_kwargs or {}))
@@ -83,6 +101,10 @@ def capture_workload(build: Callable[..., tuple[Callable, Any]], gpu: str | GPU 
         args = tuple(args) if isinstance(args, (list, tuple)) else (args,)
         if prepare is not None:
             step = prepare(step, args)
+        if compile_mode is not None:
+            if session.inductor_missing is not None:
+                raise CaptureError(f"--compile needs Inductor, which cannot run here: {session.inductor_missing}")
+            step = compile_step(step, compile_mode)
         _run_steps(session, step, args)
         return distributed.finish(session.result(workload))
 

@@ -19,13 +19,34 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import sys
 from typing import Any, Callable, Iterator
 from unittest import mock
 
 import torch
 
 COMPILED_NOTE = ("the step runs torch.compile'd code ({what}): it is predicted as eager PyTorch, op by op; "
-                 "kernelcast has no model of Inductor's fused kernels yet")
+                 "kernelcast has no model of Inductor's fused kernels without triton ({why})")
+INDUCTOR_NOTE = ("the step runs torch.compile'd code ({what}): {graphs} graph{s} compiled by Dynamo, AOTAutograd and "
+                 "Inductor on fake CUDA for the target GPU; the kernels are Inductor's own ({triton} Triton kernels "
+                 "written, extern kernels as their aten ops)")
+GENERATED_TIMES_NOTE = ("Inductor's Triton kernels are timed from Inductor's own byte counts at the achieved rate of "
+                        "eager pointwise kernels of the same size (templates by their FLOPs): a stand-in until the "
+                        "rates of generated kernels (pointwise, reductions, persistent reductions) are calibrated "
+                        "on the device")
+COMPILE_HOST_NOTE = ("host side of compiled code: Inductor's generated wrapper Python is timed on this machine; each "
+                     "Triton launch and CUDA graph replay is priced at a stand-in cost until calibrated")
+CUDAGRAPH_SKIP_NOTE = "CUDA graphs not used for a compiled graph (Inductor's reason): {reason}"
+MAX_AUTOTUNE_NOTE = ("max-autotune: Inductor's GEMM/conv template choices need benchmarks on the device; they are "
+                     "predicted as the extern (cuBLAS/cuDNN) kernels, which Inductor also times, and pointwise "
+                     "configs as in default mode")
+MAX_SKIP_REASON_CHARS = 200
+RECOMPILE_NOTE = ("the recorded step compiled {n} graph{s} again after {warm} warm-up steps (Dynamo recompiled, "
+                  "e.g. on a shape or value that changes each step): its compile time is in the host time")
+COMPILE_TIME_NOTE = ("compile: Dynamo, AOTAutograd and Inductor took {seconds:.1f} s on the capture machine (before "
+                     "the first step; not in the step time); on the device's host, add the Triton compiler's time "
+                     "for {kernels} kernels, which did not run here")
+GRAPH_BREAK_NOTE = "graph break (Dynamo) at {source}: {reason}; the code around it runs eager"
 ORIGINAL_CALLABLE_ATTR = "_torchdynamo_orig_callable"  # set by torch.compile on the function it returns
 MAX_CLOSURE_DEPTH = 2  # a step's closure, and the closures of functions in it
 
@@ -99,11 +120,13 @@ def compiled_in(step: Callable, args: tuple) -> list[str]:
 
 
 class CompileWatch:
-    """Counts calls of compiled callables while `recording` is on (see the module docstring)."""
+    """Counts calls of compiled callables while `recording` is on (see the module docstring); `on_call` is told
+    of every call (recorded or not) with the frame of the compiled callable's wrapper."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_call: Callable[[Any], None] | None = None) -> None:
         self.recording = False
         self.compiled_calls = 0
+        self.on_call = on_call
 
     @contextlib.contextmanager
     def watching(self) -> Iterator["CompileWatch"]:
@@ -118,19 +141,56 @@ class CompileWatch:
             return
 
         def callback_from_stance(callback):
-            if self.recording and callback not in (None, False):
-                self.compiled_calls += 1
+            if callback not in (None, False):
+                if self.recording:
+                    self.compiled_calls += 1
+                if self.on_call is not None:
+                    self.on_call(sys._getframe(1))
             return original(callback)
 
         with mock.patch.object(eval_frame, "_callback_from_stance", callback_from_stance):
             yield self
 
 
-def compiled_note(found: list[str], compiled_calls: int) -> str | None:
-    """The capture's note for a compiled step, or None when nothing compiled ran or was found."""
+def _what(found: list[str], compiled_calls: int) -> str:
     if found:
-        return COMPILED_NOTE.format(what=", ".join(found))
-    if compiled_calls:
-        return COMPILED_NOTE.format(what=f"{compiled_calls} call{'s' if compiled_calls > 1 else ''} of compiled "
-                                         "code")
-    return None
+        return ", ".join(found)
+    return f"{compiled_calls} call{'s' if compiled_calls > 1 else ''} of compiled code"
+
+
+def _ran_inductor(ops) -> bool:
+    return any("compiled" in op.tags for op in ops)
+
+
+def compiled_model(found: list[str], compiled_calls: int, ops) -> str:
+    """How the capture recorded compiled code: "inductor" (Inductor's kernels), "eager" (op by op), or ""
+    when the step runs no compiled code."""
+    if _ran_inductor(ops):
+        return "inductor"
+    return "eager" if found or compiled_calls else ""
+
+
+def compiled_note(found: list[str], compiled_calls: int, regions=None, missing: str | None = None,
+                  ops=(), breaks=()) -> list[str]:
+    """The capture's notes for a compiled step (none when nothing compiled ran or was found)."""
+    if not found and not compiled_calls and not _ran_inductor(ops):
+        return []
+    what = _what(found, compiled_calls)
+    if regions is None or not _ran_inductor(ops):
+        why = missing or "Dynamo compiled nothing for the recorded step"
+        return [COMPILED_NOTE.format(what=what, why=why)]
+    notes = [INDUCTOR_NOTE.format(what=what, graphs=regions.graphs, s="s" if regions.graphs != 1 else "",
+                                  triton=len(regions.kernels)),
+             GENERATED_TIMES_NOTE, COMPILE_HOST_NOTE]
+    if regions.max_autotune:
+        notes.append(MAX_AUTOTUNE_NOTE)
+    if regions.compile_s:
+        notes.append(COMPILE_TIME_NOTE.format(seconds=regions.compile_s, kernels=len(regions.kernels)))
+    for reason in dict.fromkeys(regions.cudagraph_skips):
+        notes.append(CUDAGRAPH_SKIP_NOTE.format(reason=" ".join(reason.split())[:MAX_SKIP_REASON_CHARS]))
+    if regions.warm_graphs and regions.graphs > regions.warm_graphs:
+        n = regions.graphs - regions.warm_graphs
+        notes.append(RECOMPILE_NOTE.format(n=n, s="s" if n > 1 else "", warm="the"))
+    for found_break in breaks:
+        notes.append(GRAPH_BREAK_NOTE.format(source=found_break.source or "?", reason=found_break.reason))
+    return notes

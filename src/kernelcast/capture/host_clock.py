@@ -13,9 +13,11 @@ session and taken out; the host model charges each module call the calibrated re
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 from dataclasses import dataclass
 from time import perf_counter_ns
+from typing import Iterator
 
 BASELINE_CALLS = 60  # bare calls per baseline loop
 BASELINE_LOOPS = 5  # loops; the fastest loop's mean is kept (the least disturbed by other processes)
@@ -43,6 +45,15 @@ class HostClock:
         self._depth -= 1
         if self._depth == 0:
             self._last_ns = perf_counter_ns()
+
+    @contextlib.contextmanager
+    def ours(self) -> Iterator[None]:
+        """The time inside is the capture's own work."""
+        self.ours_begin()
+        try:
+            yield
+        finally:
+            self.ours_end()
 
     def take(self) -> tuple[float, int, int]:
         """(µs of model time since the last recorded op, torch calls and module calls since then); then

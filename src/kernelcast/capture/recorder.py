@@ -249,6 +249,17 @@ class Recorder(TorchDispatchMode):
         self._decomposer = Decomposer(op_table, set(self._sync_handlers))
         self._parents: list[int] = []
         self.storages: StorageTracker | None = None  # sees every CUDA storage made and freed (lifetimes.py)
+        # torch.compile'd code (capture/inductor.py): Dynamo compiles with this mode popped when `compiles` is on,
+        # and the ops Inductor's wrapper runs carry `region_tags` ("compiled", and "graphed" in a CUDA graph).
+        self.compiles = False
+        self.region_tags: tuple[str, ...] = ()
+        self._graph_outputs: set[int] = set()  # storages CUDA graph replays wrote (static for later graphs)
+        self._static_buffers: dict[tuple[int, int], torch.Tensor] = {}  # (graphed callable, input): its buffer
+
+    def ignore_compile_internals(self) -> bool:  # type: ignore[override]
+        """True while Inductor runs on fake CUDA: Dynamo then compiles with this mode off and runs the compiled
+        code with it on (torch/utils/_python_dispatch.py); else Dynamo skips every frame and the code runs eager."""
+        return self.compiles
 
     # -- dispatch --------------------------------------------------------------------------------------
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -343,9 +354,13 @@ class Recorder(TorchDispatchMode):
                 source, module = current_source(), self._module_of()
             stream = self.current_stream
             tags += self._autograd_tags(phase, args)
-        tags += self._pending_tags
+        tags += self._pending_tags + self.region_tags
         self._pending_tags = ()
         python_us, torch_calls, modules = self.clock.take()
+        if self.region_tags and parent < 0:
+            # Inductor's wrapper calls each aten op itself, with the Router off the stack: one torch call each,
+            # whose hand-over into the capture's modes the gap baselines take out (host_clock.py)
+            torch_calls = max(torch_calls, 1)
         self.torch_calls.append(torch_calls)
         self.ops.append(OpRecord(
             index=len(self.ops), op=str(func), args=schema.bind(args, kwargs), outputs=_outputs(out),
@@ -365,6 +380,91 @@ class Recorder(TorchDispatchMode):
         if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
             return ("grad",)
         return ()
+
+    # -- torch.compile'd code (capture/inductor.py) ------------------------------------------------------
+    def record_triton_launch(self, meta, args: tuple) -> None:
+        """One launch of an Inductor-generated Triton kernel, as op "triton.<class>.<kernel name>"."""
+        from .inductor import COMPILED_TAG, TRITON_OP_PREFIX, launch_record
+
+        if not self.recording:
+            return
+        self.clock.ours_begin()
+        try:
+            record, writes = launch_record(meta, args)
+            phase = self._phase_of()
+            origin = self._backward_origin() if phase == "backward" else None
+            source, module = origin if origin is not None else (current_source(), self._module_of())
+            python_us, torch_calls, modules = self.clock.take()
+            self.torch_calls.append(torch_calls)
+            tags = tuple(dict.fromkeys((COMPILED_TAG, *self.region_tags)))
+            self.ops.append(OpRecord(
+                index=len(self.ops), op=f"{TRITON_OP_PREFIX}{meta.kind}.{meta.name}",
+                args={k: _plain(v) for k, v in record.items()}, outputs=tuple(tensor_meta(t) for t in writes),
+                tags=tags, phase=phase, module=module, source=source, python_us=python_us, modules=modules,
+                stream=self.current_stream,
+            ))
+        finally:
+            self.clock.ours_end()
+
+    def run_compiled(self, call, args: list) -> Any:
+        """Inductor's generated wrapper for one graph: the ops it runs are tagged as compiled code."""
+        from .inductor import COMPILED_TAG
+
+        saved = self.region_tags
+        self.region_tags = tuple(dict.fromkeys((*saved, COMPILED_TAG)))
+        try:
+            return call(args)
+        finally:
+            self.region_tags = saved
+
+    def _static_buffer(self, call, index: int, like: torch.Tensor) -> torch.Tensor:
+        """The graph's own buffer for its input `index` (made once, unrecorded: the graph's memory pool)."""
+        key = (id(call), index)
+        buffer = self._static_buffers.get(key)
+        if buffer is None:
+            was, self.recording = self.recording, False
+            try:
+                buffer = torch.empty_strided(like.shape, like.stride(), dtype=like.dtype, device="cuda")
+            finally:
+                self.recording = was
+            self._static_buffers[key] = buffer
+        return buffer
+
+    def replay_graph(self, model, inputs: list, call) -> Any:
+        """A call of a graph Inductor put under CUDA graphs, as CUDA graph trees replay it
+        (torch/_inductor/cudagraph_trees.py, CUDAGraphNode.run): the inputs that are not static (parameters,
+        buffers, outputs of earlier graphs) copied into the graph's own buffers with one _foreach_copy_, then
+        one graph launch (a host-only marker), then the graph's kernels, which have no host work of their own."""
+        from .inductor import COMPILED_TAG, CUDAGRAPH_REPLAY_OP, GRAPHED_TAG
+
+        with self.clock.ours():  # kernelcast's bookkeeping, not the model's Python
+            refused = call.mutation_refused(lambda i: isinstance(inputs[i], torch.Tensor)
+                                            and _storage_id(inputs[i]) in self._graph_outputs)
+            copies = [i for i, t in enumerate(inputs) if isinstance(t, torch.Tensor) and i not in call.static_inputs
+                      and device_type(t) == "cuda" and _storage_id(t) not in self._graph_outputs]
+            buffers = [self._static_buffer(call, i, inputs[i]) for i in copies]
+        if refused is not None:  # the trees run it without a graph, every call
+            call.refused(refused)
+            return model(list(inputs))
+        if copies:
+            saved, self.region_tags = self.region_tags, tuple(dict.fromkeys((*self.region_tags, COMPILED_TAG)))
+            try:
+                torch._foreach_copy_(buffers, [inputs[i] for i in copies])
+            finally:
+                self.region_tags = saved
+        if self.recording:
+            self._record_marker(CUDAGRAPH_REPLAY_OP, {"backward": call.is_backward, "copied_inputs": len(copies)})
+        saved = self.region_tags
+        self.region_tags = tuple(dict.fromkeys((*saved, COMPILED_TAG, GRAPHED_TAG)))
+        try:
+            out = model(list(inputs))
+        finally:
+            self.region_tags = saved
+        with self.clock.ours():
+            for t in out if isinstance(out, (list, tuple)) else (out,):
+                if isinstance(t, torch.Tensor):
+                    self._graph_outputs.add(_storage_id(t))
+        return out
 
     def record_stream_marker(self, op: str, stream: int, event: int) -> None:
         """An event record or wait on a stream (torch.cuda.Event / Stream.wait_event / wait_stream)."""

@@ -30,7 +30,9 @@ from kernelcast.records import RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, CaptureS
 
 from .compat import real_run_paths
 from .attention import sdpa_routed
-from .compiled import CompileWatch, compiled_note
+from .compiled import CompileWatch, compiled_model, compiled_note
+from .inductor import (CompiledRegions, InductorHooks, device_time_us, graph_breaks, hide_router,
+                       inductor_on_fake_cuda, triton_missing)
 from .cpu_speed import this_machine_bench_us
 from .cuda_facade import TargetDevice, cuda_facade
 from .cuda_only import cuda_only_fakes
@@ -163,9 +165,13 @@ class _Probe(torch.nn.Module):
 class CaptureSession:
     """Runs user code under fake CUDA; records ops while `recording` is on."""
 
-    def __init__(self, target: TargetDevice, arch: str) -> None:
+    def __init__(self, target: TargetDevice, arch: str, compile_mode: str | None = None, gpu_id: str = "") -> None:
         self.target = target
         self.arch = arch
+        self.gpu_id = gpu_id  # the target's id in devices/gpus.toml (Inductor's padding choice is timed for it)
+        self.compile_mode = compile_mode  # `--compile MODE`: the step is wrapped in torch.compile (capture/api.py)
+        self.inductor: CompiledRegions | None = None  # what Inductor compiled, when it runs here
+        self.inductor_missing: str | None = None  # why Inductor cannot run here (no triton)
         self._stack = contextlib.ExitStack()
         self._in_optimizer = 0
         self.tracker: ModuleTracker | None = None
@@ -173,7 +179,7 @@ class CaptureSession:
         self.router: Router | None = None
         self.fake_mode: FakeTensorMode | None = None
         self.gap_baselines = GapBaselines()  # set by measure_gap_baselines
-        self.compile_watch = CompileWatch()
+        self.compile_watch = CompileWatch(self._before_compiled_call)
         self.op_table: CudaOpTable | None = None  # the CUDA build's dispatch choices (capture/cuda_path.py)
         self.compiled_found: list[str] = []  # torch.compile'd callables found in the step (capture/api.py)
         self.storages: StorageTracker | None = None  # CUDA storages made and freed (capture/lifetimes.py)
@@ -221,6 +227,7 @@ class CaptureSession:
             self.router.node_post_hook = self.recorder.in_place.outputs_ready
             stack.enter_context(mock.patch.multiple(FakeTensor, **self.router.host_read_patches(),
                                                     record_stream=lambda tensor, stream: None))
+            self.inductor_missing = triton_missing()
         except BaseException:
             stack.close()
             raise
@@ -250,6 +257,22 @@ class CaptureSession:
         if self.tracker is not None and getattr(self.tracker, "_fw_pre_handle", None) is not None:
             self.tracker.__exit__(None, None, None)
             self.tracker._fw_pre_handle = None
+
+    def _before_compiled_call(self, wrapper_frame) -> None:
+        """A call of torch.compile'd code: Inductor on fake CUDA from the first one on (capture/inductor.py),
+        and the Router off the torch-function stack for the call."""
+        if self.inductor_missing is not None or self.recorder is None:
+            return
+        hide_router(self.router, wrapper_frame)
+        if self.inductor is None:  # set up outside the capture's modes: Inductor's imports make real tensors
+            from torch.utils._python_dispatch import _disable_current_modes
+
+            with _disable_current_modes():
+                hooks = InductorHooks(self.recorder.record_triton_launch, self.recorder.replay_graph,
+                                      self.recorder.run_compiled, device_time_us(self.gpu_id or "h200"),
+                                      self.recorder.clock.ours)
+                self.inductor = self._stack.enter_context(inductor_on_fake_cuda(hooks))
+            self.recorder.compiles = True
 
     # -- hooks -----------------------------------------------------------------------------------------
     def _optimizer_enter(self, optimizer, args, kwargs) -> None:
@@ -347,12 +370,13 @@ class CaptureSession:
         notes = set(self.recorder.notes)
         if self.op_table is not None and self.op_table.note:
             notes.add(self.op_table.note)
-        compiled = compiled_note(self.compiled_found, self.compile_watch.compiled_calls)
-        if compiled is not None:
-            notes.add(compiled)
+        compiled = compiled_note(self.compiled_found, self.compile_watch.compiled_calls, self.inductor,
+                                 self.inductor_missing, ops, graph_breaks() if self.inductor is not None else ())
+        notes.update(compiled)
+        compiled_as = compiled_model(self.compiled_found, self.compile_watch.compiled_calls, ops)
         memory = None
         if self.storages is not None:
             self.storages.end_step()
             memory = self.storages.result()
         return Capture(ops=ops, settings=settings, workload=workload, notes=tuple(sorted(notes)),
-                       compiled=compiled is not None, memory=memory)
+                       compiled=bool(compiled_as), compiled_as=compiled_as, memory=memory)

@@ -20,12 +20,22 @@ _SITE_MARKERS = ("site-packages" + os.sep, "dist-packages" + os.sep)
 MAX_FRAMES = 200  # deep enough for any model; bounds the walk when something recurses
 
 
+@lru_cache(maxsize=1)
+def _inductor_cache_root() -> str:
+    """Where Inductor writes the Python wrappers it generates (torch.compile'd code calls them): machinery."""
+    try:
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+    except ImportError:
+        return os.sep + "nonexistent" + os.sep
+    return os.path.abspath(cache_dir()) + os.sep
+
+
 @lru_cache(maxsize=4096)
 def _is_internal(filename: str) -> bool:
     path = os.path.abspath(filename)
     if path.startswith(_EXAMPLES_ROOT):
         return False
-    return path.startswith(_INTERNAL_ROOTS) or filename.startswith("<frozen")
+    return path.startswith(_INTERNAL_ROOTS) or filename.startswith("<frozen") or path.startswith(_inductor_cache_root())
 
 
 @lru_cache(maxsize=4096)

@@ -116,7 +116,8 @@ class Prediction:
     python_time_us: float = 0.0
     launch_bound_ops: int = 0
     step_time_by_host_speed: tuple[tuple[float, float], ...] = ()
-    compiled: bool = False  # the step runs torch.compile'd code, predicted as eager (Capture.compiled)
+    compiled: bool = False  # the step runs torch.compile'd code (Capture.compiled)
+    compiled_as: str = ""  # "inductor": Inductor's kernels; "eager": op by op, where Inductor could not run
     workload: str = ""  # what was captured (Capture.workload)
     memory: MemoryPrediction | None = None  # device memory: peak, resident, reserved, the OOM verdict (memory.py)
 
@@ -420,7 +421,8 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
         gpu_time_us=sum(p.time_us for p in preds), host_time_us=sum(p.host_us for p in preds),
         kernels=sum(p.kernels for p in preds), uncosted=uncosted,
         sync_points=sum(1 for p in preds if p.sync), notes=gpu_notes(spec) + capture.notes,
-        compiled=capture.compiled, workload=capture.workload,
+        compiled=capture.compiled, compiled_as=capture.compiled_as or ("eager" if capture.compiled else ""),
+        workload=capture.workload,
         sync_groups=_sync_groups(preds, costs, launches, timeline, step_us, model),
         python_time_us=sum(p.python_us for p in preds), launch_bound_ops=sum(p.launch_bound for p in preds),
         step_time_by_host_speed=tuple((f, steady_state_step_us([dataclasses.replace(

@@ -204,7 +204,8 @@ ROW_REGIME_KINDS = {"norm", "norm_backward", "softmax", "softmax_backward", "los
 ROW_LENGTH_OCTAVES = 1.0
 # Kernels that stream their inputs once, as the add whose warm/cold ratio calibration measures; row-wise and
 # reduction kernels did not show that gain in the suite's first run, so they keep the cold rate.
-L2_STREAMING_KINDS = {"pointwise", "pointwise_cast", "pointwise_strided", "copy", "copy_cast", "fill"}
+L2_STREAMING_KINDS = {"pointwise", "pointwise_cast", "pointwise_strided", "copy", "copy_cast", "fill",
+                      "triton_pointwise", "triton_reduction", "triton_persistent_reduction"}
 # Where a kind has no measurements of its own, the kinds that stand in for it, in order.
 MEMORY_FALLBACK = {
     "pointwise_transpose": ("copy_transpose", "pointwise"), "copy_transpose": ("copy",),
@@ -214,6 +215,12 @@ MEMORY_FALLBACK = {
     "batch_norm_channels_last": ("batch_norm",), "batch_norm_backward_channels_last": ("batch_norm_backward",),
     "gather": ("copy",), "scatter": ("gather", "copy"), "sort": ("copy",), "scan": ("reduction", "copy"),
     "select": ("reduction", "copy"),
+    # Inductor's generated Triton kernels (costs/generated.py) stream their bytes once, whatever their class:
+    # until a profile measures generated kernels, the eager pointwise curve (achieved rate by size) stands in for
+    # each. Not the eager reduction curve: eager reductions over a non-contiguous dim ran 12 us on 655 KB where
+    # Inductor's two kernels took 2 us together (H200, zoo compiled_mean).
+    "triton_pointwise": ("pointwise",), "triton_reduction": ("pointwise",),
+    "triton_persistent_reduction": ("pointwise",), "triton_foreach": ("foreach", "pointwise"),
     **{f"{pool}{suffix}": (pool, "copy") if suffix else ("copy",) for pool in
        ("max_pool", "avg_pool", "adaptive_avg_pool", "max_pool_backward", "avg_pool_backward",
         "adaptive_avg_pool_backward") for suffix in ("", "_channels_last")},

@@ -23,6 +23,17 @@ from kernelcast.records import ENGINE_NODES_OP, HOST_OP_PREFIX, RANGE_BEGIN_OP, 
 EXTRA_KERNEL_LAUNCH_US = 3.0
 FOREACH_PREFIX = "_foreach_"
 RANGE_MARKERS = (RANGE_BEGIN_OP, RANGE_END_OP)
+# torch.compile'd code (capture/inductor.py). Stand-ins until the device calibrates them (scripts/
+# compile_measure.py measures compiled steps): a launch of an Inductor Triton kernel goes through its Python
+# launcher (CachingAutotuner.run) but not the dispatcher or autograd, so it is put a little under an eager op's
+# launch (8.6 µs above); a CUDA graph replay through cudagraph trees runs Python checks, then one
+# cudaGraphLaunch, of the order of a few eager launches.
+GENERATED_LAUNCH_US = 6.0
+CUDAGRAPH_REPLAY_US = 25.0
+TRITON_OP_PREFIX = "triton."
+CUDAGRAPH_REPLAY_OP = HOST_OP_PREFIX + "cudagraph_replay"
+GRAPHED_TAG = "graphed"
+COMPILED_TAG = "compiled"
 
 
 @dataclass(frozen=True)
@@ -40,6 +51,8 @@ class HostModel:
     foreach_op_us: float = 8.6  # a foreach op, fixed part
     foreach_per_tensor_us: float = 0.0  # and per tensor in its lists
     extra_kernel_launch_us: float = EXTRA_KERNEL_LAUNCH_US
+    generated_launch_us: float = GENERATED_LAUNCH_US  # one Inductor Triton kernel launch (stand-in)
+    cudagraph_replay_us: float = CUDAGRAPH_REPLAY_US  # one CUDA graph replay of a compiled graph (stand-in)
     python_scale: float = 1.0  # target host's Python time / capture machine's (1: same speed or unknown)
     # The per-op costs come from tight loops of one op; a chain of varied ops (calibrate/host.py, mixed_chain)
     # takes longer per op. Its measured time over what the per-op costs predict for it, forward and backward.
@@ -106,6 +119,12 @@ class HostModel:
             return 0.0
         if op.op == ENGINE_NODES_OP:  # autograd nodes that ran without an op of their own
             return op.args.get("nodes", 0) * self.backward_node_us
+        if GRAPHED_TAG in op.tags:  # replayed inside a CUDA graph: the replay's launch covers it
+            return 0.0
+        if op.op == CUDAGRAPH_REPLAY_OP:
+            return self.cudagraph_replay_us
+        if op.op.startswith(TRITON_OP_PREFIX):
+            return self.generated_launch_us
         if op.op.startswith(HOST_OP_PREFIX):  # a sync outside aten (synchronize, tolist): its wait is the timeline's
             return 0.0
         # the autograd engine's own cost per node, paid at the node's first op whatever that op launches
@@ -127,7 +146,7 @@ class HostModel:
         """This model with the chain factors interpolated to the variety of the step's own ops."""
         def factor(chain: float, chain_kinds: int, phases: tuple[str, ...]) -> float:
             kinds = len({op.op for op in ops if op.phase in phases and op.parent < 0
-                         and not op.op.startswith(HOST_OP_PREFIX)})
+                         and not op.op.startswith(HOST_OP_PREFIX) and COMPILED_TAG not in op.tags})
             if chain_kinds <= 1:
                 return chain
             share = min(max(kinds - 1, 0) / (chain_kinds - 1), 1.0)
@@ -139,7 +158,10 @@ class HostModel:
             backward_factor=factor(self.backward_factor, self.backward_chain_kinds, ("backward",)))
 
     def python_us(self, op: OpRecord) -> float:
-        """The model's own Python before this op and its module calls, on the target host."""
+        """The model's own Python before this op and its module calls, on the target host (none for an op
+        replayed in a CUDA graph: no Python runs between a graph's kernels)."""
+        if GRAPHED_TAG in op.tags:
+            return 0.0
         return op.python_us * self.python_scale + op.modules * self.module_call_us
 
 

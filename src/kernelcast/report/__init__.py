@@ -82,13 +82,21 @@ def verdict_text(rec: PredictionRecord) -> str:
 
 
 # Leads the summary of a step that runs torch.compile'd code (capture/compiled.py).
-COMPILED_AS_EAGER = "compiled step predicted as eager PyTorch (no model of torch.compile yet): "
+CUDAGRAPH_REPLAY_OP = "host.cudagraph_replay"  # capture/inductor.py (the report does not import torch)
+COMPILED_AS_EAGER = "compiled step predicted as eager PyTorch (Inductor could not run here): "
+COMPILED_BY_INDUCTOR = "compiled step, Inductor's kernels (generated-kernel rates are stand-ins, see notes): "
+
+
+def _compiled_lead(rec: PredictionRecord) -> str:
+    if not rec.compiled:
+        return ""
+    return COMPILED_BY_INDUCTOR if rec.compiled_as == "inductor" else COMPILED_AS_EAGER
 
 
 def summary_line(pred) -> str:
     rec = as_record(pred)
     return (
-        f"{COMPILED_AS_EAGER if rec.compiled else ''}"
+        f"{_compiled_lead(rec)}"
         f"step {time_text(rec.step_time_us)} on {rec.gpu_name}: GPU {time_text(rec.gpu_time_us)}, "
         f"host {time_text(rec.host_time_us)}, {rec.kernels} kernels, {rec.sync_points} syncs -> "
         f"{verdict_text(rec)}; a host timer without synchronize would "
@@ -96,7 +104,14 @@ def summary_line(pred) -> str:
     )
 
 
-LAUNCH_BOUND_ADVICE = ("fuse them with torch.compile, or replay the step as a CUDA graph")
+def _launch_bound_fix(rec: PredictionRecord) -> str:
+    """What would take launches off the host, given what the step already does: eager code can be compiled;
+    compiled code (Inductor's kernels) can replay as CUDA graphs (mode="reduce-overhead") unless it does."""
+    if rec.compiled_as != "inductor":
+        return "fuse them with torch.compile, or replay the step as a CUDA graph"
+    if any(op.op == CUDAGRAPH_REPLAY_OP for op in rec.ops):
+        return "the compiled graphs already replay as CUDA graphs; the rest runs outside them"
+    return "the step is compiled already: torch.compile(mode=\"reduce-overhead\") replays it as CUDA graphs"
 
 
 def host_line(pred) -> str:
@@ -104,7 +119,7 @@ def host_line(pred) -> str:
     rec = as_record(pred)
     what_if = ", ".join(f"{time_text(step)} with CPU work x{factor:g}" for factor, step in rec.step_time_by_host_speed)
     launch = (f"; {rec.launch_bound_ops} ops are launch-bound (their kernels finish before the next launch: "
-              f"{LAUNCH_BOUND_ADVICE})" if rec.launch_bound_ops else "")
+              f"{_launch_bound_fix(rec)})" if rec.launch_bound_ops else "")
     return (f"host: {rec.host}. CPU {time_text(rec.host_time_us)} per step, of which model Python "
             f"{time_text(rec.python_time_us)}; step {what_if}{launch}")
 
