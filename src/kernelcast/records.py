@@ -410,6 +410,7 @@ class PredictionRecord:
     uncosted: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     compiled: bool = False
+    compiled_as: str = ""  # "inductor": Inductor's kernels; "eager": op by op (Capture.compiled_as)
     python_time_us: float = 0.0
     launch_bound_ops: int = 0
     step_time_by_host_speed: tuple[tuple[float, float], ...] = ()
@@ -437,7 +438,7 @@ class PredictionRecord:
             "gpu_time_us": self.gpu_time_us, "host_time_us": self.host_time_us, "kernels": self.kernels,
             "bound": self.bound, "gpu_idle_fraction": self.gpu_idle_fraction, "sync_points": self.sync_points,
             "uncosted": list(self.uncosted), "notes": list(self.notes), "compiled": self.compiled,
-            "python_time_us": self.python_time_us, "launch_bound_ops": self.launch_bound_ops,
+            "compiled_as": self.compiled_as, "python_time_us": self.python_time_us, "launch_bound_ops": self.launch_bound_ops,
             "step_time_by_host_speed": [{"cpu_work_factor": f, "step_time_us": t}
                                         for f, t in self.step_time_by_host_speed],
             "sync_points_by_source": [asdict(g) for g in self.sync_groups],
@@ -475,7 +476,9 @@ class PredictionRecord:
             gpu_idle_fraction=float(d.get("gpu_idle_fraction", 0.0)), sync_points=int(d.get("sync_points", 0)),
             ops=tuple(PredictedOp.from_json(o, i) for i, o in enumerate(d["ops"])),
             uncosted=tuple(d.get("uncosted", ())), notes=tuple(d.get("notes", ())),
-            compiled=bool(d.get("compiled", False)), python_time_us=float(d.get("python_time_us", 0.0)),
+            compiled=bool(d.get("compiled", False)),
+            compiled_as=d.get("compiled_as", "eager" if d.get("compiled") else ""),
+            python_time_us=float(d.get("python_time_us", 0.0)),
             launch_bound_ops=int(d.get("launch_bound_ops", 0)),
             step_time_by_host_speed=tuple((float(r["cpu_work_factor"]), float(r["step_time_us"]))
                                           for r in d.get("step_time_by_host_speed", ())),

@@ -164,7 +164,7 @@ class StorageTracker:
 
         with warnings.catch_warnings():  # some libraries' lazy module proxies warn when their type is asked
             warnings.simplefilter("ignore")
-            owners = [o for o in gc.get_objects() if isinstance(o, (torch.nn.Module, Optimizer))]
+            owners = [o for o in gc.get_objects() if _is_owner(o, Optimizer)]
         for owner in owners:
             if isinstance(owner, Optimizer):
                 self.label_optimizer(owner)
@@ -270,3 +270,11 @@ def dtensor_propagation_untracked(tracker: StorageTracker) -> Iterator[None]:
 
     with mock.patch.object(ShardingPropagator, "_propagate_tensor_meta_non_cached", propagate):
         yield
+
+
+def _is_owner(obj, optimizer_type) -> bool:
+    """A module or an optimizer; False for a weak proxy whose object is gone (asking its type raises)."""
+    try:
+        return isinstance(obj, (torch.nn.Module, optimizer_type))
+    except ReferenceError:
+        return False

@@ -39,7 +39,7 @@ def prediction_record(pred) -> PredictionRecord:
         naive_host_timer_us=pred.naive_host_timer_us, gpu_time_us=pred.gpu_time_us,
         host_time_us=pred.host_time_us, kernels=pred.kernels, bound=pred.bound,
         gpu_idle_fraction=pred.gpu_idle_fraction, sync_points=pred.sync_points,
-        ops=tuple(_op(p) for p in pred.ops), uncosted=pred.uncosted, notes=pred.notes, compiled=pred.compiled,
+        ops=tuple(_op(p) for p in pred.ops), uncosted=pred.uncosted, notes=pred.notes, compiled=pred.compiled, compiled_as=pred.compiled_as,
         python_time_us=pred.python_time_us, launch_bound_ops=pred.launch_bound_ops,
         step_time_by_host_speed=pred.step_time_by_host_speed,
         sync_groups=tuple(SyncPointGroup(g.source, g.kind, g.count, g.stall_us, g.saving_us, g.advice)

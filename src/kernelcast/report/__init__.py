@@ -152,7 +152,7 @@ def advice(pred) -> list[str]:
         out.append(f"GPU idle {rec.gpu_idle_fraction:.0%} of the step: {HOST_BOUND_ADVICE}")
     if rec.launch_bound_ops:
         out.append(f"{rec.launch_bound_ops} ops finish on the GPU before the CPU launches the next: "
-                   f"{LAUNCH_BOUND_ADVICE}")
+                   f"{_launch_bound_fix(rec)}")
     if rec.comm is not None and rec.comm.exposed_comm_us > 0:
         out.append(f"{time_text(rec.comm.exposed_comm_us)} of communication is exposed (not hidden behind "
                    "compute): larger buckets or overlap (DDP bucket_cap_mb, FSDP2 prefetch) hide more")
