@@ -212,9 +212,19 @@ class CaptureSettings:
     matmul_allow_bf16_reduced: bool = True
     arch: str = "sm_90"  # the CUDA arch the capture routed for (attention backends differ by arch)
     torch_version: str = ""
-    # The capture machine's Python speed (capture/cpu_speed.py; 0: not measured), which OpRecord.python_us
-    # was measured at.
+    # The capture machine: its CPU and its three microbenchmarks (capture/cpu_speed.py, µs of CPU time; 0: not
+    # measured), the speed OpRecord.python_us was measured at.
     python_bench_us: float = 0.0
+    dispatch_bench_us: float = 0.0
+    module_bench_us: float = 0.0
+    cpu: str = ""
+    # How the model's Python was timed: over how many recorded steps (OpRecord.python_us is each op's fastest
+    # reading), and the step's model Python summed over each op's median reading instead (0: not recorded).
+    python_timing_steps: int = 1
+    python_median_us: float = 0.0
+    # How long the capturing thread waited for a core per unit of CPU time over the timed steps (other
+    # processes' load; Linux schedstat, 0 where unknown).
+    capture_wait_share: float = 0.0
 
 
 @dataclass(frozen=True)

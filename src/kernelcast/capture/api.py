@@ -13,8 +13,10 @@ from kernelcast.errors import CaptureError
 from kernelcast.records import Capture
 
 from .compiled import compiled_in
+from .cpu_speed import this_machine_bench
 from .cuda_facade import TargetDevice
 from .distributed import check_world_size, distributed_capture, fake_process_group
+from .host_clock import TIMING_STEPS
 from .session import CaptureSession
 
 DEFAULT_GPU = "h200"
@@ -31,17 +33,25 @@ def target_device(gpu: GPU) -> TargetDevice:
 
 def _session(gpu: str | GPU) -> CaptureSession:
     spec = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
-    return CaptureSession(target_device(spec), spec.cuda_arch)
+    session = CaptureSession(target_device(spec), spec.cuda_arch)
+    session.cpu_bench = this_machine_bench()  # before the session: its benchmarks run real CPU tensors
+    return session
 
 
-def _run_steps(session: CaptureSession, step: Callable, args: tuple) -> None:
+def _run_steps(session: CaptureSession, step: Callable, args: tuple, timing_steps: int = TIMING_STEPS) -> None:
     session.compiled_found = compiled_in(step, args)
     for _ in range(WARMUP_STEPS):
         step(*args)
     session.recording = True
-    step(*args)
+    session.record_timed(lambda: step(*args), timing_steps)
     session.measure_gap_baselines()
     session.recording = False
+
+
+def timing_steps_for(world_size: int) -> int:
+    """Steps the model's Python is read over: one for a step run as a rank of a fake process group (its
+    collective records are indexed by the first step's ops, distributed.py), TIMING_STEPS otherwise."""
+    return 1 if world_size > 1 else TIMING_STEPS
 
 
 @contextlib.contextmanager
@@ -70,7 +80,8 @@ def capture_workload(build: Callable[[], tuple[Callable, Any]], gpu: str | GPU =
         if not (isinstance(built, tuple) and len(built) == 2 and callable(built[0])):
             raise CaptureError("build() must return (step, args), with step callable and args a tuple")
         step, args = built
-        _run_steps(session, step, tuple(args) if isinstance(args, (list, tuple)) else (args,))
+        _run_steps(session, step, tuple(args) if isinstance(args, (list, tuple)) else (args,),
+                   timing_steps_for(world_size))
         return distributed.finish(session.result(workload))
 
 
@@ -99,7 +110,7 @@ def capture_step(step: Callable, args: tuple = (), gpu: str | GPU = DEFAULT_GPU,
             distributed_capture(world_size, session.recorder) as distributed:
         fake_args = tuple(_to_fake_cuda(a) for a in args)
         try:
-            _run_steps(session, step, fake_args)
+            _run_steps(session, step, fake_args, timing_steps_for(world_size))
         except RuntimeError as exc:
             if "FakeTensor" in str(exc) or "fake" in str(exc).lower():
                 raise CaptureError(
