@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from kernelcast.capture import capture
+from kernelcast.capture.cpu_speed import CpuBench
 from kernelcast.capture.router import count_graph_nodes
 from kernelcast.costs import cost_of
 from kernelcast.predict import predict_capture, step_verdict
@@ -30,7 +31,7 @@ SECTION = {
 
 
 def test_host_model_derives_each_cost_from_the_calibration_cases():
-    model = HostModel.from_profile(SECTION, "test host", capture_python_bench_us=4000.0)
+    model = HostModel.from_profile(SECTION, "test host", CpuBench(python_us=4000.0))
     assert model.kernel_op_us == 10.0
     assert model.grad_extra_us == 2.0  # 12 - 10
     assert model.gemm_extra_us == 3.0  # 13 - 10

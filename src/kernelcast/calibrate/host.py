@@ -1,5 +1,5 @@
 """Host (CPU) cost of eager PyTorch on this machine: per op by kind, per sync, per foreach tensor, per backward
-node, Python speed, and host<->device copy bandwidth.
+node, the CPU and its speed (capture/cpu_speed.py's three benchmarks), and host<->device copy bandwidth.
 
 Each op case runs a loop of tiny ops, so the GPU finishes each kernel before the next launch arrives and the
 loop time is the CPU's. Synchronised before and after; REPEATS loops; the median with the fastest and slowest.
@@ -13,7 +13,7 @@ from typing import Callable
 
 import torch
 
-from kernelcast.capture.cpu_speed import python_bench_us
+from kernelcast.capture.cpu_speed import measure_cpu_bench, python_bench_us
 
 N_OPS = 2000
 N_SYNCS = 500
@@ -187,6 +187,10 @@ def host_costs() -> dict:
     out = {name: _summary(per_op_us(fn, n)) for name, (fn, n) in cases.items()}
     out["backward node"] = _summary(backward_node_us())
     out["python bench"] = _summary([python_bench_us(repeats=1) for _ in range(REPEATS)])
+    # The three CPU benchmarks a capture also records (capture/cpu_speed.py), and this host's CPU: predict/host.py
+    # carries the model's Python from the capture machine by their ratios, and a target host measured apart
+    # (at another speed) scales these costs by them.
+    out["cpu bench"] = measure_cpu_bench().to_json()
     out["copies"] = copy_bandwidth()
     out["mixed chain"] = mixed_chain()
     out["foreach_tensors"] = [FOREACH_FEW, FOREACH_MANY]

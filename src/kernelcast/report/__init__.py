@@ -90,13 +90,25 @@ def summary_line(pred: Prediction) -> str:
     )
 
 
+def _range(low: float, high: float) -> str:
+    return f"{_us(low)}-{_us(high)}"
+
+
 def host_line(pred: Prediction) -> str:
-    """Which host the CPU side is for, what it is made of, and how much another CPU would change the step."""
+    """Which CPUs the host side is for and was captured on, what it is made of, where it is uncertain (as
+    ranges), and how much another CPU would change the step."""
     what_if = ", ".join(f"{_us(step)} with CPU work x{factor:g}" for factor, step in pred.step_time_by_host_speed)
     launch = (f"; {pred.launch_bound_ops} ops are launch-bound (their kernels finish before the next launch: "
               "fuse them with torch.compile, or replay the step as a CUDA graph)" if pred.launch_bound_ops else "")
-    return (f"host: {pred.host}. CPU {_us(pred.host_time_us)} per step, of which model Python "
-            f"{_us(pred.python_time_us)}; step {what_if}{launch}")
+    cpus = (f"target CPU {pred.target_cpu or 'not recorded'}, captured on {pred.capture_cpu or 'a CPU not recorded'}"
+            f" (model Python: CPU time, fastest of {pred.python_timing_steps} "
+            f"step{'s' if pred.python_timing_steps > 1 else ''})")
+    python = f"model Python {_us(pred.python_time_us)}"
+    if pred.python_time_range_us[1] > 0:
+        python += (f" (range {_range(*pred.python_time_range_us)}: the CPU benchmarks' ratios between the two "
+                   f"machines, the capture's readings; step {_range(*pred.step_time_range_us)} over it)")
+    return (f"host: {pred.host}; {cpus}. CPU {_us(pred.host_time_us)} per step, of which {python}; "
+            f"step {what_if}{launch}")
 
 
 def comm_line(pred: Prediction) -> str | None:
@@ -180,6 +192,9 @@ def prediction_json(pred: Prediction) -> dict:
         "bound": pred.bound, "gpu_idle_fraction": pred.gpu_idle_fraction, "sync_points": pred.sync_points,
         "uncosted": list(pred.uncosted), "notes": list(pred.notes), "compiled": pred.compiled,
         "python_time_us": pred.python_time_us, "launch_bound_ops": pred.launch_bound_ops,
+        "python_time_range_us": list(pred.python_time_range_us), "step_time_range_us": list(pred.step_time_range_us),
+        "capture_cpu": pred.capture_cpu, "target_cpu": pred.target_cpu,
+        "python_timing_steps": pred.python_timing_steps,
         "step_time_by_host_speed": [{"cpu_work_factor": f, "step_time_us": t} for f, t in pred.step_time_by_host_speed],
         "sync_points_by_source": [{"source": g.source, "kind": g.kind, "count": g.count, "stall_us": g.stall_us,
                                    "saving_us": g.saving_us, "advice": g.advice} for g in pred.sync_groups],
