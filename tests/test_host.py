@@ -181,3 +181,16 @@ def test_verdict_has_a_mixed_band_between_gpu_and_host_bound():
     assert step_verdict(gpu_time_us=70.0, step_time_us=100.0) == "mixed"
     assert step_verdict(gpu_time_us=50.0, step_time_us=100.0) == "host"
     assert step_verdict(gpu_time_us=250.0, step_time_us=100.0) == "gpu"  # two streams busy at once
+
+
+def test_a_calibrated_library_call_is_priced_at_its_case_not_as_a_launch():
+    from kernelcast.predict.host import LIBRARY_CASES
+
+    x, w = contiguous((1, 16, 8, 8)), contiguous((16, 16, 3, 3))
+    conv = op("aten.convolution.default", {"input": x, "weight": w, "bias": None, "stride": (1, 1),
+                                           "padding": (1, 1), "dilation": (1, 1), "transposed": False,
+                                           "output_padding": (0, 0), "groups": 1}, [x])
+    launch_priced = HostModel.from_profile(SECTION, "test host")
+    assert launch_priced.dispatch_us(conv, cost_of(conv)) == 10.0  # no case: one launch, as an add
+    section = {**SECTION, LIBRARY_CASES["convolution"]: _case(45.0)}
+    assert HostModel.from_profile(section, "test host").dispatch_us(conv, cost_of(conv)) == 45.0

@@ -32,6 +32,17 @@ from kernelcast.records import ENGINE_NODES_OP, HOST_OP_PREFIX, RANGE_BEGIN_OP, 
 # is CUDA's documented order; foreach ops, the main multi-launch ops, have a measured cost of their own.
 EXTRA_KERNEL_LAUNCH_US = 3.0
 FOREACH_PREFIX = "_foreach_"
+# The aten ops that call cuDNN or cuSOLVER, and the calibration case (calibrate/host.py library_cases) that
+# times the smallest such call on the host: the op costs the case's time instead of one launch. Profiles
+# without the case (the shipped H200 profile) price them as launches, which the zoo found two to six times
+# short (docs/validation.md).
+LIBRARY_CASES = {
+    "convolution": "conv2d 3x3 (cuDNN)",
+    "convolution_backward": "conv2d backward (cuDNN)",
+    "cudnn_batch_norm": "batch_norm training (cuDNN)",
+    "_cudnn_rnn": "rnn tanh 4 steps (cuDNN)",
+    "_linalg_solve_ex": "linalg.solve 8x8 (cuSOLVER)",
+}
 RANGE_MARKERS = (RANGE_BEGIN_OP, RANGE_END_OP)
 
 
@@ -55,6 +66,8 @@ class HostModel:
     # range on the target. One benchmark only: SINGLE_BENCHMARK_SPREAD either side of it.
     python_scale_range: tuple[float, float] = (1.0, 1.0)
     cpu_scale: float = 1.0  # every per-op cost on the target host over the calibration's (1: the calibrated host)
+    # µs of host time per call of each LIBRARY_CASES op that the profile calibrated (by op name)
+    library_call_us: tuple[tuple[str, float], ...] = ()
     capture_cpu: str = ""  # the CPU the capture ran on, and the target host's ("" where not recorded)
     target_cpu: str = ""
     # The per-op costs come from tight loops of one op; a chain of varied ops (calibrate/host.py, mixed_chain)
@@ -81,7 +94,7 @@ class HostModel:
         add, view = us("add (1 kernel)"), us("view (no kernel)")
         if add is None or view is None:
             return HostModel()
-        values: dict[str, float] = {"kernel_op_us": add, "view_op_us": view}
+        values: dict = {"kernel_op_us": add, "view_op_us": view}
         if (v := us("add, input requires grad (1 kernel)")) is not None:
             values["grad_extra_us"] = max(v - add, 0.0)
         if (v := us("mm 16x16 (1 kernel)")) is not None:
@@ -101,6 +114,9 @@ class HostModel:
                 per_tensor = max((many - few) / (few_many[1] - few_many[0]), 0.0)
                 values["foreach_per_tensor_us"] = per_tensor
                 values["foreach_op_us"] = max(few - per_tensor * few_many[0], 0.0)
+        library = tuple((name, v) for name, case in LIBRARY_CASES.items() if (v := us(case)) is not None)
+        if library:
+            values["library_call_us"] = library
         chain = section.get("mixed chain")
         if isinstance(chain, dict) and chain.get("ops"):
             values.update(_chain_factors(chain, HostModel(**values)))
@@ -139,6 +155,9 @@ class HostModel:
             return self.host_only_op_us + engine_us
         if cost is None or cost.kernels == 0:
             return self.view_op_us + engine_us
+        library = dict(self.library_call_us).get(op.name)
+        if library is not None:
+            return library + engine_us + (self.grad_extra_us if "grad" in op.tags else 0.0)
         if op.name.startswith(FOREACH_PREFIX):
             return self.foreach_op_us + self.foreach_per_tensor_us * max(map(len, tensor_lists(op)), default=1)
         us = self.kernel_op_us + (cost.kernels - 1) * self.extra_kernel_launch_us + engine_us
