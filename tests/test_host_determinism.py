@@ -19,6 +19,7 @@ from kernelcast.report import host_line, prediction_json
 
 host_clock = importlib.import_module("kernelcast.capture.host_clock")
 capture_api = importlib.import_module("kernelcast.capture.api")
+session = importlib.import_module("kernelcast.capture.session")
 
 
 class TickingClock:
@@ -81,7 +82,7 @@ def test_the_capture_reads_the_thread_cpu_clock_and_repeats_the_step(monkeypatch
         captures.append(capture_workload(sleeping_build, "h200"))
     first, second = captures
     assert [op.python_us for op in first.ops] == [op.python_us for op in second.ops]
-    assert first.settings.python_timing_steps == host_clock.TIMING_STEPS == 3
+    assert host_clock.TIMING_STEPS <= first.settings.python_timing_steps <= host_clock.TIMING_STEPS_MAX
     # a read costs 1 µs of this clock, so any op's model Python is a handful of µs, never the 20 ms sleep
     assert max(op.python_us for op in first.ops) < 100
 
@@ -101,7 +102,9 @@ def test_repeated_steps_keep_the_first_steps_ops_and_each_ops_fastest_reading(mo
     assert once.settings.python_median_us >= sum(op.python_us for op in once.ops)  # median >= fastest, per op
 
 
-def test_a_step_that_changes_what_it_runs_leaves_those_repeats_out():
+def test_a_step_that_changes_what_it_runs_leaves_those_repeats_out(monkeypatch):
+    monkeypatch.setattr(session, "TIMING_STEPS_MAX", host_clock.TIMING_STEPS)  # three runs, whatever they cost
+
     def build():
         x = torch.randn(64, device="cuda")
         calls = [0]
@@ -176,4 +179,4 @@ def test_prediction_gives_ranges_and_both_cpus():
     assert pred.capture_cpu in line and pred.target_cpu in line and "range" in line
     out = prediction_json(pred)
     assert out["python_time_range_us"] == [low, high] and out["capture_cpu"] == cap.settings.cpu
-    assert out["python_timing_steps"] == 3
+    assert out["python_timing_steps"] == pred.python_timing_steps >= 3

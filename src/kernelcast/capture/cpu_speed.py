@@ -104,7 +104,7 @@ def module_bench_us(repeats: int = BENCH_REPEATS) -> float:
 # still came out high on the 2-core development machine, by up to LOADED_PYTHON_INFLATION with both cores held
 # by busy loops (benchmarks/host_determinism.py: model Python 1.16x, 1.55x and 1.87x its idle reading on the MLP
 # step, GPT-2 forward and the GPT training step); predict lowers the model Python's range by it. Idle captures
-# there waited 0-3% (other agents' background work), loaded ones 40-100%.
+# there waited 0-1% (other agents' background work), loaded ones 84-87% (GPT-2 forward, 2 busy loops).
 BUSY_WAIT_SHARE = 0.1
 LOADED_PYTHON_INFLATION = 0.9
 

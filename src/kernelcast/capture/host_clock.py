@@ -27,11 +27,16 @@ from .cpu_speed import thread_cpu_ns
 
 BASELINE_CALLS = 60  # bare calls per baseline loop
 PLAIN_CALLS = 4  # calls that record no op, before each op of their baseline loop
-BASELINE_LOOPS = 3  # loops at least (as many as the step's timed steps); per call the fastest loop's reading
+BASELINE_LOOPS = 3  # loops (as many as the fewest timed steps); per call the fastest loop's reading
 # Recorded steps the model's Python is read over (the first one's ops are the capture). With one, the predicted
-# step of the same workload moved by 11-98% between idle captures (an interrupt or a page fault in one long
-# stretch); with three, by 0.4-1.8% (benchmarks/host_determinism.py, modes cpu1 and shipped).
+# step of the same workload moved by 2-78% between idle captures (an interrupt or a page fault in a long
+# stretch); with three, by 1-2% on the GPT-2 steps (benchmarks/host_determinism.py, modes cpu1 and shipped).
+# A cheap step is read more often, up to TIMING_STEPS_MAX, while the extra steps take at most TIMING_BUDGET_S of
+# CPU time: the MLP step's readings still moved by 12% over three steps when another process held a core for a
+# while (and a repeat of a 25 ms step costs little).
 TIMING_STEPS = 3
+TIMING_STEPS_MAX = 8
+TIMING_BUDGET_S = 0.25
 
 
 class HostClock:

@@ -32,12 +32,12 @@ from kernelcast.records import RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, CaptureS
 from .compat import real_run_paths
 from .attention import sdpa_routed
 from .compiled import CompileWatch, compiled_note
-from .cpu_speed import BUSY_WAIT_SHARE, CpuBench, cpu_and_wait_ns, wait_share
+from .cpu_speed import BUSY_WAIT_SHARE, CpuBench, cpu_and_wait_ns, thread_cpu_ns, wait_share
 from .cuda_facade import TargetDevice, cuda_facade
 from .cuda_only import cuda_only_fakes
 from .cuda_path import CudaOpTable, cuda_kernels_kept_whole, load_op_table
-from .host_clock import (BASELINE_CALLS, BASELINE_LOOPS, PLAIN_CALLS, TIMING_STEPS, GapBaselines, HostClock,
-                         median_over_steps, min_over_steps)
+from .host_clock import (BASELINE_CALLS, BASELINE_LOOPS, PLAIN_CALLS, TIMING_BUDGET_S, TIMING_STEPS,
+                         TIMING_STEPS_MAX, GapBaselines, HostClock, median_over_steps, min_over_steps)
 from .recorder import Recorder
 from .rnn import RnnRoutes, cudnn_rnns_on_fake_cuda
 from .router import Router, origin_of_current_backward_node
@@ -301,8 +301,9 @@ class CaptureSession:
 
     # -- the model's Python -----------------------------------------------------------------------------
     def record_timed(self, run_step, steps: int = TIMING_STEPS) -> None:
-        """Record one step, then run it steps - 1 more times with the clock on and keep, per op, the fastest
-        model-Python reading (host_clock.py says why). The first step's ops are the capture; a repeat whose ops
+        """Record one step, then run it steps - 1 more times with the clock on (more, up to TIMING_STEPS_MAX,
+        while the repeats stay within TIMING_BUDGET_S of CPU time) and keep, per op, the fastest model-Python
+        reading (host_clock.py says why). The first step's ops are the capture; a repeat whose ops
         differ from them (a step that changes what it runs from call to call) is left out of the minimum."""
         assert self.recorder is not None and self.recording
         recorder = self.recorder
@@ -313,10 +314,15 @@ class CaptureSession:
         readings = [[op.python_us for op in ops]]
         signature = [(op.op, op.modules, n) for op, n in zip(ops, calls)]
         try:
-            for _ in range(steps - 1):
+            spent_ns, runs = 0, 1
+            while runs < steps or (steps > 1 and runs < TIMING_STEPS_MAX
+                                   and spent_ns * runs / (runs - 1) <= TIMING_BUDGET_S * 1e9):
                 recorder.ops, recorder.torch_calls = [], []
                 recorder.clock.restart()
+                started = thread_cpu_ns()
                 run_step()
+                spent_ns += thread_cpu_ns() - started
+                runs += 1
                 if [(op.op, op.modules, n) for op, n in zip(recorder.ops, recorder.torch_calls)] == signature:
                     readings.append([op.python_us for op in recorder.ops])
         finally:
@@ -343,7 +349,7 @@ class CaptureSession:
 
         def per_call(call) -> float:
             loops = []
-            for _ in range(max(self.python_steps, BASELINE_LOOPS)):
+            for _ in range(BASELINE_LOOPS):
                 recorder.ops, recorder.torch_calls = [], []
                 recorder.clock.restart()
                 for _ in range(BASELINE_CALLS):
