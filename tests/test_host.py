@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from kernelcast.capture import capture
+from kernelcast.capture.cpu_speed import CpuBench
 from kernelcast.capture.router import count_graph_nodes
 from kernelcast.costs import cost_of
 from kernelcast.predict import predict_capture, step_verdict
@@ -30,7 +31,7 @@ SECTION = {
 
 
 def test_host_model_derives_each_cost_from_the_calibration_cases():
-    model = HostModel.from_profile(SECTION, "test host", capture_python_bench_us=4000.0)
+    model = HostModel.from_profile(SECTION, "test host", CpuBench(python_us=4000.0))
     assert model.kernel_op_us == 10.0
     assert model.grad_extra_us == 2.0  # 12 - 10
     assert model.gemm_extra_us == 3.0  # 13 - 10
@@ -64,8 +65,8 @@ def test_python_between_ops_is_timed_and_torch_calls_are_not():
         with cap.paused():
             x = torch.randn(1024, device="cuda")
         y = x * 2
-        deadline = time.perf_counter() + 0.03  # 30 ms of model Python between two ops
-        while time.perf_counter() < deadline:
+        deadline = time.thread_time() + 0.03  # 30 ms of model Python (CPU time, the capture's clock) between ops
+        while time.thread_time() < deadline:
             pass
         z = y + 1
         for _ in range(50):  # torch calls only: the capture's own time, not the model's
@@ -180,3 +181,16 @@ def test_verdict_has_a_mixed_band_between_gpu_and_host_bound():
     assert step_verdict(gpu_time_us=70.0, step_time_us=100.0) == "mixed"
     assert step_verdict(gpu_time_us=50.0, step_time_us=100.0) == "host"
     assert step_verdict(gpu_time_us=250.0, step_time_us=100.0) == "gpu"  # two streams busy at once
+
+
+def test_a_calibrated_library_call_is_priced_at_its_case_not_as_a_launch():
+    from kernelcast.predict.host import LIBRARY_CASES
+
+    x, w = contiguous((1, 16, 8, 8)), contiguous((16, 16, 3, 3))
+    conv = op("aten.convolution.default", {"input": x, "weight": w, "bias": None, "stride": (1, 1),
+                                           "padding": (1, 1), "dilation": (1, 1), "transposed": False,
+                                           "output_padding": (0, 0), "groups": 1}, [x])
+    launch_priced = HostModel.from_profile(SECTION, "test host")
+    assert launch_priced.dispatch_us(conv, cost_of(conv)) == 10.0  # no case: one launch, as an add
+    section = {**SECTION, LIBRARY_CASES["convolution"]: _case(45.0)}
+    assert HostModel.from_profile(section, "test host").dispatch_us(conv, cost_of(conv)) == 45.0

@@ -214,9 +214,19 @@ class CaptureSettings:
     matmul_allow_bf16_reduced: bool = True
     arch: str = "sm_90"  # the CUDA arch the capture routed for (attention backends differ by arch)
     torch_version: str = ""
-    # The capture machine's Python speed (capture/cpu_speed.py; 0: not measured), which OpRecord.python_us
-    # was measured at.
+    # The capture machine: its CPU and its three microbenchmarks (capture/cpu_speed.py, µs of CPU time; 0: not
+    # measured), the speed OpRecord.python_us was measured at.
     python_bench_us: float = 0.0
+    dispatch_bench_us: float = 0.0
+    module_bench_us: float = 0.0
+    cpu: str = ""
+    # How the model's Python was timed: over how many recorded steps (OpRecord.python_us is each op's fastest
+    # reading), and the step's model Python summed over each op's median reading instead (0: not recorded).
+    python_timing_steps: int = 1
+    python_median_us: float = 0.0
+    # How long the capturing thread waited for a core per unit of CPU time over the timed steps (other
+    # processes' load; Linux schedstat, 0 where unknown).
+    capture_wait_share: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -414,6 +424,13 @@ class PredictionRecord:
     python_time_us: float = 0.0
     launch_bound_ops: int = 0
     step_time_by_host_speed: tuple[tuple[float, float], ...] = ()
+    # Where the host side is uncertain (predict.Prediction): model Python and step over their ranges; (0, 0):
+    # not computed. The CPUs the host times came from and are for; recorded steps the model Python was read over.
+    python_time_range_us: tuple[float, float] = (0.0, 0.0)
+    step_time_range_us: tuple[float, float] = (0.0, 0.0)
+    capture_cpu: str = ""
+    target_cpu: str = ""
+    python_timing_steps: int = 1
     sync_groups: tuple[SyncPointGroup, ...] = ()
     comm: CommRecord | None = None
     parallel_host: dict | None = None  # {"hook_us", "fsdp_units", "unmodelled_hooks"}
@@ -441,6 +458,10 @@ class PredictionRecord:
             "compiled_as": self.compiled_as, "python_time_us": self.python_time_us, "launch_bound_ops": self.launch_bound_ops,
             "step_time_by_host_speed": [{"cpu_work_factor": f, "step_time_us": t}
                                         for f, t in self.step_time_by_host_speed],
+            "python_time_range_us": list(self.python_time_range_us),
+            "step_time_range_us": list(self.step_time_range_us),
+            "capture_cpu": self.capture_cpu, "target_cpu": self.target_cpu,
+            "python_timing_steps": self.python_timing_steps,
             "sync_points_by_source": [asdict(g) for g in self.sync_groups],
             "comm": None if self.comm is None else asdict(self.comm),
             "parallel_host": self.parallel_host,
@@ -482,6 +503,10 @@ class PredictionRecord:
             launch_bound_ops=int(d.get("launch_bound_ops", 0)),
             step_time_by_host_speed=tuple((float(r["cpu_work_factor"]), float(r["step_time_us"]))
                                           for r in d.get("step_time_by_host_speed", ())),
+            python_time_range_us=tuple(map(float, d.get("python_time_range_us", (0.0, 0.0)))),
+            step_time_range_us=tuple(map(float, d.get("step_time_range_us", (0.0, 0.0)))),
+            capture_cpu=d.get("capture_cpu", ""), target_cpu=d.get("target_cpu", ""),
+            python_timing_steps=int(d.get("python_timing_steps", 1)),
             sync_groups=tuple(SyncPointGroup(**g) for g in d.get("sync_points_by_source", ())),
             comm=None if d.get("comm") is None else CommRecord(**d["comm"]),
             parallel_host=d.get("parallel_host"), workload=d.get("workload", ""),

@@ -1,5 +1,5 @@
 """Host (CPU) cost of eager PyTorch on this machine: per op by kind, per sync, per foreach tensor, per backward
-node, Python speed, and host<->device copy bandwidth.
+node, the CPU and its speed (capture/cpu_speed.py's three benchmarks), and host<->device copy bandwidth.
 
 Each op case runs a loop of tiny ops, so the GPU finishes each kernel before the next launch arrives and the
 loop time is the CPU's. Synchronised before and after; REPEATS loops; the median with the fastest and slowest.
@@ -13,7 +13,7 @@ from typing import Callable
 
 import torch
 
-from kernelcast.capture.cpu_speed import python_bench_us
+from kernelcast.capture.cpu_speed import measure_cpu_bench, python_bench_us
 
 N_OPS = 2000
 N_SYNCS = 500
@@ -162,6 +162,43 @@ def _summary(runs: list[float]) -> dict:
             "runs_us": [round(r, 3) for r in runs]}
 
 
+# Calls into cuDNN and cuSOLVER cost the host more than a kernel launch: descriptors, the plan cache lookup,
+# the library's own dispatch (cuDNN frontend's execute for convolutions and batch norm, cudnnRNNForward, the
+# solver's info read back). Tight loops of the smallest such call, each with the aten op the capture records
+# (predict/host.py LIBRARY_CASES prices the op at the case's time instead of a launch). Added after the zoo
+# (validation/wall_validate.json) showed conv, RNN and solver steps' host time two to six times the per-launch
+# price; not yet measured on a device (the shipped profile has none of these cases).
+LIBRARY_CALLS = N_OPS // 4
+
+
+def library_cases() -> dict:
+    F = torch.nn.functional
+    x = torch.ones(1, 16, 8, 8, device="cuda")
+    w = torch.ones(16, 16, 3, 3, device="cuda")
+    grad = torch.ones(1, 16, 8, 8, device="cuda")
+    mean, var = torch.zeros(16, device="cuda"), torch.ones(16, device="cuda")
+    rnn = torch.nn.RNN(16, 16).cuda()
+    seq = torch.ones(4, 1, 16, device="cuda")
+    a = torch.eye(8, device="cuda") * 2
+    b = torch.ones(8, 1, device="cuda")
+
+    def conv_backward():
+        torch.ops.aten.convolution_backward(grad, x, w, [0], [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+                                            [True, True, False])
+
+    def rnn_no_grad():
+        with torch.no_grad():
+            rnn(seq)
+
+    return {
+        "conv2d 3x3 (cuDNN)": (lambda: F.conv2d(x, w, padding=1), LIBRARY_CALLS),
+        "conv2d backward (cuDNN)": (conv_backward, LIBRARY_CALLS),
+        "batch_norm training (cuDNN)": (lambda: F.batch_norm(x, mean, var, training=True), LIBRARY_CALLS),
+        "rnn tanh 4 steps (cuDNN)": (rnn_no_grad, LIBRARY_CALLS),
+        "linalg.solve 8x8 (cuSOLVER)": (lambda: torch.linalg.solve(a, b), N_SYNCS // 4),
+    }
+
+
 def host_costs() -> dict:
     x = torch.ones(16, device="cuda")
     xg = torch.ones(16, device="cuda", requires_grad=True)
@@ -184,9 +221,14 @@ def host_costs() -> dict:
         f"foreach add_ x{FOREACH_FEW}": (lambda: torch._foreach_add_(few, 1.0), N_OPS // 4),
         f"foreach add_ x{FOREACH_MANY}": (lambda: torch._foreach_add_(many, 1.0), N_OPS // 8),
     }
+    cases.update(library_cases())
     out = {name: _summary(per_op_us(fn, n)) for name, (fn, n) in cases.items()}
     out["backward node"] = _summary(backward_node_us())
     out["python bench"] = _summary([python_bench_us(repeats=1) for _ in range(REPEATS)])
+    # The three CPU benchmarks a capture also records (capture/cpu_speed.py), and this host's CPU: predict/host.py
+    # carries the model's Python from the capture machine by their ratios, and a target host measured apart
+    # (at another speed) scales these costs by them.
+    out["cpu bench"] = measure_cpu_bench().to_json()
     out["copies"] = copy_bandwidth()
     out["mixed chain"] = mixed_chain()
     out["foreach_tensors"] = [FOREACH_FEW, FOREACH_MANY]

@@ -14,9 +14,11 @@ from kernelcast.errors import CaptureError
 from kernelcast.records import Capture
 
 from .compiled import compiled_in
+from .cpu_speed import this_machine_bench
 from .inductor import check_compile_mode, compile_seconds, compile_step
 from .cuda_facade import TargetDevice
 from .distributed import check_world_size, distributed_capture, fake_process_group
+from .host_clock import TIMING_STEPS
 from .session import CaptureSession
 
 DEFAULT_GPU = "h200"
@@ -37,10 +39,12 @@ def target_device(gpu: GPU) -> TargetDevice:
 
 def _session(gpu: str | GPU, compile_mode: str | None = None) -> CaptureSession:
     spec = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
-    return CaptureSession(target_device(spec), spec.cuda_arch, compile_mode, spec.id)
+    session = CaptureSession(target_device(spec), spec.cuda_arch, compile_mode, spec.id)
+    session.cpu_bench = this_machine_bench()  # before the session: its benchmarks run real CPU tensors
+    return session
 
 
-def _run_steps(session: CaptureSession, step: Callable, args: tuple) -> None:
+def _run_steps(session: CaptureSession, step: Callable, args: tuple, timing_steps: int = TIMING_STEPS) -> None:
     session.compiled_found = compiled_in(step, args)
     progress.stage("warm-up step (not recorded)")
     storages = session.storages
@@ -56,13 +60,20 @@ def _run_steps(session: CaptureSession, step: Callable, args: tuple) -> None:
                 break
         regions.warm_graphs = regions.graphs
         regions.compile_s = compile_seconds()
+        # A compiled step is read once: Inductor's regions and the CUDA graph replay keep per-call state that a
+        # repeated step would add to (its Python is Inductor's wrapper, not the model's).
+        timing_steps = 1
     progress.stage("recording the step")
     session.recording = True
-    storages.start_step(args)
-    step(*args)  # its result is dropped here, as a training loop drops it
-    storages.end_step(args)
+    session.record_timed(lambda: step(*args), timing_steps, storages, args)
     session.measure_gap_baselines()
     session.recording = False
+
+
+def timing_steps_for(world_size: int) -> int:
+    """Steps the model's Python is read over: one for a step run as a rank of a fake process group (its
+    collective records are indexed by the first step's ops, distributed.py), TIMING_STEPS otherwise."""
+    return 1 if world_size > 1 else TIMING_STEPS
 
 
 @contextlib.contextmanager
@@ -105,7 +116,7 @@ def capture_workload(build: Callable[..., tuple[Callable, Any]], gpu: str | GPU 
             if session.inductor_missing is not None:
                 raise CaptureError(f"--compile needs Inductor, which cannot run here: {session.inductor_missing}")
             step = compile_step(step, compile_mode)
-        _run_steps(session, step, args)
+        _run_steps(session, step, args, timing_steps_for(world_size))
         return distributed.finish(session.result(workload))
 
 
@@ -134,7 +145,7 @@ def capture_step(step: Callable, args: tuple = (), gpu: str | GPU = DEFAULT_GPU,
             distributed_capture(world_size, session.recorder) as distributed:
         fake_args = tuple(_to_fake_cuda(a) for a in args)
         try:
-            _run_steps(session, step, fake_args)
+            _run_steps(session, step, fake_args, timing_steps_for(world_size))
         except RuntimeError as exc:
             if "FakeTensor" in str(exc) or "fake" in str(exc).lower():
                 raise CaptureError(

@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import statistics
 from typing import Iterator
 from unittest import mock
 
@@ -33,12 +34,13 @@ from .attention import sdpa_routed
 from .compiled import CompileWatch, compiled_model, compiled_note
 from .inductor import (CompiledRegions, InductorHooks, device_time_us, graph_breaks, hide_router,
                        inductor_on_fake_cuda, triton_missing)
-from .cpu_speed import this_machine_bench_us
+from .cpu_speed import BUSY_WAIT_SHARE, CpuBench, cpu_and_wait_ns, thread_cpu_ns, wait_share
 from .cuda_facade import TargetDevice, cuda_facade
 from .cuda_only import cuda_only_fakes
 from .cuda_path import CudaOpTable, cuda_kernels_kept_whole, load_op_table
 from .lifetimes import StorageTracker, dtensor_propagation_untracked, storage_resizes_tracked
-from .host_clock import BASELINE_CALLS, BASELINE_LOOPS, GapBaselines, HostClock, fastest_mean
+from .host_clock import (BASELINE_CALLS, BASELINE_LOOPS, PLAIN_CALLS, TIMING_BUDGET_S, TIMING_STEPS,
+                         TIMING_STEPS_MAX, GapBaselines, HostClock, median_over_steps, min_over_steps)
 from .recorder import Recorder
 from .rnn import RnnRoutes, cudnn_rnns_on_fake_cuda
 from .router import Router, origin_of_current_backward_node
@@ -157,6 +159,11 @@ class _CountingTracker(ModuleTracker):
             self.clock.ours_end()
 
 
+BUSY_NOTE = ("the capture machine was busy (the capturing thread waited {share:.0%} of its CPU time for a core): "
+             "the model Python it timed may read high; its range allows for it. Capture on an idle machine for a "
+             "tighter figure")
+
+
 class _Probe(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x + 1
@@ -179,6 +186,12 @@ class CaptureSession:
         self.router: Router | None = None
         self.fake_mode: FakeTensorMode | None = None
         self.gap_baselines = GapBaselines()  # set by measure_gap_baselines
+        self.cpu_bench = CpuBench()  # this machine's speed, measured before the session (capture/api.py)
+        # The model's Python per recorded op: the median of its readings over the timed steps (record_timed;
+        # OpRecord.python_us holds the fastest), and how many steps were read.
+        self.python_medians: list[float] | None = None
+        self.python_steps = 1
+        self.wait_share = 0.0  # how long the thread waited for a core per unit of CPU time, over the timed steps
         self.compile_watch = CompileWatch(self._before_compiled_call)
         self.op_table: CudaOpTable | None = None  # the CUDA build's dispatch choices (capture/cuda_path.py)
         self.compiled_found: list[str] = []  # torch.compile'd callables found in the step (capture/api.py)
@@ -319,41 +332,106 @@ class CaptureSession:
             self.recorder.record_host_sync(kind)
 
     # -- the model's Python -----------------------------------------------------------------------------
+    def record_timed(self, run_step, steps: int = TIMING_STEPS, storages: StorageTracker | None = None,
+                     args: tuple = ()) -> None:
+        """Record one step, then run it steps - 1 more times with the clock on (more, up to TIMING_STEPS_MAX,
+        while the repeats stay within TIMING_BUDGET_S of CPU time) and keep, per op, the fastest model-Python
+        reading (host_clock.py says why). The first step's ops are the capture; a repeat whose ops
+        differ from them (a step that changes what it runs from call to call) is left out of the minimum.
+        `storages` (when given) logs the first step's allocations only: the memory of the step is the capture's."""
+        assert self.recorder is not None and self.recording
+        recorder = self.recorder
+        schedstat = cpu_and_wait_ns()
+        if storages is not None:
+            storages.start_step(args)  # labels what is alive: torch calls and CPU time that are not the model's
+        recorder.clock.restart()
+        run_step()  # its result is dropped here, as a training loop drops it
+        if storages is not None:
+            storages.end_step(args)
+        ops, calls = recorder.ops, recorder.torch_calls
+        compiled_calls = self.compile_watch.compiled_calls
+        readings = [[op.python_us for op in ops]]
+        signature = [(op.op, op.modules, n) for op, n in zip(ops, calls)]
+        try:
+            spent_ns, runs = 0, 1
+            while runs < steps or (steps > 1 and runs < TIMING_STEPS_MAX
+                                   and spent_ns * runs / (runs - 1) <= TIMING_BUDGET_S * 1e9):
+                recorder.ops, recorder.torch_calls = [], []
+                recorder.clock.restart()
+                started = thread_cpu_ns()
+                run_step()
+                spent_ns += thread_cpu_ns() - started
+                runs += 1
+                if [(op.op, op.modules, n) for op, n in zip(recorder.ops, recorder.torch_calls)] == signature:
+                    readings.append([op.python_us for op in recorder.ops])
+        finally:
+            recorder.ops = [dataclasses.replace(op, python_us=fastest) for op, fastest in
+                            zip(ops, min_over_steps(readings))]
+            recorder.torch_calls = calls
+            self.compile_watch.compiled_calls = compiled_calls
+        self.python_medians = median_over_steps(readings)
+        self.python_steps = len(readings)
+        self.wait_share = round(wait_share(schedstat, cpu_and_wait_ns()), 3)
+
     def measure_gap_baselines(self) -> None:
         """Time loops of bare calls under this session, as the recorded step ran: a torch call (`x + 1`) and
-        a module call doing one (`probe(x)`). Their time outside our own work is the capture's share per call
-        (host_clock.GapBaselines). Nothing from the loops is kept."""
+        a module call doing one (`probe(x)`), and torch calls that record no op (`p.grad`). Their time outside
+        our own work is the capture's share per call (host_clock.GapBaselines). Read as the step's ops are read: per call, the fastest of as many loops as
+        the step had timed steps, so the share taken out and the time it is taken from carry the same bias
+        (on a loaded machine, the cache misses after each switch to another process). Nothing from the loops
+        is kept."""
         assert self.recorder is not None and self.recording
         recorder = self.recorder
         kept_ops, kept_calls = recorder.ops, recorder.torch_calls
         recorder.ops, recorder.torch_calls = [], []
         x, probe = torch.ones(16, device="cuda"), _Probe()
 
-        def fastest(call) -> float:
+        def per_call(call) -> float:
             loops = []
             for _ in range(BASELINE_LOOPS):
                 recorder.ops, recorder.torch_calls = [], []
                 recorder.clock.restart()
                 for _ in range(BASELINE_CALLS):
                     call()
-                loops.append([op.python_us for op in recorder.ops])
-            return fastest_mean(loops)
+                loops.append([op.python_us for op in recorder.ops][1:])  # the first one holds the loop's set-up
+            return statistics.fmean(min_over_steps(loops))
+
+        parameter = torch.nn.Parameter(torch.ones(16, device="cuda"))
+        parameter.grad = torch.ones(16, device="cuda")
+
+        def plain_calls_then_op() -> None:  # PLAIN_CALLS property reads (no op), then an op
+            for _ in range(PLAIN_CALLS):
+                parameter.grad  # noqa: B018
+            x + 1
 
         try:
             with torch.no_grad():
-                per_call = fastest(lambda: x + 1)
-                per_module = max(fastest(lambda: probe(x)) - per_call, 0.0)
+                one_call = per_call(lambda: x + 1)
+                one_module = max(per_call(lambda: probe(x)) - one_call, 0.0)
+                one_plain = max(per_call(plain_calls_then_op) - one_call, 0.0) / PLAIN_CALLS
         finally:
             recorder.ops, recorder.torch_calls = kept_ops, kept_calls
-        self.gap_baselines = GapBaselines(per_call, per_module)
+        self.gap_baselines = GapBaselines(one_call, one_module, one_plain)
+
+    def _model_us(self, op: OpRecord, raw_us: float, torch_calls: int) -> float:
+        """The model's Python of one reading, with the capture's shares taken out. Backward runs in torch's C++
+        engine: the capture's time there is its own, so backward ops get none."""
+        return 0.0 if op.phase == "backward" else round(self.gap_baselines.model_us(raw_us, torch_calls,
+                                                                                    op.modules), 3)
 
     def _with_model_python(self, ops: tuple[OpRecord, ...]) -> tuple[OpRecord, ...]:
-        """Each op's Python time with the capture's shares taken out. Backward runs in torch's C++ engine:
-        the capture's time there is its own, so backward ops get none."""
         assert self.recorder is not None
-        calls, base = self.recorder.torch_calls, self.gap_baselines  # one entry per record, appended with it
-        return tuple(dataclasses.replace(op, python_us=0.0 if op.phase == "backward" else round(
-            base.model_us(op.python_us, n, op.modules), 3)) for op, n in zip(ops, calls, strict=True))
+        calls = self.recorder.torch_calls  # one entry per record, appended with it
+        return tuple(dataclasses.replace(op, python_us=self._model_us(op, op.python_us, n))
+                     for op, n in zip(ops, calls, strict=True))
+
+    def _median_model_python_us(self, ops: tuple[OpRecord, ...]) -> float:
+        """The step's model Python summed over per-op medians of the timed steps (the fastest: OpRecord)."""
+        assert self.recorder is not None
+        if self.python_medians is None or len(self.python_medians) != len(ops):
+            return sum(op.python_us for op in ops)
+        return sum(self._model_us(op, raw, n) for op, raw, n in
+                   zip(ops, self.python_medians, self.recorder.torch_calls, strict=True))
 
     # -- result ----------------------------------------------------------------------------------------
     def result(self, workload: str = "") -> Capture:
@@ -364,10 +442,18 @@ class CaptureSession:
             matmul_allow_bf16_reduced=torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
             arch=self.arch,
             torch_version=torch.__version__,
-            python_bench_us=round(this_machine_bench_us(), 1),
+            python_bench_us=self.cpu_bench.python_us,
+            dispatch_bench_us=self.cpu_bench.dispatch_us,
+            module_bench_us=self.cpu_bench.module_us,
+            cpu=self.cpu_bench.cpu,
         )
         ops: tuple[OpRecord, ...] = self._with_model_python(tuple(self.recorder.ops))
+        settings = dataclasses.replace(settings, python_timing_steps=self.python_steps,
+                                       python_median_us=round(self._median_model_python_us(ops), 1),
+                                       capture_wait_share=self.wait_share)
         notes = set(self.recorder.notes)
+        if self.wait_share > BUSY_WAIT_SHARE:
+            notes.add(BUSY_NOTE.format(share=self.wait_share))
         if self.op_table is not None and self.op_table.note:
             notes.add(self.op_table.note)
         compiled = compiled_note(self.compiled_found, self.compile_watch.compiled_calls, self.inductor,

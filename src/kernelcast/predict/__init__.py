@@ -10,6 +10,7 @@ from kernelcast.costs.collectives import COLLECTIVE_KIND, collective_of
 from kernelcast.costs.launch_table import LaunchTable
 from kernelcast.devices import GPU, get_gpu
 from kernelcast.devices.interconnects import Interconnect, get_interconnect, natural_interconnect
+from kernelcast.capture.cpu_speed import BUSY_WAIT_SHARE, LOADED_PYTHON_INFLATION, CpuBench
 from kernelcast.profiles import launch_profile, profile_with
 from kernelcast.records import (COMM_STREAM, RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, OpRecord, PredictionRecord,
                                 root_indices)
@@ -120,6 +121,15 @@ class Prediction:
     compiled_as: str = ""  # "inductor": Inductor's kernels; "eager": op by op, where Inductor could not run
     workload: str = ""  # what was captured (Capture.workload)
     memory: MemoryPrediction | None = None  # device memory: peak, resident, reserved, the OOM verdict (memory.py)
+    # Where the host side is uncertain: the model Python (python_time_us) and the step over the range of the
+    # capture-to-target carrying (the three CPU benchmarks' ratios) and of the capture's own readings (the
+    # fastest and the median over its timed steps); (0, 0): not computed. The CPUs the host times came from
+    # and are for, and over how many recorded steps the model Python was read.
+    python_time_range_us: tuple[float, float] = (0.0, 0.0)
+    step_time_range_us: tuple[float, float] = (0.0, 0.0)
+    capture_cpu: str = ""
+    target_cpu: str = ""
+    python_timing_steps: int = 1
 
     @property
     def bound(self) -> str:
@@ -221,20 +231,26 @@ def _stream_marker(op: OpRecord) -> dict:
     return {}
 
 
-def host_model_for(gpu: GPU, capture: Capture) -> HostModel:
+def capture_bench(capture: Capture) -> CpuBench:
+    """The capture machine's CPU and benchmarks, as the capture recorded them."""
+    s = capture.settings
+    return CpuBench(python_us=s.python_bench_us, dispatch_us=s.dispatch_bench_us, module_us=s.module_bench_us,
+                    cpu=s.cpu)
+
+
+def host_model_for(gpu: GPU, capture: Capture, target: CpuBench | None = None) -> HostModel:
     """Host costs from the profile of this GPU's machine, else of a profiled one (its CPU stands in for this
-    machine's, and the label says so); the capture's Python time scaled by the two CPUs' Python speed."""
+    machine's, and the label says so); the capture's Python time scaled by the two CPUs' Python speed.
+    target: the target host's benchmarks when it was measured apart from the calibration."""
     profile = profile_with(gpu.id, "host")
     if profile is None:
         return HostModel()
     label = f"the CPU of the {profile.device_name} machine that calibrated ({profile.date})"
     if profile.gpu != gpu.id:
         label += f", standing in for the {gpu.name}'s host: unvalidated"
-    model = HostModel.from_profile(profile.data["host"], label, capture.settings.python_bench_us)
-    if model.python_scale != 1.0:
-        model = dataclasses.replace(model, host=f"{model.host}; model Python scaled by "
-                                                 f"{model.python_scale:.2f} from the capture machine")
-    return model
+    if target is not None:
+        label += ", at the speed its benchmarks were measured at apart from the calibration"
+    return HostModel.from_profile(profile.data["host"], label, capture_bench(capture), target)
 
 
 # multi_tensor_apply took its 32 KB kernel-argument tables in the CUDA 13 builds of torch 2.12 (2.11+cu130 was
@@ -368,17 +384,48 @@ def launched_for(ops, costs: list[Cost | None]) -> dict[int, Cost]:
     return {root: Cost(kernels=n, kind="gemm" if root in gemm else "") for root, n in kernels.items()}
 
 
+def python_range_factors(capture: Capture, host: HostModel) -> tuple[float, float]:
+    """What the captured model Python is multiplied by at the low and high end of its range: the lowest
+    benchmark ratio with each op's fastest reading (lowered by LOADED_PYTHON_INFLATION when the capture
+    machine was busy), the highest with its median reading."""
+    fastest = sum(op.python_us for op in capture.ops)
+    median = capture.settings.python_median_us
+    spread = median / fastest if median and fastest else 1.0
+    low, high = host.python_scale_range
+    if capture.settings.capture_wait_share > BUSY_WAIT_SHARE:
+        low /= 1.0 + LOADED_PYTHON_INFLATION
+    scale = host.python_scale or 1.0
+    return low / scale, max(spread, 1.0) * high / scale
+
+
+def _python_ranges(capture: Capture, host: HostModel, preds: list[OpPrediction], launches: list[Launch],
+                   captured_python: list[float]) -> dict:
+    low, high = python_range_factors(capture, host)
+    python_us, captured_us = sum(p.python_us for p in preds), sum(captured_python)
+
+    def step_at(factor: float) -> float:
+        return steady_state_step_us([dataclasses.replace(lc, host_us=lc.host_us + part * (factor - 1.0))
+                                     for lc, part in zip(launches, captured_python)])
+
+    return {"python_time_range_us": (python_us + captured_us * (low - 1.0), python_us + captured_us * (high - 1.0)),
+            "step_time_range_us": (step_at(low), step_at(high)) if captured_us else (0.0, 0.0),
+            "capture_cpu": host.capture_cpu, "target_cpu": host.target_cpu,
+            "python_timing_steps": capture.settings.python_timing_steps}
+
+
 def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel | None = None,
                     host_model: HostModel | None = None, interconnect: str | Interconnect | None = None,
-                    host_speed: dict[str, float] | None = None, expandable_segments: bool = False) -> Prediction:
+                    host_speed: dict[str, float] | None = None, expandable_segments: bool = False,
+                    target_host: CpuBench | None = None) -> Prediction:
     """host_speed: {phase: factor} multiplies the CPU time of that phase's ops (forward, backward, optimizer),
     for a host measured to run one thread slower than the one that calibrated (backward runs on torch's autograd
     thread, the rest on the Python thread). expandable_segments: the caching allocator's option of that name
-    (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) for the memory prediction."""
+    (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) for the memory prediction. target_host: the target host's
+    three benchmarks (capture/cpu_speed.py) when it runs at another speed than it calibrated at."""
     spec = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
     link = interconnect_for(spec, capture, interconnect)
     model = kernel_model or kernel_model_for(spec, capture)
-    host = (host_model or host_model_for(spec, capture)).for_step(capture.ops)
+    host = (host_model or host_model_for(spec, capture, target_host)).for_step(capture.ops)
     hooks = parallel_host_for(spec, capture)
     ctx = cost_context(spec, capture)
     preds: list[OpPrediction] = []
@@ -387,6 +434,7 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
     l2 = L2Tracker(spec.l2_bytes)
     all_costs = [cost_of(op, ctx) for op in capture.ops]
     launched = launched_for(capture.ops, all_costs)
+    captured_python: list[float] = []  # per op, the part of its host time timed on the capture machine
     for op, cost in zip(capture.ops, all_costs):
         if op.parent >= 0:  # called from C++ by a decomposed op, which pays the dispatch and launches
             dispatch_us, python_us = 0.0, 0.0
@@ -405,10 +453,13 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
             dispatch_us = hooks.op_us[op.index]
         if hooks is not None:  # FSDP2's hooks: their Python from the device fit, not the capture machine's
             python_us = (0.0 if op.index in hooks.replaced_python else python_us) + hooks.extra_us.get(op.index, 0.0)
-        host_us = (dispatch_us + python_us) * (host_speed or {}).get(op.phase, 1.0)
+        phase_speed = (host_speed or {}).get(op.phase, 1.0)
+        host_us = (dispatch_us + python_us) * phase_speed
+        replaced = op.parent >= 0 or (hooks is not None and op.index in hooks.replaced_python)
+        captured_python.append(0.0 if replaced else host.captured_python_us(op) * phase_speed)
         preds.append(_op_prediction(op, cost, est, host_us, python_us, launch_bound=0 < est.time_us < dispatch_us))
         launches.append(Launch(host_us, est.time_us, op.stream, sync=op.sync is not None,
-                               sync_return_us=host.sync_return_us if op.sync else 0.0, **_stream_marker(op)))
+                               sync_return_us=host.sync_return if op.sync else 0.0, **_stream_marker(op)))
     if any(lc.stream == COMM_STREAM for lc in launches):  # NCCL's stream: ordered by data flow
         launches = with_stream_events(capture.ops, launches)
     timeline = simulate(launches)
@@ -425,6 +476,7 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
         workload=capture.workload,
         sync_groups=_sync_groups(preds, costs, launches, timeline, step_us, model),
         python_time_us=sum(p.python_us for p in preds), launch_bound_ops=sum(p.launch_bound for p in preds),
+        **_python_ranges(capture, host, preds, launches, captured_python),
         step_time_by_host_speed=tuple((f, steady_state_step_us([dataclasses.replace(
             lc, host_us=lc.host_us * f, sync_return_us=lc.sync_return_us * f) for lc in launches]))
             for f in HOST_SPEED_FACTORS),

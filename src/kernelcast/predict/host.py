@@ -2,8 +2,15 @@
 
 Per-event costs come from a device profile's `host` section, measured by `kernelcast calibrate` on the GPU's
 own host (calibrate/host.py): loops of tiny ops whose kernels finish before the next launch, so the loop time
-is the CPU's. The model's Python between ops comes from the capture (OpRecord.python_us, measured on the
-capture machine) scaled by the ratio of the two machines' Python speed (capture/cpu_speed.py).
+is the CPU's. The model's Python between ops comes from the capture (OpRecord.python_us, the CPU time the
+capture machine spent in it) carried to the target host by the ratio of the two machines' Python benchmark
+(capture/cpu_speed.py). The capture machine and the target host each ran three CPU-bound benchmarks (Python,
+dispatch, module calls); the spread of their three ratios is how uncertain that carrying is, and the model
+gives the model Python as a range over it (python_scale_range).
+
+A target host measured apart from the calibration (`target`: its three benchmarks, e.g. the device host
+during a validation run, whose speed swung 2x between runs) scales every per-op cost by how much slower it
+ran the benchmarks the calibration also ran (cpu_scale).
 
 Without a profile, the costs below are the medians of the first two microbenchmark runs on the workplace's
 H200 host (validation/host_microbench*.json, 2026-11-29), and the model says so.
@@ -14,6 +21,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+import math
+
+from kernelcast.capture.cpu_speed import CpuBench
 from kernelcast.costs import Cost, cost_of
 from kernelcast.costs.foreach import tensor_lists
 from kernelcast.records import ENGINE_NODES_OP, HOST_OP_PREFIX, RANGE_BEGIN_OP, RANGE_END_OP, OpRecord
@@ -22,6 +32,17 @@ from kernelcast.records import ENGINE_NODES_OP, HOST_OP_PREFIX, RANGE_BEGIN_OP, 
 # is CUDA's documented order; foreach ops, the main multi-launch ops, have a measured cost of their own.
 EXTRA_KERNEL_LAUNCH_US = 3.0
 FOREACH_PREFIX = "_foreach_"
+# The aten ops that call cuDNN or cuSOLVER, and the calibration case (calibrate/host.py library_cases) that
+# times the smallest such call on the host: the op costs the case's time instead of one launch. Profiles
+# without the case (the shipped H200 profile) price them as launches, which the zoo found two to six times
+# short (docs/validation.md).
+LIBRARY_CASES = {
+    "convolution": "conv2d 3x3 (cuDNN)",
+    "convolution_backward": "conv2d backward (cuDNN)",
+    "cudnn_batch_norm": "batch_norm training (cuDNN)",
+    "_cudnn_rnn": "rnn tanh 4 steps (cuDNN)",
+    "_linalg_solve_ex": "linalg.solve 8x8 (cuSOLVER)",
+}
 RANGE_MARKERS = (RANGE_BEGIN_OP, RANGE_END_OP)
 # torch.compile'd code (capture/inductor.py). Stand-ins until the device calibrates them (scripts/
 # compile_measure.py measures compiled steps): a launch of an Inductor Triton kernel goes through its Python
@@ -54,6 +75,14 @@ class HostModel:
     generated_launch_us: float = GENERATED_LAUNCH_US  # one Inductor Triton kernel launch (stand-in)
     cudagraph_replay_us: float = CUDAGRAPH_REPLAY_US  # one CUDA graph replay of a compiled graph (stand-in)
     python_scale: float = 1.0  # target host's Python time / capture machine's (1: same speed or unknown)
+    # The lowest and highest target/capture ratio over the benchmarks both machines ran: the model Python's
+    # range on the target. One benchmark only: SINGLE_BENCHMARK_SPREAD either side of it.
+    python_scale_range: tuple[float, float] = (1.0, 1.0)
+    cpu_scale: float = 1.0  # every per-op cost on the target host over the calibration's (1: the calibrated host)
+    # µs of host time per call of each LIBRARY_CASES op that the profile calibrated (by op name)
+    library_call_us: tuple[tuple[str, float], ...] = ()
+    capture_cpu: str = ""  # the CPU the capture ran on, and the target host's ("" where not recorded)
+    target_cpu: str = ""
     # The per-op costs come from tight loops of one op; a chain of varied ops (calibrate/host.py, mixed_chain)
     # takes longer per op. Its measured time over what the per-op costs predict for it, forward and backward.
     forward_factor: float = 1.0  # ops that record autograd nodes (and the optimizer's)
@@ -66,8 +95,11 @@ class HostModel:
     host: str = "H200 host (workplace device machine), fixed costs from two early runs: unvalidated"
 
     @staticmethod
-    def from_profile(section: dict, host: str, capture_python_bench_us: float = 0.0) -> "HostModel":
-        """From a profile's `host` section (calibrate/host.py names); missing cases keep the defaults."""
+    def from_profile(section: dict, host: str, capture: CpuBench | None = None,
+                     target: CpuBench | None = None) -> "HostModel":
+        """From a profile's `host` section (calibrate/host.py names); missing cases keep the defaults.
+        capture: the capture machine's benchmarks (Capture.settings); target: the target host's, measured apart
+        from the calibration (None: the host as it calibrated)."""
         def us(name: str) -> float | None:
             case = section.get(name)
             return float(case["median_us"]) if isinstance(case, dict) and "median_us" in case else None
@@ -75,7 +107,7 @@ class HostModel:
         add, view = us("add (1 kernel)"), us("view (no kernel)")
         if add is None or view is None:
             return HostModel()
-        values: dict[str, float] = {"kernel_op_us": add, "view_op_us": view}
+        values: dict = {"kernel_op_us": add, "view_op_us": view}
         if (v := us("add, input requires grad (1 kernel)")) is not None:
             values["grad_extra_us"] = max(v - add, 0.0)
         if (v := us("mm 16x16 (1 kernel)")) is not None:
@@ -95,24 +127,33 @@ class HostModel:
                 per_tensor = max((many - few) / (few_many[1] - few_many[0]), 0.0)
                 values["foreach_per_tensor_us"] = per_tensor
                 values["foreach_op_us"] = max(few - per_tensor * few_many[0], 0.0)
+        library = tuple((name, v) for name, case in LIBRARY_CASES.items() if (v := us(case)) is not None)
+        if library:
+            values["library_call_us"] = library
         chain = section.get("mixed chain")
         if isinstance(chain, dict) and chain.get("ops"):
             values.update(_chain_factors(chain, HostModel(**values)))
-        bench_case = section.get("python bench")
-        bench = float(bench_case["min_us"]) if isinstance(bench_case, dict) and "min_us" in bench_case else None
-        if bench and capture_python_bench_us:  # both are the fastest of their runs (capture/cpu_speed.py)
-            values["python_scale"] = bench / capture_python_bench_us
-        return HostModel(**values, host=host)
+        calibrated = calibration_bench(section)
+        on_target = target or calibrated
+        if target is not None:
+            values["cpu_scale"] = geometric_mean(calibrated.ratios_to(target))
+        if capture is not None and capture.python_us and on_target.python_us:
+            values["python_scale"] = on_target.python_us / capture.python_us
+            values["python_scale_range"] = scale_range(capture.ratios_to(on_target))
+        return HostModel(**values, host=host, capture_cpu=capture.cpu if capture else "", target_cpu=on_target.cpu)
 
     def dispatch_us(self, op: OpRecord, cost: Cost | None) -> float:
         """CPU time of the op itself: Python binding, dispatcher, autograd bookkeeping, kernel launches."""
+        return self.cpu_scale * self._chain_factor(op) * self._tight_loop_us(op, cost)
+
+    def _chain_factor(self, op: OpRecord) -> float:
         if op.phase == "backward":
             factor = self.backward_factor
         elif op.phase == "forward" and "grad" not in op.tags:
             factor = self.no_grad_factor
         else:
             factor = self.forward_factor
-        return factor * self._tight_loop_us(op, cost)
+        return factor
 
     def _tight_loop_us(self, op: OpRecord, cost: Cost | None) -> float:
         if op.op in RANGE_MARKERS:  # where a profiler range begins or ends: no work (its hooks: parallel_host.py)
@@ -133,6 +174,9 @@ class HostModel:
             return self.host_only_op_us + engine_us
         if cost is None or cost.kernels == 0:
             return self.view_op_us + engine_us
+        library = dict(self.library_call_us).get(op.name)
+        if library is not None:
+            return library + engine_us + (self.grad_extra_us if "grad" in op.tags else 0.0)
         if op.name.startswith(FOREACH_PREFIX):
             return self.foreach_op_us + self.foreach_per_tensor_us * max(map(len, tensor_lists(op)), default=1)
         us = self.kernel_op_us + (cost.kernels - 1) * self.extra_kernel_launch_us + engine_us
@@ -160,9 +204,48 @@ class HostModel:
     def python_us(self, op: OpRecord) -> float:
         """The model's own Python before this op and its module calls, on the target host (none for an op
         replayed in a CUDA graph: no Python runs between a graph's kernels)."""
-        if GRAPHED_TAG in op.tags:
-            return 0.0
-        return op.python_us * self.python_scale + op.modules * self.module_call_us
+        return self.captured_python_us(op) + self.module_calls_us(op)
+
+    def captured_python_us(self, op: OpRecord) -> float:
+        """The part timed on the capture machine, carried to the target by the Python benchmark's ratio."""
+        return 0.0 if GRAPHED_TAG in op.tags else op.python_us * self.python_scale
+
+    def module_calls_us(self, op: OpRecord) -> float:
+        return 0.0 if GRAPHED_TAG in op.tags else op.modules * self.module_call_us * self.cpu_scale
+
+    @property
+    def sync_return(self) -> float:
+        return self.sync_return_us * self.cpu_scale
+
+
+# How far either side of a single benchmark's ratio the model Python is given when only the Python benchmark
+# was run on both machines: the three benchmarks' ratios between the device host (zoo run, 2026-11-30) and
+# the development machine spread from 0.91x to 1.08x their geometric mean (1.85, 2.20, 2.03:
+# validation/zoo_measured.json.gz cpu_microbenchmarks, benchmarks/host_determinism.py's cpu_bench).
+SINGLE_BENCHMARK_SPREAD = 0.09
+
+
+def scale_range(ratios: tuple[float, ...]) -> tuple[float, float]:
+    """The lowest and highest ratio; one ratio gets SINGLE_BENCHMARK_SPREAD either side."""
+    if not ratios:
+        return (1.0, 1.0)
+    if len(ratios) == 1:
+        return (ratios[0] * (1 - SINGLE_BENCHMARK_SPREAD), ratios[0] * (1 + SINGLE_BENCHMARK_SPREAD))
+    return (min(ratios), max(ratios))
+
+
+def geometric_mean(ratios: tuple[float, ...]) -> float:
+    return math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else 1.0
+
+
+def calibration_bench(section: dict) -> CpuBench:
+    """The calibrated host's benchmarks: its `cpu bench` case (calibrate/host.py), else its Python benchmark
+    alone (profiles made before the three were recorded), fastest run."""
+    if isinstance(section.get("cpu bench"), dict):
+        return CpuBench.from_json(section["cpu bench"])
+    case = section.get("python bench")
+    python = float(case["min_us"]) if isinstance(case, dict) and "min_us" in case else 0.0
+    return CpuBench(python_us=python, cpu=str(section.get("cpu", "")))
 
 
 def _chain_factors(chain: dict, base: HostModel) -> dict[str, float]:

@@ -114,14 +114,26 @@ def _launch_bound_fix(rec: PredictionRecord) -> str:
     return "the step is compiled already: torch.compile(mode=\"reduce-overhead\") replays it as CUDA graphs"
 
 
+def _range(low: float, high: float) -> str:
+    return f"{time_text(low)}-{time_text(high)}"
+
+
 def host_line(pred) -> str:
-    """Which host the CPU side is for, what it is made of, and how much another CPU would change the step."""
+    """Which CPUs the host side is for and was captured on, what it is made of, where it is uncertain (as
+    ranges), and how much another CPU would change the step."""
     rec = as_record(pred)
     what_if = ", ".join(f"{time_text(step)} with CPU work x{factor:g}" for factor, step in rec.step_time_by_host_speed)
     launch = (f"; {rec.launch_bound_ops} ops are launch-bound (their kernels finish before the next launch: "
               f"{_launch_bound_fix(rec)})" if rec.launch_bound_ops else "")
-    return (f"host: {rec.host}. CPU {time_text(rec.host_time_us)} per step, of which model Python "
-            f"{time_text(rec.python_time_us)}; step {what_if}{launch}")
+    cpus = (f"target CPU {rec.target_cpu or 'not recorded'}, captured on {rec.capture_cpu or 'a CPU not recorded'}"
+            f" (model Python: CPU time, fastest of {rec.python_timing_steps} "
+            f"step{'s' if rec.python_timing_steps > 1 else ''})")
+    python = f"model Python {time_text(rec.python_time_us)}"
+    if rec.python_time_range_us[1] > 0:
+        python += (f" (range {_range(*rec.python_time_range_us)}: the CPU benchmarks' ratios between the two "
+                   f"machines, the capture's readings; step {_range(*rec.step_time_range_us)} over it)")
+    return (f"host: {rec.host}; {cpus}. CPU {time_text(rec.host_time_us)} per step, of which {python}; "
+            f"step {what_if}{launch}")
 
 
 def comm_line(pred) -> str | None:
