@@ -67,11 +67,13 @@ def cpu_microbenchmarks() -> dict:
     return bench
 
 
-def _profile(step, args) -> dict:
+def _profile(step, args, module_ranges: bool = True) -> dict:
+    import contextlib
+
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
-    with _module_ranges(), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    with (_module_ranges() if module_ranges else contextlib.nullcontext()), profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         step(*args)
         torch.cuda.synchronize()
     events = prof.events()
