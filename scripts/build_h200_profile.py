@@ -9,6 +9,8 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
   (`kernelcast calibrate --gpu h200 --sections extras2 ...`).
 - probes/rnn_time_fit.json: the cuDNN RNN time fit (scripts/fit_rnn_times.py from probes/probe_rnn.json, run
   on the H200 by scripts/probe_rnn.py), the profile's timings `rnn` section as it is.
+- compile/compile_measured.json.gz: compiled zoo steps (scripts/compile_measure.py), whose generated Triton
+  kernels give the `generated` timings: a launch floor and bandwidth per kernel class (calibrate/generated.py).
 The host section is the per-case median over the calibration runs so far (validation/host_calibration_runs.json,
 scripts/merge_host_runs.py), kept from the current profile; host-link copies come from the sweep run.
 Each op in the raw runs is costed again here, so a change to a cost formula reaches the profile without a device.
@@ -17,15 +19,18 @@ Each op in the raw runs is costed again here, so a change to a cost formula reac
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 from pathlib import Path
 
 from kernelcast.calibrate import build_profile, read_raw
+from kernelcast.calibrate.generated import generated_fits
 
 ROOT = Path(__file__).resolve().parent.parent
 RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.json.gz")
 RNN_FIT = "validation/probes/rnn_time_fit.json"
+COMPILE_RUN = "validation/compile/compile_measured.json.gz"
 
 
 def merged_raw(paths: list[str]) -> dict:
@@ -43,6 +48,8 @@ def main() -> int:
     raw = merged_raw(list(RAW_RUNS))
     profile = build_profile(raw, "h200")
     profile["timings"]["rnn"] = json.loads((ROOT / RNN_FIT).read_text())
+    compiled = json.loads(gzip.open(ROOT / COMPILE_RUN).read())
+    profile["timings"]["generated"] = {**generated_fits(compiled), "source": COMPILE_RUN + ": " + compiled["command"]}
     current = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
     if current.get("host"):
         profile["host"] = {**current["host"], "copies": raw["host"]["copies"]}

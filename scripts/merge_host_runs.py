@@ -6,6 +6,15 @@ Host-side costs on the workplace's H200 machines swing up to 2x between runs (th
 validation/host_calibration_runs.json), far more than kernel times. One run's host section is one draw from
 that spread; the median over runs is the typical host, and the profile keeps every run's values beside it.
 Every case is a microbenchmark of calibrate/host.py: nothing here is fitted to a workload.
+
+A case that only some runs measured (one added later: the cuDNN/cuSOLVER library calls) would be one draw from
+a host whose speed may sit anywhere in that spread; it is carried to the typical host by its runs' ratio of the
+plain launch (REFERENCE_CASE, measured by every run) to that case's median over all runs.
+The calibrated host's three CPU benchmarks ("cpu bench") are left out for the same reason: they were read by
+one run, and the target-host scaling reads the merged "python bench" instead (predict/host.py calibration_bench).
+
+    python3 scripts/merge_host_runs.py validation/host_calibration_runs.json src/kernelcast/profiles/h200.json \
+        [--add validation/h200_host_costs_run2.json "NAME"]   # a new run's host section, appended first
 """
 
 import json
@@ -14,11 +23,28 @@ import sys
 from pathlib import Path
 
 
+REFERENCE_CASE = "add (1 kernel)"
+ONE_RUN_KEYS = ("cpu bench",)
+# Kept from the profile as it is: the host's CPU (recorded by the zoo run, not a calibration) and the host-link
+# copy curves (scripts/build_h200_profile.py takes them from the sweep run).
+KEPT_KEYS = ("cpu", "cpu_source", "copies")
+
+
+def _scaled(case: dict, factor: float) -> dict:
+    return {k: (v * factor if k in ("median_us", "min_us", "max_us") else v) for k, v in case.items()}
+
+
 def merge(runs: list[dict]) -> dict:
     hosts = [r["host"] for r in runs]
+    reference = statistics.median(h[REFERENCE_CASE]["median_us"] for h in hosts)
     merged: dict = {}
     for name, value in hosts[-1].items():
+        if name in ONE_RUN_KEYS:
+            continue
         cases = [h[name] for h in hosts if isinstance(h.get(name), dict)]
+        if len(cases) < len(hosts) and isinstance(value, dict) and "median_us" in value:
+            cases = [_scaled(h[name], reference / h[REFERENCE_CASE]["median_us"]) for h in hosts
+                     if isinstance(h.get(name), dict)]
         if name == "mixed chain":  # only newer runs have it (and its parts); their op lists are the same chain
             merged[name] = {**value, **{part: {"median_us": statistics.median(c[part]["median_us"] for c in cases
                                                                               if part in c)}
@@ -30,8 +56,8 @@ def merge(runs: list[dict]) -> dict:
                             "per_run_median_us": [round(c["median_us"], 3) for c in cases]}
         elif isinstance(value, dict):  # copy bandwidths: runs that measured them the way the last run did
             same = [c for c in cases if c.get("method") == value.get("method")]
-            merged[name] = {k: (statistics.median(c[k] for c in same) if isinstance(v, float) else
-                                _median_curve([c[k] for c in same]) if isinstance(v, list) else v)
+            merged[name] = {k: (statistics.median(c[k] for c in same if k in c) if isinstance(v, float) else
+                                _median_curve([c[k] for c in same if k in c]) if isinstance(v, list) else v)
                             for k, v in value.items()}
         else:
             merged[name] = value
@@ -45,10 +71,17 @@ def _median_curve(curves: list[list]) -> list:
 
 
 def main() -> None:
-    runs = json.loads(Path(sys.argv[1]).read_text())["runs"]
+    runs_path = Path(sys.argv[1])
+    data = json.loads(runs_path.read_text())
+    if len(sys.argv) == 6 and sys.argv[3] == "--add":
+        new = json.loads(Path(sys.argv[4]).read_text())
+        data["runs"].append({"run": sys.argv[5], "host": new["host"]})
+        runs_path.write_text(json.dumps(data, indent=1) + "\n")
+    runs = data["runs"]
     profile_path = Path(sys.argv[2])
     profile = json.loads(profile_path.read_text())
-    profile["host"] = merge(runs)
+    kept = {k: v for k, v in profile.get("host", {}).items() if k in KEPT_KEYS}
+    profile["host"] = {**merge(runs), **kept}
     profile_path.write_text(json.dumps(profile, separators=(",", ":")) + "\n")
     print(f"host section of {profile_path}: per-case medians of {len(runs)} runs")
 

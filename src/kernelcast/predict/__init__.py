@@ -413,6 +413,14 @@ def _python_ranges(capture: Capture, host: HostModel, preds: list[OpPrediction],
             "python_timing_steps": capture.settings.python_timing_steps}
 
 
+def _capture_notes(capture: Capture, model: KernelModel) -> tuple[str, ...]:
+    """The capture's notes, with what the kernel model knows better in place of a capture's stand-in note."""
+    from kernelcast.capture.compiled import GENERATED_TIMES_NOTE
+
+    notes_for = getattr(model, "notes_for", None)
+    return capture.notes if notes_for is None else notes_for(capture.notes, GENERATED_TIMES_NOTE)
+
+
 def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel | None = None,
                     host_model: HostModel | None = None, interconnect: str | Interconnect | None = None,
                     host_speed: dict[str, float] | None = None, expandable_segments: bool = False,
@@ -471,7 +479,7 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
         naive_host_timer_us=timeline.cpu_end_us, timeline=timeline,
         gpu_time_us=sum(p.time_us for p in preds), host_time_us=sum(p.host_us for p in preds),
         kernels=sum(p.kernels for p in preds), uncosted=uncosted,
-        sync_points=sum(1 for p in preds if p.sync), notes=gpu_notes(spec) + capture.notes,
+        sync_points=sum(1 for p in preds if p.sync), notes=gpu_notes(spec) + _capture_notes(capture, model),
         compiled=capture.compiled, compiled_as=capture.compiled_as or ("eager" if capture.compiled else ""),
         workload=capture.workload,
         sync_groups=_sync_groups(preds, costs, launches, timeline, step_us, model),

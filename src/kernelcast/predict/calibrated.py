@@ -82,6 +82,13 @@ MEMORY_CURVE_UNCERTAINTY = 0.15
 # was 2-3% a pass, the zoo's held-out RNN workloads within about 10-20% (scripts/fit_rnn_times.py, docs).
 RNN_FIT_UNCERTAINTY = 0.15
 DATASHEET_UNCERTAINTY = 0.5
+# An Inductor-generated kernel timed by its class's fitted launch floor and bandwidth: held out by workload,
+# per-kernel median error was 13-23% by class (scripts/triton_rates_eval.py on the H200's compiled zoo run).
+GENERATED_FIT_UNCERTAINTY = 0.2
+GENERATED_FIT_NOTE = ("Inductor's Triton kernels are timed from Inductor's own byte counts by a launch floor and a "
+                      "sustained bandwidth per kernel class (pointwise, reduction, persistent reduction) fitted to "
+                      "the {gpu}'s compiled zoo steps (held out by workload: 13-23% median error per kernel); foreach "
+                      "kernels at the eager foreach rate and templates by their FLOPs, stand-ins")
 _KEY_LENGTH = {"gemm": 7, "conv": 12, "attention": 9}
 
 
@@ -246,6 +253,16 @@ def _along_bytes(points: list["_MemoryPoint"], log_bytes: float, log_itemsize: f
     return _interp(sorted((x, sum(ys) / len(ys)) for x, ys in by_size.items()), log_bytes)
 
 
+def streaming_time_us(rows: list, nbytes: float, itemsize: int, floor_us: float) -> float:
+    """µs of one streaming kernel moving `nbytes`, read off a curve of profile memory rows ([bytes, work items,
+    time µs, inner, item size]) as CalibratedModel reads a streaming kind's (validation scripts use it to check
+    a curve held out). Raises ValueError with fewer than MIN_CURVE_POINTS rows."""
+    points = _memory_points(rows, floor_us)
+    if len(points) < MIN_CURVE_POINTS:
+        raise ValueError(f"a curve needs {MIN_CURVE_POINTS} points, got {len(points)}")
+    return max(nbytes / math.exp(_along_bytes(points, _log2(nbytes), _log2(itemsize))), floor_us)
+
+
 @dataclass(frozen=True)
 class _MemoryPoint:
     log_bytes: float
@@ -342,6 +359,23 @@ class CalibratedModel:
         peak = self._profiled_roofline.peak(cost)[0]
         return max(flops / peak, nbytes / self.profiled_gpu.mem_bw_bytes_per_s) * 1e6 + self.floor_us
 
+    def notes_for(self, notes: tuple[str, ...], stand_in_note: str) -> tuple[str, ...]:
+        """The capture's notes with its stand-in note for generated-kernel times replaced where this profile
+        has fitted them."""
+        fitted = set(self.profile["timings"].get("generated", {})) - {"source"}
+        if not fitted:
+            return notes
+        fit_note = GENERATED_FIT_NOTE.format(gpu=self.profile["gpu"].upper())
+        return tuple(fit_note if n == stand_in_note else n for n in notes)
+
+    def _generated_time_us(self, cost: Cost) -> float:
+        """An Inductor-generated kernel: its class's launch floor plus its bytes (Inductor's count) at the
+        class's sustained bandwidth, both fitted to the device's compiled steps (calibrate/generated.py)."""
+        fit = self.profile["timings"]["generated"][cost.kind]
+        # on another GPU the bandwidth part is carried by the datasheets' ratio, as for the other memory kinds
+        ratio = self._bandwidth_ratio() if self.transferred else 1.0
+        return cost.kernels * fit["launch_us"] + cost.bytes / fit["bytes_per_us"] * ratio
+
     def _memory_time_us(self, cost: Cost) -> float | None:
         """Bytes over the achieved rate of the nearest measured sizes of this kind of kernel."""
         points = next((self._memory[k] for k in (cost.kind, *MEMORY_FALLBACK.get(cost.kind, ()), "pointwise")
@@ -391,6 +425,9 @@ class CalibratedModel:
             if found is not None:
                 time_us = found[0] * self._compute_ratio(cost)
                 source, uncertainty = found[1].source, found[1].uncertainty
+        elif cost.kind in self.profile["timings"].get("generated", {}):
+            time_us = self._generated_time_us(cost)
+            source, uncertainty = "fitted (generated kernels)", GENERATED_FIT_UNCERTAINTY
         elif cost.kind not in COMPUTE_KINDS:
             t = self._memory_time_us(cost)
             if t is not None:

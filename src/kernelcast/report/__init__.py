@@ -84,7 +84,7 @@ def verdict_text(rec: PredictionRecord) -> str:
 # Leads the summary of a step that runs torch.compile'd code (capture/compiled.py).
 CUDAGRAPH_REPLAY_OP = "host.cudagraph_replay"  # capture/inductor.py (the report does not import torch)
 COMPILED_AS_EAGER = "compiled step predicted as eager PyTorch (Inductor could not run here): "
-COMPILED_BY_INDUCTOR = "compiled step, Inductor's kernels (generated-kernel rates are stand-ins, see notes): "
+COMPILED_BY_INDUCTOR = "compiled step, Inductor's kernels (what is fitted and what is a stand-in: see notes): "
 
 
 def _compiled_lead(rec: PredictionRecord) -> str:
