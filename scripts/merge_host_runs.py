@@ -14,9 +14,13 @@ The calibrated host's three CPU benchmarks ("cpu bench") are left out for the sa
 one run, and the target-host scaling reads the merged "python bench" instead (predict/host.py calibration_bench).
 
     python3 scripts/merge_host_runs.py validation/host_calibration_runs.json src/kernelcast/profiles/h200.json \
-        [--add validation/h200_host_costs_run2.json "NAME"]   # a new run's host section, appended first
+        [--add RUN.json[.gz] "NAME"]   # a new run's host section, appended first
+
+The last run added (session 17): validation/h200_host_costs_run2.json.gz, made on the H200 by
+`python3 -c "from kernelcast.calibrate.host import host_costs; ..."` (the command is in the file).
 """
 
+import gzip
 import json
 import statistics
 import sys
@@ -74,7 +78,8 @@ def main() -> None:
     runs_path = Path(sys.argv[1])
     data = json.loads(runs_path.read_text())
     if len(sys.argv) == 6 and sys.argv[3] == "--add":
-        new = json.loads(Path(sys.argv[4]).read_text())
+        path = Path(sys.argv[4])
+        new = json.loads(gzip.open(path).read() if path.suffix == ".gz" else path.read_text())
         data["runs"].append({"run": sys.argv[5], "host": new["host"]})
         runs_path.write_text(json.dumps(data, indent=1) + "\n")
     runs = data["runs"]
