@@ -180,3 +180,22 @@ def test_prediction_gives_ranges_and_both_cpus():
     out = prediction_json(pred)
     assert out["python_time_range_us"] == [low, high] and out["capture_cpu"] == cap.settings.cpu
     assert out["python_timing_steps"] == pred.python_timing_steps >= 3
+
+
+def test_a_stretch_that_crosses_threads_is_not_timed_by_either_threads_clock():
+    """Backward ops run on the autograd engine's thread, the optimizer's on the Python thread: each thread's CPU
+    clock counts from its own start, so a stretch begun on one and ended on the other is dropped, not read as
+    the difference of two unrelated clocks."""
+    import threading
+
+    clock = host_clock.HostClock()
+    worker = threading.Thread(target=lambda: (clock.ours_begin(), clock.ours_end()))
+    worker.start()
+    worker.join()
+    sum(range(200_000))  # CPU time on this thread, none of it after a stretch began here
+    clock.ours_begin()
+    clock.ours_end()
+    assert clock.take()[0] == 0.0
+    sum(range(200_000))  # now a stretch began on this thread: timed
+    clock.ours_begin()
+    assert clock.take()[0] > 0.0

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import statistics
 from dataclasses import dataclass
+from threading import get_ident
 from typing import Iterator
 
 from .cpu_speed import thread_cpu_ns
@@ -49,13 +50,17 @@ class HostClock:
 
     def restart(self) -> None:
         self._last_ns = 0  # when the current stretch of model time began (0: not running)
+        self._last_thread = 0  # the thread whose CPU clock _last_ns was read from
         self._model_ns = 0
         self._depth = 0  # nesting of our own work
         self.module_calls = 0
         self.torch_calls = 0
 
     def ours_begin(self) -> None:
-        if self._depth == 0 and self._last_ns:
+        # A stretch that began on another thread (the autograd engine's device thread runs backward ops; the
+        # optimizer's follow on the Python thread) cannot be timed by this thread's CPU clock: the two clocks
+        # differ by all the CPU each thread has used (a compiled step's zero_grad read 6 s). It is dropped.
+        if self._depth == 0 and self._last_ns and get_ident() == self._last_thread:
             self._model_ns += thread_cpu_ns() - self._last_ns
         self._depth += 1
 
@@ -63,6 +68,7 @@ class HostClock:
         self._depth -= 1
         if self._depth == 0:
             self._last_ns = thread_cpu_ns()
+            self._last_thread = get_ident()
 
     @contextlib.contextmanager
     def ours(self) -> Iterator[None]:
