@@ -42,7 +42,7 @@ WORKLOADS = [
 ]
 RUNS_IDLE = 3
 RUNS_LOADED = 3
-LOAD_PROCESSES = 2  # this machine's cores
+LOAD_PROCESSES = os.cpu_count() or 2  # every core of the machine
 SPREAD_TARGET = 0.03
 LOAD_SETTLE_S = 0.5  # after starting the busy loops, before the prediction starts
 

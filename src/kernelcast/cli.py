@@ -261,6 +261,68 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_advise(args: argparse.Namespace) -> int:
+    from kernelcast.advise import advice_json, advice_text, advise
+    from kernelcast.capture.workload import build_kwargs, load_build
+    from kernelcast.devices import get_gpu
+
+    gpu = get_gpu(args.gpu)
+    _check_outputs(("--json", args.json))
+    _check_workload(args.workload)
+    if args.workload.endswith(".json"):
+        raise KernelcastError("advise captures the workload again with each fix: give FILE.py:build or example:NAME")
+    build, _ = load_build(args.workload)
+    build_args = build_kwargs(build, args.arg)
+    print(f"advising on {args.workload} for {gpu.name} (one capture per fix) ...", file=sys.stderr, flush=True)
+    advice = advise(args.workload, gpu.id, build_args, _world_size(args),
+                    lambda what: print(f"  capturing: {what}", file=sys.stderr, flush=True))
+    print(advice_text(advice))
+    if args.json:
+        write_text_atomic(args.json, json.dumps(advice_json(advice), indent=1))
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from kernelcast.advise import sweep, sweep_values, turns_gpu_bound
+    from kernelcast.capture.workload import build_kwargs, load_build
+    from kernelcast.devices import get_gpu
+    from kernelcast.fit import parse_range
+    from kernelcast.memory_fixes import BATCH_NAMES
+    from kernelcast.report import time_text
+
+    gpu = get_gpu(args.gpu)
+    name, low, high = parse_range(args.arg_range)
+    values = sweep_values(low, high)
+    _check_outputs(("--json", args.json))
+    _check_workload(args.workload)
+    if args.workload.endswith(".json"):
+        raise KernelcastError("sweep captures the workload at each value: give FILE.py:build or example:NAME")
+    build, _ = load_build(args.workload)
+    build_kwargs(build, [f"{name}={low}"])  # the argument exists and takes whole numbers
+    build_args = build_kwargs(build, args.arg)
+    unit = "samples/s" if name in BATCH_NAMES else f"{name}/s"
+    print(f"{name} {', '.join(map(str, values))} on {gpu.name} (one capture each)", file=sys.stderr, flush=True)
+    print(f"{name:>8s} {'step':>10s} {'GPU':>10s} {unit:>14s}  bound  memory")
+
+    def row(p) -> None:
+        fits = "" if p.fits is None else ("fits" if p.fits else "out of memory")
+        print(f"{p.value:8d} {time_text(p.step_us):>10s} {time_text(p.gpu_us):>10s} {p.throughput():14,.1f}  "
+              f"{p.bound:5s}  {fits}", flush=True)
+
+    points = sweep(args.workload, gpu.id, name, low, high, build_args, row)
+    first = turns_gpu_bound(points)
+    print(f"GPU-bound from {name}={first} on" if first is not None else
+          f"not GPU-bound anywhere in {name}={low}..{high}: the host sets the step")
+    if args.json:
+        doc = {"gpu": gpu.id, "argument": name, "gpu_bound_from": first,
+               "points": [{"value": p.value, "step_time_us": p.step_us, "gpu_time_us": p.gpu_us, "bound": p.bound,
+                           "fits": p.fits, "throughput_per_s": p.throughput()} for p in points]}
+        write_text_atomic(args.json, json.dumps(doc, indent=1))
+        print(f"wrote {args.json}")
+    return 0
+
+
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from kernelcast.devices import get_gpu
 
@@ -600,6 +662,23 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--expandable-segments", action="store_true",
                    help="predict memory with the allocator's expandable_segments:True")
     f.set_defaults(func=_cmd_fit)
+
+    a = sub.add_parser("advise", help="the fixes that would make a step faster, each applied and re-predicted")
+    a.add_argument("workload", help="FILE.py:build or example:NAME")
+    a.add_argument("--gpu", default=DEFAULT_GPU, help=f"target GPU (default {DEFAULT_GPU})")
+    a.add_argument("--arg", action="append", metavar="NAME=VALUE", help="build() arguments (repeatable)")
+    a.add_argument("--json", metavar="OUT", help="also write the fixes, their predicted steps and costs there")
+    a.add_argument("--world-size", type=int, default=1, metavar="N", help="capture as rank 0 of N ranks")
+    a.set_defaults(func=_cmd_advise)
+
+    w = sub.add_parser("sweep", help="step time and throughput against a build() argument (the batch size)")
+    w.add_argument("workload", help="FILE.py:build or example:NAME (build() takes the argument)")
+    w.add_argument("--gpu", default=DEFAULT_GPU, help=f"target GPU (default {DEFAULT_GPU})")
+    w.add_argument("--arg-range", required=True, metavar="NAME=LOW..HIGH",
+                   help="the build() argument and its range, e.g. batch=1..256 (low, powers of two, high)")
+    w.add_argument("--arg", action="append", metavar="NAME=VALUE", help="other build() arguments (repeatable)")
+    w.add_argument("--json", metavar="OUT", help="also write the points there")
+    w.set_defaults(func=_cmd_sweep)
 
     c = sub.add_parser("capture", help="capture a step's ops to a JSON file")
     c.add_argument("workload", help="FILE.py:build or example:NAME")

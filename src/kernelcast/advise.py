@@ -1,0 +1,319 @@
+"""`kernelcast advise` and `kernelcast sweep`: what would make a step faster, each fix applied and re-predicted.
+
+Every fix that changes the step is applied to the workload and the step captured again (the changes are made
+to what build() makes inside the capture, on fake tensors, never to the user's objects), then predicted on the
+same GPU; nothing is estimated from the first prediction alone. The fixes, where they apply:
+- torch.compile, default mode and mode="reduce-overhead" (CUDA graphs), as `--compile MODE` captures it
+  (capture/inductor.py; needs the triton package). A step that already calls torch.compile is not compiled
+  again.
+- bf16 autocast around the step, where its matrix products run in fp32 (memory_fixes.under_autocast).
+- the fused optimizer (fused=True) for Adam, AdamW, SGD and Adagrad on the foreach or for-loop path
+  (memory_fixes.fused_optimizers).
+- channels_last for 2-d convolutions in NCHW: the model's parameters and the step's 4-d inputs converted once,
+  before the step (as a data loader would hand them over).
+- a larger batch (twice build()'s batch argument), compared per sample.
+- removing a sync point: its saving is the step simulated without that sync (the timeline's own figure,
+  SyncGroup.saving_us), not a re-capture.
+A fix whose precondition does not hold (launch-bound advice on a GPU-bound step is not a fix of its own here:
+compile and CUDA graphs are tried and their predicted step says whether they help) is not tried, and the
+answer says why. A fix that was tried and predicts no saving is listed apart, with its predicted change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from kernelcast.errors import KernelcastError
+
+# A fix must save at least this share of the step to be advised (below it, the prediction's own uncertainty
+# is larger than the change).
+MIN_SAVING_SHARE = 0.02
+LARGER_BATCH_FACTOR = 2
+CONV_OPS = ("aten.convolution.default", "aten.cudnn_convolution.default")
+FUSED_OPTIMIZER_OPS = ("aten._fused_adam_.default", "aten._fused_adamw_.default", "aten._fused_sgd_.default",
+                       "aten._fused_adagrad_.default")
+COMPILE_TIME_RE = re.compile(r"compile: Dynamo, AOTAutograd and Inductor took ([0-9.]+) s")
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One fix, re-predicted. Times in µs of one step (per sample times for a larger batch: per the original
+    batch's worth of samples); peak_bytes: max_memory_allocated over the step after the fix."""
+
+    name: str
+    how: str  # "re-captured" | "timeline without the sync"
+    step_before_us: float
+    step_after_us: float
+    gpu_after_us: float | None = None
+    bound_after: str = ""
+    peak_before_bytes: int | None = None
+    peak_after_bytes: int | None = None
+    cost: str = ""  # what the fix costs besides its effect on the step: compile time, memory, a caveat
+
+    @property
+    def saving_us(self) -> float:
+        return self.step_before_us - self.step_after_us
+
+    @property
+    def saving_share(self) -> float:
+        return self.saving_us / self.step_before_us if self.step_before_us else 0.0
+
+
+@dataclass(frozen=True)
+class Advice:
+    workload: str
+    gpu: str
+    step_us: float
+    bound: str
+    fixes: tuple[Fix, ...]  # predicted to save at least MIN_SAVING_SHARE, largest saving first
+    no_gain: tuple[Fix, ...]  # tried, predicted to save less (or to be slower)
+    not_tried: tuple[tuple[str, str], ...]  # (fix, why it does not apply or could not be tried)
+
+
+# -- changes (each a `prepare` for capture_workload: runs after build(), returns the step to run) ------------
+def channels_last(step: Callable, args: tuple) -> Callable:
+    """Parameters of every model build() made, and the step's 4-d tensor inputs, in channels_last, once."""
+    import torch
+
+    from kernelcast.memory_fixes import _root_modules
+
+    for root in _root_modules():
+        root.to(memory_format=torch.channels_last)
+    converted = tuple(a.contiguous(memory_format=torch.channels_last)
+                      if isinstance(a, torch.Tensor) and a.dim() == 4 else a for a in args)
+
+    @functools.wraps(step)
+    def step_on_converted(*_args, **kwargs):
+        return step(*converted, **kwargs)
+
+    return step_on_converted
+
+
+def prepared_fixes() -> dict[str, Callable]:
+    """The fixes made by changing what build() made (a `prepare` each), by name: advise applies them on fake
+    tensors, scripts/advise_check.py on the GPU."""
+    from kernelcast.memory_fixes import fused_optimizers, under_autocast
+
+    return {"bf16 autocast": under_autocast, "fused optimizer": fused_optimizers, "channels_last": channels_last}
+
+
+# -- when each fix applies ------------------------------------------------------------------------------------
+def _nchw_convolutions(capture) -> bool:
+    """2-d convolutions whose input is stored NCHW (channels_last would change their kernels)."""
+    from kernelcast.costs.common import channels_last as stored_nhwc
+
+    inputs = [op.tensors_in()[0] for op in capture.ops if op.op in CONV_OPS and op.tensors_in()]
+    return any(len(t.shape) == 4 and not stored_nhwc(t) for t in inputs)
+
+
+def _has_unfused_optimizer(pred) -> bool:
+    return any(p.phase == "optimizer" for p in pred.ops) and not any(p.op in FUSED_OPTIMIZER_OPS for p in pred.ops)
+
+
+def _compile_seconds(pred) -> float | None:
+    for note in pred.notes:
+        m = COMPILE_TIME_RE.search(note)
+        if m:
+            return float(m.group(1))
+    return None
+
+
+def _peak(pred) -> int | None:
+    return pred.memory.peak_bytes if pred.memory is not None else None
+
+
+def _memory_cost(before, after) -> str:
+    from kernelcast.report.memory_text import human_bytes
+
+    if before is None or after is None or before == after:
+        return ""
+    return f"peak memory {human_bytes(before)} -> {human_bytes(after)}"
+
+
+# -- the advice --------------------------------------------------------------------------------------------
+def advise(spec: str, gpu: str, args: dict | None = None, world_size: int = 1,
+           progress: Callable[[str], None] | None = None) -> Advice:
+    """Each fix that applies to the workload `spec` (FILE.py:build or example:NAME), re-predicted on `gpu`.
+    Raises KernelcastError for a saved capture (it cannot be built again) or a workload that fails to capture."""
+    from kernelcast.api import capture_file
+    from kernelcast.capture.inductor import triton_missing
+    from kernelcast.capture.workload import build_parameters, load_build
+    from kernelcast.memory_fixes import (BATCH_NAMES, _fp32_matmuls, batch_parameter, fused_optimizers,
+                                         under_autocast)
+    from kernelcast.predict import predict_capture
+
+    if spec.endswith(".json"):
+        raise KernelcastError("advise captures the workload again with each fix: give FILE.py:build or "
+                              "example:NAME, not a saved capture")
+    args = dict(args or {})
+    say = progress or (lambda _text: None)
+
+    def captured(prepare=None, compile_mode=None, build_args=None):
+        return capture_file(spec, gpu, world_size, build_args if build_args is not None else args, prepare=prepare,
+                            compile_mode=compile_mode)
+
+    def predicted(**how):
+        return predict_capture(captured(**how), gpu)
+
+    say("the step as it is")
+    base_capture = captured()
+    base = predict_capture(base_capture, gpu)
+    before = base.step_time_us
+    tried: list[Fix] = []
+    not_tried: list[tuple[str, str]] = []
+
+    def attempt(name: str, cost: str = "", **how) -> None:
+        say(name)
+        try:
+            pred = predicted(**how)
+        except KernelcastError as exc:
+            not_tried.append((name, f"the step failed with this change: {str(exc)[:200]}"))
+            return
+        extra = cost
+        if how.get("compile_mode") is not None:
+            seconds = _compile_seconds(pred)
+            extra = "; ".join(filter(None, (f"compile time {seconds:.1f} s on this machine, plus Triton's on the "
+                                            "device's host" if seconds is not None else "", cost)))
+        tried.append(Fix(name, "re-captured", before, pred.step_time_us, pred.gpu_time_us, pred.bound,
+                         _peak(base), _peak(pred),
+                         "; ".join(filter(None, (extra, _memory_cost(_peak(base), _peak(pred)))))))
+
+    missing = triton_missing()
+    if base.compiled:
+        not_tried.append(("torch.compile", "the step already runs torch.compile'd code (set its mode there)"))
+    elif missing is not None:
+        not_tried.append(("torch.compile", f"Inductor cannot run here: {missing}"))
+    else:
+        attempt("torch.compile (default mode)", compile_mode="default")
+        attempt("torch.compile(mode=\"reduce-overhead\") (CUDA graphs)",
+                "the CUDA graph pool's memory is not modelled", compile_mode="reduce-overhead")
+    if _fp32_matmuls(base) and any(p.flops for p in base.ops):
+        attempt("bf16 autocast", prepare=under_autocast)
+    else:
+        not_tried.append(("bf16 autocast", "the matrix products already run in 16-bit (or there are none)"))
+    if _has_unfused_optimizer(base):
+        attempt("fused optimizer (fused=True)", prepare=fused_optimizers)
+    else:
+        not_tried.append(("fused optimizer", "no optimizer step, or it is fused already"))
+    if _nchw_convolutions(base_capture):
+        attempt("channels_last (model and 4-d inputs)", "inputs converted once, before the step",
+                prepare=channels_last)
+    else:
+        not_tried.append(("channels_last", "no 2-d convolutions in NCHW"))
+    build, _ = load_build(spec)
+    batch = batch_parameter(build)
+    if batch is not None:
+        value = int(args.get(batch, build_parameters(build)[batch]))
+        name = f"{batch}={value * LARGER_BATCH_FACTOR} (per {value} samples)"
+        say(name)
+        try:
+            pred = predicted(build_args={**args, batch: value * LARGER_BATCH_FACTOR})
+            fits = pred.memory is None or pred.memory.fit is None or pred.memory.fit.fits
+            tried.append(Fix(name, "re-captured", before, pred.step_time_us / LARGER_BATCH_FACTOR,
+                             pred.gpu_time_us / LARGER_BATCH_FACTOR, pred.bound, _peak(base), _peak(pred),
+                             "; ".join(filter(None, ("per-sample time; the optimizer sees a larger batch",
+                                                     "" if fits else "does not fit in memory",
+                                                     _memory_cost(_peak(base), _peak(pred)))))))
+        except KernelcastError as exc:
+            not_tried.append((name, f"the step failed with this change: {str(exc)[:200]}"))
+    else:
+        not_tried.append(("a larger batch", f"build() has no batch argument ({', '.join(BATCH_NAMES)})"))
+    for group in base.sync_groups:
+        if group.saving_us > 0:
+            tried.append(Fix(f"remove the {group.kind} sync at {group.source} ({group.advice})",
+                             "timeline without the sync", before, before - group.saving_us))
+    threshold = MIN_SAVING_SHARE * before
+    fixes = tuple(sorted((f for f in tried if f.saving_us >= threshold), key=lambda f: -f.saving_us))
+    no_gain = tuple(f for f in tried if f.saving_us < threshold)
+    return Advice(base.workload or spec, base.gpu.id, before, base.bound, fixes, no_gain, tuple(not_tried))
+
+
+def advice_json(advice: Advice) -> dict:
+    def fix(f: Fix) -> dict:
+        return {**dataclasses.asdict(f), "saving_us": f.saving_us, "saving_share": f.saving_share}
+
+    return {"workload": advice.workload, "gpu": advice.gpu, "step_time_us": advice.step_us, "bound": advice.bound,
+            "fixes": [fix(f) for f in advice.fixes], "no_gain": [fix(f) for f in advice.no_gain],
+            "not_tried": [{"fix": name, "why": why} for name, why in advice.not_tried]}
+
+
+def advice_text(advice: Advice) -> str:
+    from kernelcast.report import time_text
+
+    lines = [f"{advice.workload} on {advice.gpu}: step {time_text(advice.step_us)} ({advice.bound}-bound)"]
+    if advice.fixes:
+        lines.append("fixes, largest predicted saving first (each applied and re-predicted):")
+        for i, f in enumerate(advice.fixes, 1):
+            lines.append(f"  {i}. {f.name}: {time_text(f.step_before_us)} -> {time_text(f.step_after_us)} "
+                         f"(saves {time_text(f.saving_us)}, {f.saving_share:.0%}; {f.how})")
+            if f.cost:
+                lines.append(f"     cost: {f.cost}")
+    else:
+        lines.append(f"no fix tried here is predicted to save {MIN_SAVING_SHARE:.0%} of the step or more")
+    for f in advice.no_gain:
+        change = -f.saving_share
+        lines.append(f"  no gain: {f.name}: {time_text(f.step_after_us)} ({change:+.0%})"
+                     + (f"; {f.cost}" if f.cost else ""))
+    for name, why in advice.not_tried:
+        lines.append(f"  not tried: {name}: {why}")
+    return "\n".join(lines)
+
+
+# -- sweep -------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SweepPoint:
+    value: int
+    step_us: float
+    gpu_us: float
+    bound: str
+    fits: bool | None  # None: no memory prediction
+
+    def throughput(self) -> float:
+        """values per second (samples per second when the argument is the batch)."""
+        return self.value / (self.step_us / 1e6) if self.step_us else 0.0
+
+
+def sweep_values(low: int, high: int) -> tuple[int, ...]:
+    """low, then powers of two above it, then high: the values a sweep captures."""
+    if low < 1 or high < low:
+        raise KernelcastError(f"the range {low}..{high} is empty (it must be 1 or more, low to high)")
+    values, v = [low], 1
+    while v <= high:
+        if v > low:
+            values.append(v)
+        v *= 2
+    if values[-1] != high:
+        values.append(high)
+    return tuple(values)
+
+
+def sweep(spec: str, gpu: str, name: str, low: int, high: int, args: dict | None = None,
+          progress: Callable[[SweepPoint], None] | None = None) -> tuple[SweepPoint, ...]:
+    """The step predicted at each of sweep_values(low, high) for build() argument `name`."""
+    from kernelcast.api import capture_file
+    from kernelcast.predict import predict_capture
+
+    points = []
+    for value in sweep_values(low, high):
+        pred = predict_capture(capture_file(spec, gpu, 1, {**(args or {}), name: value}), gpu)
+        fit = pred.memory.fit if pred.memory is not None else None
+        point = SweepPoint(value, pred.step_time_us, pred.gpu_time_us, pred.bound, None if fit is None else fit.fits)
+        points.append(point)
+        if progress is not None:
+            progress(point)
+    return tuple(points)
+
+
+def turns_gpu_bound(points: tuple[SweepPoint, ...]) -> int | None:
+    """The smallest value from which every larger one is predicted GPU-bound (None: never)."""
+    first = None
+    for p in points:
+        if p.bound == "gpu":
+            first = p.value if first is None else first
+        else:
+            first = None
+    return first
