@@ -23,3 +23,40 @@ def test_compile_says_so_once(tmp_path, monkeypatch, capsys):
     assert err == "kernelcast: compiling the fake-CUDA helper for torch 9.9.9 (once, ~5 s)...\n"
     assert _fake_cuda.build("9.9.9") == first  # cached: no compile, no line
     assert capsys.readouterr().err == ""
+
+
+def test_a_torch_that_refuses_to_override_a_meta_kernel_keeps_it(monkeypatch):
+    """torch 2.11 refuses register_fake for an op with a Meta kernel (aten::_ctc_loss): the capture keeps the
+    build's kernel for that op instead of failing every capture (the H200 machine's torch did)."""
+    import torch
+
+    from kernelcast.capture import capture_workload
+    from kernelcast.capture import cuda_only
+    from kernelcast.capture.cuda_path import load_op_table
+
+    registered = []
+    original = torch.library.register_fake
+
+    def refusing(name, fake, lib=None):
+        if name == "aten::_ctc_loss":
+            raise RuntimeError("register_fake(...): the operator aten::_ctc_loss already has an DispatchKey::Meta "
+                               "implementation via a pre-existing torch.library or TORCH_LIBRARY registration.")
+        registered.append(name)
+        return original(name, fake, lib=lib)
+
+    monkeypatch.setattr(torch.library, "register_fake", refusing)
+
+    def build():
+        lin = torch.nn.Linear(8, 8).cuda()
+        x = torch.ones(4, 8, device="cuda")
+        return (lambda m, v: m(v).sum().backward()), (lin, x)
+
+    cap = capture_workload(build, "h200")
+    assert any(op.op == "aten.addmm.default" for op in cap.ops)
+    assert "aten::_ctc_loss_backward" in registered  # the others were still registered
+    monkeypatch.setattr(torch.library, "register_fake", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("x")))
+    import pytest
+
+    with pytest.raises(RuntimeError):  # any other refusal is not swallowed
+        with cuda_only.cuda_only_fakes(load_op_table()):
+            pass
