@@ -23,6 +23,7 @@ import functools
 import gc
 import importlib.util
 import warnings
+import weakref
 from typing import Callable
 
 from kernelcast.capture.workload import build_parameters
@@ -47,10 +48,15 @@ def batch_parameter(build: Callable) -> str | None:
 
 
 # -- finding what build() made ---------------------------------------------------------------------------
+_PROXY_TYPES = (weakref.ProxyType, weakref.CallableProxyType)
+
+
 def _alive(kind: type) -> list:
+    """The objects of `kind` alive now. Weak proxies are skipped: a live one stands for an object found anyway,
+    and asking a dead one its type raises ReferenceError (torch's optimizers keep weak proxies of themselves)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return [o for o in gc.get_objects() if isinstance(o, kind)]
+        return [o for o in gc.get_objects() if type(o) not in _PROXY_TYPES and isinstance(o, kind)]
 
 
 def _root_modules() -> list:

@@ -1,0 +1,77 @@
+"""`kernelcast advise` and `kernelcast sweep`: fixes applied and re-predicted, ranked; what does not apply is said."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from helpers import subprocess_env
+from kernelcast.advise import Fix, SweepPoint, advise, sweep_values, turns_gpu_bound
+
+WORKLOAD = textwrap.dedent('''
+    import torch
+
+    def build(batch=4096):
+        model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 1024)).cuda()
+        opt = torch.optim.AdamW(model.parameters(), foreach=True)
+        x = torch.randn(batch, 1024, device="cuda")
+
+        def step(x):
+            model(x).square().mean().backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+        return step, (x,)
+''')
+
+
+@pytest.fixture
+def workload(tmp_path):
+    path = tmp_path / "mlp_step.py"
+    path.write_text(WORKLOAD)
+    return f"{path}:build"
+
+
+def test_sweep_values_and_where_the_step_turns_gpu_bound():
+    assert sweep_values(1, 256) == (1, 2, 4, 8, 16, 32, 64, 128, 256)
+    assert sweep_values(3, 20) == (3, 4, 8, 16, 20)
+    assert sweep_values(5, 5) == (5,)
+    points = tuple(SweepPoint(v, 100.0, 50.0, b, True) for v, b in
+                   ((1, "host"), (2, "gpu"), (4, "mixed"), (8, "gpu"), (16, "gpu")))
+    assert turns_gpu_bound(points) == 8  # from 8 on every point is GPU-bound
+    assert turns_gpu_bound(points[:3]) is None
+
+
+def test_a_fix_saving_is_the_step_before_less_after():
+    fix = Fix("x", "re-captured", 1000.0, 750.0)
+    assert fix.saving_us == 250.0 and fix.saving_share == 0.25
+
+
+def test_advise_tries_the_fixes_that_apply_and_ranks_them(workload):
+    advice = advise(workload, "h100")
+    tried = {f.name for f in advice.fixes + advice.no_gain}
+    assert "bf16 autocast" in tried and "fused optimizer (fused=True)" in tried
+    assert any(name.startswith("batch=8192") for name in tried)
+    assert {name for name, _ in advice.not_tried} >= {"channels_last"}  # no convolutions: said, not tried
+    savings = [f.saving_us for f in advice.fixes]
+    assert savings == sorted(savings, reverse=True) and all(f.saving_share >= 0.02 for f in advice.fixes)
+    # bf16 autocast on a GPU-bound fp32 MLP: its GEMMs move to tensor cores (on a host-bound one the casts add
+    # launches and it is slower: measured so on the H200, validation/advise)
+    autocast = next(f for f in advice.fixes + advice.no_gain if f.name == "bf16 autocast")
+    assert autocast.step_after_us < autocast.step_before_us
+
+
+def test_cli_advise_writes_json_and_refuses_a_saved_capture(workload, tmp_path):
+    out = tmp_path / "advice.json"
+    run = subprocess.run([sys.executable, "-m", "kernelcast", "advise", workload, "--gpu", "h100", "--json", str(out)],
+                         capture_output=True, text=True, env=subprocess_env(), timeout=600)
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(out.read_text())
+    assert doc["gpu"] == "h100-sxm" and doc["fixes"] and all("saving_us" in f for f in doc["fixes"])
+    saved = tmp_path / "cap.json"
+    saved.write_text("{}")
+    bad = subprocess.run([sys.executable, "-m", "kernelcast", "advise", str(saved)], capture_output=True, text=True,
+                         env=subprocess_env(), timeout=120)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
