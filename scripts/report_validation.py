@@ -720,12 +720,12 @@ def world_size_lines(runs: list[dict]) -> list[str]:
     return lines
 
 
-def host_determinism_section(data: dict) -> list[str]:
+def host_determinism_section(data: dict, where: str = "the development machine (shared with other agents' "
+                             "background work)", title: str = "") -> list[str]:
     """benchmarks/host_determinism.py: the same workload predicted 6 times, 3 with the cores loaded."""
     meta = data["meta"]
-    lines = ["", "## The same workload, the same answer: host determinism (issue 11)", "",
-             f"Command: `{meta['command']}` on the development machine ({meta['cpu_count']} cores, shared with "
-             f"other agents' background work; {meta['date']}). Each prediction is a fresh process (capture + "
+    lines = ["", title or "## The same workload, the same answer: host determinism (issue 11)", "",
+             f"Command: `{meta['command']}` on {where} ({meta['cpu_count']} cores; {meta['date']}). Each prediction is a fresh process (capture + "
              f"predict for the H200); 3 idle, then 3 while {meta['load_processes']} busy loops (`while True: "
              f"pass`, started and stopped by the benchmark) hold the cores. Spread: {meta['spread']}. Target: "
              f"{meta['target']}. Modes: `shipped` (CPU time of the capturing thread, each op's fastest reading "
@@ -816,6 +816,74 @@ def wall_validate_section(data: dict) -> list[str]:
     return lines
 
 
+def _median_worst(values: list[float]) -> str:
+    return f"{statistics.median(values):.1%} / {max(values):.1%}" if values else "-"
+
+
+def compile_section(folder: Path) -> list[str]:
+    """scripts/compile_validate.py against scripts/compile_measure.py's device run; the generated-kernel rates."""
+    doc = json.loads((folder / "compile_validation.json").read_text())
+    rows = doc["rows"]
+
+    def err(r, key):
+        return abs(r[key] - r[key + "_measured"]) / r[key + "_measured"] if r[key + "_measured"] else None
+
+    lines = ["", "## torch.compile'd steps (issue 13)", "",
+             f"Command: `{doc.get('command', 'python3 scripts/compile_validate.py')}`: 14 zoo workloads measured "
+             "on the H200 eager, compiled (default) and compiled with mode=\"reduce-overhead\" "
+             "(`PYTHONPATH=src python3 scripts/compile_measure.py --budget-s 380 --out $OUT/compile_measured.json.gz`"
+             ", `validation/compile/compile_measured.json.gz`), captured here with `--compile MODE` (Inductor on "
+             "fake CUDA) and predicted. Kernels: GPU work items of one profiled step; GPU time: their sum; step: "
+             "the median of 3 timings of 5 back-to-back steps. Rows whose profiled step compiled again "
+             "(transformers' models: a guard on their cache object fails each call) are left out of the kernel and "
+             "GPU comparisons. Targets: compiled kernels per step median <= 10%; compiled GPU time median <= 10%, "
+             "worst <= 25%; reduce-overhead step median <= 15%.", "",
+             "| workload | mode | kernels predicted / measured | GPU ms predicted / measured | step ms predicted / "
+             "measured |", "|---|---|---:|---:|---:|"]
+    for r in rows:
+        mark = " (profiled step recompiled)" if r.get("profile_recompiled") else ""
+        lines.append(f"| {r['name']}{mark} | {r['mode']} | {r['kernels']} / {r['kernels_measured']} | "
+                     f"{r['gpu_us'] / 1e3:.3f} / {r['gpu_us_measured'] / 1e3:.3f} | "
+                     f"{r['step_us'] / 1e3:.3f} / {r['step_us_measured'] / 1e3:.3f} |")
+    compiled = [r for r in rows if r["mode"] != "eager" and not r.get("profile_recompiled")]
+    kernels = [e for r in compiled if (e := err(r, "kernels")) is not None]
+    gpu = [e for r in compiled if (e := err(r, "gpu_us")) is not None]
+    step_ro = [e for r in rows if r["mode"] == "reduce-overhead" and (e := err(r, "step_us")) is not None]
+    lines += ["", f"Compiled kernels per step, median / worst |error|: {_median_worst(kernels)} ({len(kernels)} rows); "
+              f"compiled GPU time: {_median_worst(gpu)}; reduce-overhead step time: {_median_worst(step_ro)} "
+              f"({len(step_ro)} rows, the host side predicted from this 2-core machine's capture)."]
+    rates = folder / "triton_rates_eval.json"
+    if rates.exists():
+        ev = json.loads(rates.read_text())
+        lines += ["", f"Generated-kernel rates (`{ev['command']}`): each workload's Triton kernels predicted from a "
+                  "launch floor and bandwidth per class fitted to the other workloads, beside the eager "
+                  "pointwise curve that stood in before.", "",
+                  "| kind | kernels | held-out median / p90 | stand-in median / p90 |", "|---|---:|---:|---:|"]
+        for kind, k in ev["by_kind"].items():
+            lines.append(f"| {kind} | {k['kernels']} | {k['held_out_median']:.1%} / {k['held_out_p90']:.0%} | "
+                         f"{k['stand_in_median']:.1%} / {k['stand_in_p90']:.0%} |")
+    return lines
+
+
+def advise_section(doc: dict) -> list[str]:
+    """scripts/advise_check.py: each kind of fix measured on the H200 beside its predicted saving."""
+    lines = ["", "## Fixes advised, measured (issue 13)", "",
+             f"Command: `{doc['command']}` against `PYTHONPATH=src python3 scripts/advise_check.py --measure` on "
+             "the H200 (`validation/advise/advise_measured.json`: each step as written and with the fix, the "
+             "median of 5 timings of 10 back-to-back steps between CUDA events; a larger batch per sample). "
+             "The fix is the same change `kernelcast advise` makes on fake tensors (kernelcast.advise). "
+             "torch.compile's savings are in the section above.", "",
+             "| workload | fix | predicted ms before -> after | saving | measured ms before -> after | saving |",
+             "|---|---|---:|---:|---:|---:|"]
+    for r in doc["rows"]:
+        lines.append(f"| {r['workload'].split(':')[-1]} | {r['fix']} | {r['predicted_before_ms']:.3f} -> "
+                     f"{r['predicted_after_ms']:.3f} | {r['predicted_saving']:+.0%} | {r['measured_before_ms']:.3f} "
+                     f"-> {r['measured_after_ms']:.3f} | {r['measured_saving']:+.0%} |")
+    right = sum(r["sign_right"] for r in doc["rows"])
+    lines += ["", f"Sign of the saving right on {right} of {len(doc['rows'])} cases."]
+    return lines
+
+
 def main() -> None:
     write_report(sys.argv[1], sys.argv[2])
 
@@ -854,8 +922,16 @@ def write_report(folder: str, out: str) -> None:
         lines += distributed_section(folder / "distributed")
     if (folder / "host_determinism.json").exists():
         lines += host_determinism_section(json.loads((folder / "host_determinism.json").read_text()))
+    if (folder / "host_determinism_device.json").exists():
+        lines += host_determinism_section(json.loads((folder / "host_determinism_device.json").read_text()),
+                                          "the H200 machine (device tool; mode `shipped` only)",
+                                          "### The same benchmark on the device host")
     if (folder / "wall_validate.json").exists():
         lines += wall_validate_section(json.loads((folder / "wall_validate.json").read_text()))
+    if (folder / "compile" / "compile_validation.json").exists():
+        lines += compile_section(folder / "compile")
+    if (folder / "advise" / "advise_check.json").exists():
+        lines += advise_section(json.loads((folder / "advise" / "advise_check.json").read_text()))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n")
     print(f"wrote {out}")
