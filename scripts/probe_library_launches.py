@@ -39,12 +39,13 @@ def probe(cell: str, hidden: int, layers: int, bidirectional: bool, steps: int, 
         for _ in range(3):
             module(x)
         torch.cuda.synchronize()
-        host = []
+        host, wall = [], []
         for _ in range(REPEATS):
             torch.cuda.synchronize()
-            start = thread_cpu_ns()
+            start, start_wall = thread_cpu_ns(), time.perf_counter_ns()
             module(x)
             host.append((thread_cpu_ns() - start) / 1e3)
+            wall.append((time.perf_counter_ns() - start_wall) / 1e3)
             torch.cuda.synchronize()
         from torch.profiler import ProfilerActivity, profile
 
@@ -54,7 +55,8 @@ def probe(cell: str, hidden: int, layers: int, bidirectional: bool, steps: int, 
     items = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
     return {"config": {"cell": cell, "hidden": hidden, "layers": layers, "bidirectional": bidirectional,
                        "steps": steps, "batch": batch},
-            "host_us": host, "host_us_median": statistics.median(host), "work_items": len(items),
+            "host_us": host, "host_us_median": statistics.median(host),
+            "wall_us_median": statistics.median(wall), "work_items": len(items),
             "gpu_us": sum(e.device_time for e in items)}
 
 
