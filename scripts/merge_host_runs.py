@@ -31,7 +31,7 @@ REFERENCE_CASE = "add (1 kernel)"
 ONE_RUN_KEYS = ("cpu bench",)
 # Kept from the profile as it is: the host's CPU (recorded by the zoo run, not a calibration) and the host-link
 # copy curves (scripts/build_h200_profile.py takes them from the sweep run).
-KEPT_KEYS = ("cpu", "cpu_source", "copies")
+KEPT_KEYS = ("cpu", "cpu_source", "copies", "library launch")  # the last: scripts/fit_library_launches.py
 
 
 def _scaled(case: dict, factor: float) -> dict:

@@ -194,3 +194,20 @@ def test_a_calibrated_library_call_is_priced_at_its_case_not_as_a_launch():
     assert launch_priced.dispatch_us(conv, cost_of(conv)) == 10.0  # no case: one launch, as an add
     section = {**SECTION, LIBRARY_CASES["convolution"]: _case(45.0)}
     assert HostModel.from_profile(section, "test host").dispatch_us(conv, cost_of(conv)) == 45.0
+
+
+def test_a_cudnn_rnn_call_pays_for_each_kernel_it_launches_beyond_its_case():
+    """cuDNN launches an RNN's per-step kernels from the host inside one op: past the case's own items, each
+    costs the probe's per-item host time (scripts/probe_library_launches.py); a convolution's do not."""
+    from kernelcast.costs import Cost
+    from kernelcast.predict.host import LIBRARY_CASE_ITEMS, LIBRARY_CASES, LIBRARY_LAUNCH_CASE
+
+    section = {**SECTION, LIBRARY_CASES["_cudnn_rnn"]: _case(60.0), LIBRARY_LAUNCH_CASE: _case(7.0),
+               LIBRARY_CASES["convolution"]: _case(45.0)}
+    model = HostModel.from_profile(section, "test host")
+    rnn = op("aten._cudnn_rnn.default", {}, [contiguous((4, 1, 16))])
+    items = LIBRARY_CASE_ITEMS["_cudnn_rnn"]
+    assert model.dispatch_us(rnn, Cost(kernels=items, kind="cudnn_rnn")) == 60.0
+    assert model.dispatch_us(rnn, Cost(kernels=items + 100, kind="cudnn_rnn")) == 60.0 + 100 * 7.0
+    conv = op("aten.convolution.default", {}, [contiguous((1, 16, 8, 8))])
+    assert model.dispatch_us(conv, Cost(kernels=3, kind="conv")) == 45.0

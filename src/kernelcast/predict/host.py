@@ -41,8 +41,19 @@ LIBRARY_CASES = {
     "convolution_backward": "conv2d backward (cuDNN)",
     "cudnn_batch_norm": "batch_norm training (cuDNN)",
     "_cudnn_rnn": "rnn tanh 4 steps (cuDNN)",
+    "_cudnn_rnn_backward": "rnn tanh 4 steps (cuDNN)",  # its fixed part taken as the forward call's (not probed)
     "_linalg_solve_ex": "linalg.solve 8x8 (cuSOLVER)",
 }
+# A cuDNN RNN call launches its kernels from inside the library, one GEMM and pointwise kernels per time step,
+# layer and direction unless a persistent kernel runs the steps: its host time grows with them. Host µs per work
+# item beyond the RNN case's own (LIBRARY_CASE_ITEMS, as costs/rnn.py counts that case): the profile's "library
+# launch" (scripts/fit_library_launches.py from the device probe scripts/probe_library_launches.py: 12 RNN calls
+# of 3 to 1609 items, 5.8-8.8 µs per item past the first few). The zoo's bidirectional GRU forward launches 1607
+# items and measured 16.7 ms per step for 3.8 ms of kernels. Only the RNN ops were probed: a convolution's extra
+# cuDNN launches (a layout transform, a split-K reduction) keep the call's case cost alone.
+LIBRARY_LAUNCH_OPS = {"_cudnn_rnn", "_cudnn_rnn_backward"}
+LIBRARY_CASE_ITEMS = {"_cudnn_rnn": 2, "_cudnn_rnn_backward": 2}
+LIBRARY_LAUNCH_CASE = "library launch"
 RANGE_MARKERS = (RANGE_BEGIN_OP, RANGE_END_OP)
 # torch.compile'd code (capture/inductor.py). Stand-ins until the device calibrates them (scripts/
 # compile_measure.py measures compiled steps): a launch of an Inductor Triton kernel goes through its Python
@@ -81,6 +92,7 @@ class HostModel:
     cpu_scale: float = 1.0  # every per-op cost on the target host over the calibration's (1: the calibrated host)
     # µs of host time per call of each LIBRARY_CASES op that the profile calibrated (by op name)
     library_call_us: tuple[tuple[str, float], ...] = ()
+    library_launch_us: float = 0.0  # per work item such a call launches beyond its case's (0: not calibrated)
     capture_cpu: str = ""  # the CPU the capture ran on, and the target host's ("" where not recorded)
     target_cpu: str = ""
     # The per-op costs come from tight loops of one op; a chain of varied ops (calibrate/host.py, mixed_chain)
@@ -130,6 +142,8 @@ class HostModel:
         library = tuple((name, v) for name, case in LIBRARY_CASES.items() if (v := us(case)) is not None)
         if library:
             values["library_call_us"] = library
+        if (v := us(LIBRARY_LAUNCH_CASE)) is not None:
+            values["library_launch_us"] = v
         chain = section.get("mixed chain")
         if isinstance(chain, dict) and chain.get("ops"):
             values.update(_chain_factors(chain, HostModel(**values)))
@@ -176,7 +190,9 @@ class HostModel:
             return self.view_op_us + engine_us
         library = dict(self.library_call_us).get(op.name)
         if library is not None:
-            return library + engine_us + (self.grad_extra_us if "grad" in op.tags else 0.0)
+            extra_items = max(cost.kernels - LIBRARY_CASE_ITEMS[op.name], 0) if op.name in LIBRARY_LAUNCH_OPS else 0
+            return (library + extra_items * self.library_launch_us + engine_us
+                    + (self.grad_extra_us if "grad" in op.tags else 0.0))
         if op.name.startswith(FOREACH_PREFIX):
             return self.foreach_op_us + self.foreach_per_tensor_us * max(map(len, tensor_lists(op)), default=1)
         us = self.kernel_op_us + (cost.kernels - 1) * self.extra_kernel_launch_us + engine_us
