@@ -31,16 +31,23 @@ REPEATS = 20
 MAX_BYTES = 2 ** 31
 
 
-def kernel_times(fn) -> list[float]:
+L2_FLUSH_BYTES = 256 * 2 ** 20  # written between calls: the lists come from HBM, as an optimizer step's state does
+
+
+def kernel_times(fn, flush: torch.Tensor | None) -> list[float]:
+    """Durations of the multi_tensor_apply kernels of REPEATS calls (with `flush` written before each)."""
     from torch.profiler import ProfilerActivity, profile
 
     fn()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(REPEATS):
+            if flush is not None:
+                flush.fill_(1.0)
             fn()
         torch.cuda.synchronize()
-    return [e.device_time for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return [e.device_time for e in prof.events()
+            if e.device_type == torch.autograd.DeviceType.CUDA and "multi_tensor_apply" in e.name]
 
 
 def main() -> int:
@@ -48,21 +55,23 @@ def main() -> int:
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     rows = []
-    for name, (depth, call) in OPS.items():
-        for elements in ELEMENTS:
-            for n in TENSORS:
-                if n * elements * 4 * depth > MAX_BYTES:
-                    continue
-                xs = [torch.ones(elements, device="cuda") for _ in range(n)]
-                ys = [torch.ones(elements, device="cuda") for _ in range(n)]
-                times = kernel_times(lambda: call(xs, ys))
-                launches = len(times) // REPEATS
-                per_call = [sum(times[i * launches:(i + 1) * launches]) for i in range(REPEATS)]
-                rows.append({"op": name, "depth": depth, "tensors": n, "elements": elements,
-                             "chunks": n * -(-elements // 65536), "launches": launches,
-                             "bytes": n * elements * 4 * depth, "gpu_us_median": statistics.median(per_call)})
-                print(rows[-1], flush=True)
-                del xs, ys
+    flush = torch.empty(L2_FLUSH_BYTES // 4, device="cuda")
+    for l2 in ("cold", "warm"):
+        for name, (depth, call) in OPS.items():
+            for elements in ELEMENTS:
+                for n in TENSORS:
+                    if n * elements * 4 * depth > MAX_BYTES:
+                        continue
+                    xs = [torch.ones(elements, device="cuda") for _ in range(n)]
+                    ys = [torch.ones(elements, device="cuda") for _ in range(n)]
+                    times = kernel_times(lambda: call(xs, ys), flush if l2 == "cold" else None)
+                    launches = len(times) // REPEATS
+                    per_call = [sum(times[i * launches:(i + 1) * launches]) for i in range(REPEATS)]
+                    rows.append({"op": name, "l2": l2, "depth": depth, "tensors": n, "elements": elements,
+                                 "chunks": n * -(-elements // 65536), "launches": launches,
+                                 "bytes": n * elements * 4 * depth, "gpu_us_median": statistics.median(per_call)})
+                    print(rows[-1], flush=True)
+                    del xs, ys
     props = torch.cuda.get_device_properties(0)
     doc = {"device": torch.cuda.get_device_name(), "sms": props.multi_processor_count, "torch": torch.__version__,
            "date": time.strftime("%Y-%m-%d %H:%M"),

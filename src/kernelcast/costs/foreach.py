@@ -68,7 +68,18 @@ def _foreach(op: OpRecord, ctx: CostContext, flops_per_element: float = FOREACH_
     return Cost(
         flops=flops_per_element * sum(t.numel for t in first), bytes_read=read, bytes_written=written,
         kernels=launches + (extra_kernels if launches else 0), dtype=first[0].dtype, kind="foreach",
+        key=chunk_key([t.numel for t in first]),
     )
+
+
+def chunk_key(numels: list[int]) -> tuple:
+    """The cost key of a multi_tensor_apply op: ("chunks", elements in its largest chunk). One thread block runs
+    each chunk, so a list of few chunks takes as long as one block needs for the largest (predict/calibrated.py
+    `foreach_blocks`)."""
+    return (CHUNK_KEY, min(max(numels, default=0), CHUNK_ELEMENTS))
+
+
+CHUNK_KEY = "chunks"
 
 
 FOREACH_OPS = (
@@ -98,5 +109,5 @@ def fused_adam(op: OpRecord, ctx: CostContext) -> Cost:
         flops=FUSED_ADAM_FLOPS_PER_ELEMENT * sum(t.numel for t in params),
         bytes_read=moved, bytes_written=moved - sum(t.nbytes for t in lists[1]),  # grads are only read
         kernels=multi_tensor_launches([t.numel for t in params], depth, large_args=ctx.multi_tensor_large_args),
-        dtype=params[0].dtype, kind="foreach",
+        dtype=params[0].dtype, kind="foreach", key=chunk_key([t.numel for t in params]),
     )

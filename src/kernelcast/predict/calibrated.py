@@ -368,6 +368,23 @@ class CalibratedModel:
         fit_note = GENERATED_FIT_NOTE.format(gpu=self.profile["gpu"].upper())
         return tuple(fit_note if n == stand_in_note else n for n in notes)
 
+    def _foreach_time_us(self, cost: Cost) -> float:
+        """A multi_tensor_apply op: per launch, the longer of one thread block's time for the largest chunk (a
+        list of few chunks leaves most SMs idle, and its launch lasts that long: validation/probes/
+        foreach_probe.json, 7.5 µs for any number of 65536-element chunks up to 64 on the H200) and the
+        launch's bytes at the pointwise curve's streaming rate. The block time is launch_us + elements x
+        us_per_element, fitted by scripts/fit_foreach_blocks.py on that probe."""
+        fit = self.profile["timings"]["foreach_blocks"]
+        launches = max(cost.kernels, 1)
+        block_us = fit["launch_us"] + cost.key[1] * fit["us_per_element"]
+        points = self._memory.get("pointwise")
+        per_launch = cost.bytes / launches
+        stream_us = (max(per_launch / math.exp(_along_bytes(points, _log2(per_launch), _log2(4))), self.floor_us)
+                     if points and per_launch > 0 else self.floor_us)
+        if self.transferred:  # the streaming part on another GPU, as for the other memory kinds
+            stream_us *= self._bandwidth_ratio()
+        return launches * max(block_us, stream_us)
+
     def _generated_time_us(self, cost: Cost) -> float:
         """An Inductor-generated kernel: its class's launch floor plus its bytes (Inductor's count) at the
         class's sustained bandwidth, both fitted to the device's compiled steps (calibrate/generated.py)."""
@@ -425,6 +442,9 @@ class CalibratedModel:
             if found is not None:
                 time_us = found[0] * self._compute_ratio(cost)
                 source, uncertainty = found[1].source, found[1].uncertainty
+        elif cost.kind == "foreach" and "foreach_blocks" in self.profile["timings"] and cost.key[:1] == ("chunks",):
+            time_us = self._foreach_time_us(cost)
+            source, uncertainty = "fitted (multi_tensor_apply blocks)", MEMORY_CURVE_UNCERTAINTY
         elif cost.kind in self.profile["timings"].get("generated", {}):
             time_us = self._generated_time_us(cost)
             source, uncertainty = "fitted (generated kernels)", GENERATED_FIT_UNCERTAINTY
