@@ -11,6 +11,8 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
   on the H200 by scripts/probe_rnn.py), the profile's timings `rnn` section as it is.
 - compile/compile_measured.json.gz: compiled zoo steps (scripts/compile_measure.py), whose generated Triton
   kernels give the `generated` timings: a launch floor and bandwidth per kernel class (calibrate/generated.py).
+- probes/foreach_probe.json: multi_tensor_apply launches over few and many chunks (scripts/probe_foreach.py),
+  whose block time per chunk gives `foreach_blocks` (calibrate/foreach_blocks.py).
 The host section is the per-case median over the calibration runs so far (validation/host_calibration_runs.json,
 scripts/merge_host_runs.py), kept from the current profile; host-link copies come from the sweep run.
 Each op in the raw runs is costed again here, so a change to a cost formula reaches the profile without a device.
@@ -25,12 +27,14 @@ import sys
 from pathlib import Path
 
 from kernelcast.calibrate import build_profile, read_raw
+from kernelcast.calibrate.foreach_blocks import fit as foreach_block_fit
 from kernelcast.calibrate.generated import generated_fits
 
 ROOT = Path(__file__).resolve().parent.parent
 RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.json.gz")
 RNN_FIT = "validation/probes/rnn_time_fit.json"
 COMPILE_RUN = "validation/compile/compile_measured.json.gz"
+FOREACH_PROBE = "validation/probes/foreach_probe.json"
 
 
 def merged_raw(paths: list[str]) -> dict:
@@ -50,6 +54,9 @@ def main() -> int:
     profile["timings"]["rnn"] = json.loads((ROOT / RNN_FIT).read_text())
     compiled = json.loads(gzip.open(ROOT / COMPILE_RUN).read())
     profile["timings"]["generated"] = {**generated_fits(compiled), "source": COMPILE_RUN + ": " + compiled["command"]}
+    probe = json.loads((ROOT / FOREACH_PROBE).read_text())
+    profile["timings"]["foreach_blocks"] = {**foreach_block_fit(probe["rows"]),
+                                            "source": f"{FOREACH_PROBE} ({probe['command']}, {probe['date']})"}
     current = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
     if current.get("host"):
         profile["host"] = {**current["host"], "copies": raw["host"]["copies"]}

@@ -96,3 +96,22 @@ def test_a_case_only_one_run_measured_is_carried_to_the_typical_host():
     # measured at 1.6x a launch on a host twice as fast: 16 µs on the typical one
     assert merged["conv2d 3x3 (cuDNN)"]["median_us"] == pytest.approx(16.0)
     assert "cpu bench" not in merged
+
+
+def test_a_foreach_list_of_few_chunks_lasts_as_long_as_one_block():
+    """multi_tensor_apply runs a block per 65536-element chunk: 39 chunks on 132 SMs take one block's time
+    (validation/probes/foreach_probe.json), not the list's bytes at the GPU's bandwidth."""
+    from kernelcast.costs.foreach import chunk_key
+
+    assert chunk_key([802816, 1024]) == ("chunks", 65536, 14)
+    assert chunk_key([1024, 100]) == ("chunks", 1024, 2)
+    profile = load_profile("h200").data
+    fit = profile["timings"]["foreach_blocks"]["cold"]
+    model = CalibratedModel(get_gpu("h200"), CaptureSettings(), profile, get_gpu("h200"))
+    few = Cost(bytes_read=10e6, bytes_written=10e6, kernels=1, kind="foreach", key=("chunks", 65536, 39))
+    est = model.estimate(few)
+    assert est.time_us == pytest.approx(fit["launch_us"] + 65536 * fit["us_per_element"])
+    assert 12 < est.time_us < 18 and est.source == "fitted (multi_tensor_apply blocks)"
+    # a list of many chunks streams at the pointwise rate: 1 GB over 4 launches is far above one block each
+    many = Cost(bytes_read=0.5e9, bytes_written=0.5e9, kernels=4, kind="foreach", key=("chunks", 65536, 1024))
+    assert model.estimate(many).time_us > 4 * est.time_us * 3

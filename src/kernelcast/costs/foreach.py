@@ -73,10 +73,11 @@ def _foreach(op: OpRecord, ctx: CostContext, flops_per_element: float = FOREACH_
 
 
 def chunk_key(numels: list[int]) -> tuple:
-    """The cost key of a multi_tensor_apply op: ("chunks", elements in its largest chunk). One thread block runs
-    each chunk, so a list of few chunks takes as long as one block needs for the largest (predict/calibrated.py
-    `foreach_blocks`)."""
-    return (CHUNK_KEY, min(max(numels, default=0), CHUNK_ELEMENTS))
+    """The cost key of a multi_tensor_apply op: ("chunks", elements in its largest chunk, chunks). One thread
+    block runs each chunk, so a list of few chunks takes as long as one block needs for the largest
+    (predict/calibrated.py `foreach_blocks`). Three items: memory kinds read two-item keys as (row, item size)."""
+    return (CHUNK_KEY, min(max(numels, default=0), CHUNK_ELEMENTS),
+            sum(math.ceil(n / CHUNK_ELEMENTS) for n in numels))
 
 
 CHUNK_KEY = "chunks"

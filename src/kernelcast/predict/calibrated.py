@@ -371,10 +371,15 @@ class CalibratedModel:
     def _foreach_time_us(self, cost: Cost) -> float:
         """A multi_tensor_apply op: per launch, the longer of one thread block's time for the largest chunk (a
         list of few chunks leaves most SMs idle, and its launch lasts that long: validation/probes/
-        foreach_probe.json, 7.5 µs for any number of 65536-element chunks up to 64 on the H200) and the
+        foreach_probe.json, 15 µs for any number of 65536-element chunks up to 64 on the H200) and the
         launch's bytes at the pointwise curve's streaming rate. The block time is launch_us + elements x
-        us_per_element, fitted by scripts/fit_foreach_blocks.py on that probe."""
-        fit = self.profile["timings"]["foreach_blocks"]
+        us_per_element, fitted by scripts/fit_foreach_blocks.py on that probe with the lists read from HBM.
+        The probe's L2-resident line (7.5 µs a chunk: the same list launched back to back) is a best case a
+        step does not see: an optimizer's lists were last touched by other kernels, and a block waits on memory
+        latency. Checked on the zoo, per family: the HBM line put optimizers at 1.9% median (the L2 line,
+        weighted by the L2 tracker's resident share, at 9.7%) and improved every family with foreach ops
+        (docs/zoo.md)."""
+        fit = self.profile["timings"]["foreach_blocks"]["cold"]
         launches = max(cost.kernels, 1)
         block_us = fit["launch_us"] + cost.key[1] * fit["us_per_element"]
         points = self._memory.get("pointwise")
