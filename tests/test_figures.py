@@ -148,3 +148,15 @@ def test_flops_per_s_of_the_add_point():
     (add,) = [p for p in roofline_points(small_record())[0] if p.time_us == 3.0]
     assert add.flops_per_s == pytest.approx(ADD_FLOPS / 3e-6)  # 2^20 FLOPs in 3 µs
     assert add.intensity == pytest.approx(ADD_FLOPS / ADD_BYTES)  # 1/12 FLOP/B
+
+
+def test_the_row_after_the_last_op_is_placed_at_the_steps_end():
+    """predict/memory.py writes what the step frees as it returns at op_index == len(ops): drawn at the end
+    (every real prediction has that row; the figure once refused the whole series for it)."""
+    rec = small_record()
+    n = len(rec.spans)
+    series = memory_series([{"op_index": 0, "allocated_bytes": 1.0}, {"op_index": n, "allocated_bytes": 0.5}],
+                           rec.spans)
+    assert series is not None and series.times_us[-1] == max(
+        s.gpu_end_us if s.gpu_end_us is not None else s.cpu_end_us for s in rec.spans)
+    assert memory_series([{"op_index": n + 1, "allocated_bytes": 1.0}], rec.spans) is None

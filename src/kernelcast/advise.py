@@ -208,7 +208,8 @@ def advise(spec: str, gpu: str, args: dict | None = None, world_size: int = 1,
     batch = batch_parameter(build)
     if batch is not None:
         value = int(args.get(batch, build_parameters(build)[batch]))
-        name = f"{batch}={value * LARGER_BATCH_FACTOR} (per {value} samples)"
+        name = (f"{batch}={value * LARGER_BATCH_FACTOR} (throughput: the step's time per {value} samples, as "
+                f"{LARGER_BATCH_FACTOR} steps of today's batch would take)")
         say(name)
         try:
             pred = predicted(build_args={**args, batch: value * LARGER_BATCH_FACTOR})
@@ -241,6 +242,11 @@ def advice_json(advice: Advice) -> dict:
             "not_tried": [{"fix": name, "why": why} for name, why in advice.not_tried]}
 
 
+def _signed_share(share: float) -> str:
+    """+12%, -3%, or "no change" (never "-0%")."""
+    return "no change" if round(share * 100) == 0 else f"{share:+.0%}"
+
+
 def advice_text(advice: Advice) -> str:
     from kernelcast.report import time_text
 
@@ -256,8 +262,9 @@ def advice_text(advice: Advice) -> str:
         lines.append(f"no fix tried here is predicted to save {MIN_SAVING_SHARE:.0%} of the step or more")
     for f in advice.no_gain:
         change = -f.saving_share
-        lines.append(f"  no gain: {f.name}: {time_text(f.step_after_us)} ({change:+.0%})"
-                     + (f"; {f.cost}" if f.cost else ""))
+        what = "slower" if change > 0 else f"under {MIN_SAVING_SHARE:.0%} saved, within the prediction's uncertainty"
+        lines.append(f"  not advised ({what}): {f.name}: {time_text(f.step_before_us)} -> "
+                     f"{time_text(f.step_after_us)} ({_signed_share(change)})" + (f"; {f.cost}" if f.cost else ""))
     for name, why in advice.not_tried:
         lines.append(f"  not tried: {name}: {why}")
     return "\n".join(lines)

@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 
 from kernelcast.errors import DEBUG_ENV, KernelcastError
@@ -227,7 +228,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     if args.workload.endswith(".json"):
         raise KernelcastError("fit captures the workload at each value: give FILE.py:build or example:NAME")
     build, _ = load_build(args.workload)
-    build_kwargs(build, [f"{name}={low}"])  # the argument exists and takes whole numbers
+    _check_range_argument(build, name, low)
     build_args = build_kwargs(build, args.arg)
 
     def progress(value, fits, pred) -> None:
@@ -261,6 +262,16 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_range_argument(build, name: str, low: int) -> None:
+    """--arg-range's argument exists in build() and takes whole numbers (the error names --arg-range)."""
+    from kernelcast.capture.workload import build_kwargs
+
+    try:
+        build_kwargs(build, [f"{name}={low}"])
+    except KernelcastError as exc:
+        raise KernelcastError(str(exc).replace("--arg ", "--arg-range ", 1)) from None
+
+
 def _cmd_advise(args: argparse.Namespace) -> int:
     from kernelcast.advise import advice_json, advice_text, advise
     from kernelcast.capture.workload import build_kwargs, load_build
@@ -273,9 +284,13 @@ def _cmd_advise(args: argparse.Namespace) -> int:
         raise KernelcastError("advise captures the workload again with each fix: give FILE.py:build or example:NAME")
     build, _ = load_build(args.workload)
     build_args = build_kwargs(build, args.arg)
-    print(f"advising on {args.workload} for {gpu.name} (one capture per fix) ...", file=sys.stderr, flush=True)
-    advice = advise(args.workload, gpu.id, build_args, _world_size(args),
-                    lambda what: print(f"  capturing: {what}", file=sys.stderr, flush=True))
+    talk = sys.stderr.isatty()  # progress on a terminal only, as the other commands (nothing in a pipe or in CI)
+    if talk:
+        print(f"advising on {args.workload} for {gpu.name} (one capture per fix) ...", file=sys.stderr, flush=True)
+    with warnings.catch_warnings():  # Inductor's advice to the user's own code (TF32 and the like) is not ours
+        warnings.simplefilter("ignore", UserWarning)
+        advice = advise(args.workload, gpu.id, build_args, _world_size(args),
+                        (lambda what: print(f"  capturing: {what}", file=sys.stderr, flush=True)) if talk else None)
     print(advice_text(advice))
     if args.json:
         write_text_atomic(args.json, json.dumps(advice_json(advice), indent=1))
@@ -299,10 +314,11 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     if args.workload.endswith(".json"):
         raise KernelcastError("sweep captures the workload at each value: give FILE.py:build or example:NAME")
     build, _ = load_build(args.workload)
-    build_kwargs(build, [f"{name}={low}"])  # the argument exists and takes whole numbers
+    _check_range_argument(build, name, low)
     build_args = build_kwargs(build, args.arg)
     unit = "samples/s" if name in BATCH_NAMES else f"{name}/s"
-    print(f"{name} {', '.join(map(str, values))} on {gpu.name} (one capture each)", file=sys.stderr, flush=True)
+    if sys.stderr.isatty():
+        print(f"{name} {', '.join(map(str, values))} on {gpu.name} (one capture each)", file=sys.stderr, flush=True)
     print(f"{name:>8s} {'step':>10s} {'GPU':>10s} {unit:>14s}  bound  memory")
 
     def row(p) -> None:

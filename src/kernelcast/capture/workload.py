@@ -34,10 +34,14 @@ def on_sys_path(folder: Path) -> Iterator[None]:
 
 
 def where_it_failed(exc: BaseException) -> str:
-    """The innermost frame of the user's file in a traceback, as "file.py:12"."""
+    """The innermost frame of the user's file in a traceback, as "file.py:12". A SyntaxError names its own place
+    (its message says the file and line), and the import machinery's frames are never the user's."""
+    if isinstance(exc, SyntaxError):
+        return ""
     frames = traceback.extract_tb(exc.__traceback__)
     for frame in reversed(frames):
-        if "site-packages" not in frame.filename and "/kernelcast/" not in frame.filename:
+        if ("site-packages" not in frame.filename and "/kernelcast/" not in frame.filename
+                and not frame.filename.startswith("<frozen")):
             return f" (at {Path(frame.filename).name}:{frame.lineno})"
     return ""
 

@@ -123,15 +123,18 @@ def host_line(pred) -> str:
     ranges), and how much another CPU would change the step."""
     rec = as_record(pred)
     what_if = ", ".join(f"{time_text(step)} with CPU work x{factor:g}" for factor, step in rec.step_time_by_host_speed)
-    launch = (f"; {rec.launch_bound_ops} ops are launch-bound (their kernels finish before the next launch: "
+    ops_are = "op is" if rec.launch_bound_ops == 1 else "ops are"
+    launch = (f"; {rec.launch_bound_ops} {ops_are} launch-bound (their kernels finish before the next launch: "
               f"{_launch_bound_fix(rec)})" if rec.launch_bound_ops else "")
     cpus = (f"target CPU {rec.target_cpu or 'not recorded'}, captured on {rec.capture_cpu or 'a CPU not recorded'}"
             f" (model Python: CPU time, fastest of {rec.python_timing_steps} "
             f"step{'s' if rec.python_timing_steps > 1 else ''})")
     python = f"model Python {time_text(rec.python_time_us)}"
     if rec.python_time_range_us[1] > 0:
+        step_range = (f"step {_range(*rec.step_time_range_us)} over it" if time_text(rec.step_time_range_us[0])
+                      != time_text(rec.step_time_range_us[1]) else "the step does not move over it: the GPU sets it")
         python += (f" (range {_range(*rec.python_time_range_us)}: the CPU benchmarks' ratios between the two "
-                   f"machines, the capture's readings; step {_range(*rec.step_time_range_us)} over it)")
+                   f"machines, the capture's readings; {step_range})")
     return (f"host: {rec.host}; {cpus}. CPU {time_text(rec.host_time_us)} per step, of which {python}; "
             f"step {what_if}{launch}")
 

@@ -33,11 +33,18 @@ def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _span_end(span: OpSpan) -> float:
+    return span.gpu_end_us if span.gpu_end_us is not None else span.cpu_end_us
+
+
 def _op_time(index: Any, spans: Sequence[OpSpan]) -> float | None:
+    """The end of op `index` in the simulated step; index len(spans) is after the last op (what the step frees
+    as it returns: predict/memory.py writes that row)."""
+    if isinstance(index, int) and index == len(spans) and spans:
+        return max(_span_end(s) for s in spans)
     if not (isinstance(index, int) and 0 <= index < len(spans)):
         return None
-    span = spans[index]
-    return span.gpu_end_us if span.gpu_end_us is not None else span.cpu_end_us
+    return _span_end(spans[index])
 
 
 def _time_of(row: dict, spans: Sequence[OpSpan]) -> float | None:

@@ -31,11 +31,15 @@ def peak_op_text(mem: dict) -> str:
 def fix_line(fix: dict) -> str:
     if fix.get("peak_memory_bytes") is None:
         return f"  - {fix['name']}: not re-predicted ({fix.get('note', '')})"
-    verdict = "fits" if fix.get("fits") else "still out of memory"
     time = f", step {fix['step_time_us'] / 1000:.2f} ms" if fix.get("step_time_us") else ""
     note = f" ({fix['note']})" if fix.get("note") else ""
-    return (f"  - {fix['name']}: peak {human_bytes(fix['peak_memory_bytes'])} allocated, "
-            f"{human_bytes(fix['reserved_memory_bytes'])} reserved at most -> {verdict}{time}{note}")
+    if fix.get("fits"):
+        return (f"  - {fix['name']}: peak {human_bytes(fix['peak_memory_bytes'])} allocated, "
+                f"{human_bytes(fix['reserved_memory_bytes'])} reserved at most -> fits{time}{note}")
+    # the allocator's simulation stops where a request fails: what it had reserved then, not what the step needs
+    return (f"  - {fix['name']}: peak {human_bytes(fix['peak_memory_bytes'])} allocated -> still out of memory "
+            f"(the next block does not fit beside the {human_bytes(fix['reserved_memory_bytes'])} reserved)"
+            f"{time}{note}")
 
 
 def oom_verdict_lines(rec: PredictionRecord) -> list[str]:
