@@ -199,3 +199,18 @@ def test_a_stretch_that_crosses_threads_is_not_timed_by_either_threads_clock():
     sum(range(200_000))  # now a stretch began on this thread: timed
     clock.ours_begin()
     assert clock.take()[0] > 0.0
+
+
+def test_a_long_step_is_read_fewer_times_and_a_cheap_one_more():
+    from kernelcast.capture.host_clock import TIMING_BUDGET_S, TIMING_REPEAT_BUDGET_S, TIMING_STEPS_MAX
+    from kernelcast.capture.session import _another_timing_step
+
+    s = 1e9
+    assert not _another_timing_step(1, 3, 0, int(4 * s))  # a 4 s step (Llama-7B): read once
+    assert _another_timing_step(1, 3, 0, int(0.5 * s)) and _another_timing_step(2, 3, int(0.5 * s), int(0.5 * s))
+    assert not _another_timing_step(3, 3, int(1.0 * s), int(0.5 * s))  # three 0.5 s reads, none more
+    tiny = int(0.01 * s)  # a 10 ms step: read up to TIMING_STEPS_MAX times within TIMING_BUDGET_S
+    assert _another_timing_step(5, 3, 4 * tiny, tiny)
+    assert not _another_timing_step(TIMING_STEPS_MAX, 3, tiny, tiny)
+    assert not _another_timing_step(1, 1, 0, tiny)  # a rank of a fake process group: one step
+    assert TIMING_BUDGET_S < TIMING_REPEAT_BUDGET_S

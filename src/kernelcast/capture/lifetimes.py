@@ -63,6 +63,8 @@ class StorageTracker:
         self.dispatches = 0  # ops dispatched since the stage began (recorded or not)
         self.paused = 0  # > 0 while ops run that do no device work (DTensor's sharding propagation)
         self._ordinals: dict[int, int] = {}  # recorded op index -> its dispatch ordinal in the step
+        # Modules and optimizers alive as the step began (label_owners): the step makes none a user keeps.
+        self._owners: list | None = None
 
     # -- seeing tensors ----------------------------------------------------------------------------------
     def see_op(self, args: tuple, kwargs: dict, out: Any) -> None:
@@ -162,9 +164,11 @@ class StorageTracker:
         step's inputs. Modules and optimizers are found among the objects alive (the model is the user's)."""
         from torch.optim import Optimizer
 
-        with warnings.catch_warnings():  # some libraries' lazy module proxies warn when their type is asked
-            warnings.simplefilter("ignore")
-            owners = [o for o in gc.get_objects() if _is_owner(o, Optimizer)]
+        owners = self._owners
+        if owners is None:  # found once, as the step begins (a walk of every live object: 0.3 s for GPT-2)
+            with warnings.catch_warnings():  # some libraries' lazy module proxies warn when their type is asked
+                warnings.simplefilter("ignore")
+                owners = self._owners = [o for o in gc.get_objects() if _is_owner(o, Optimizer)]
         for owner in owners:
             if isinstance(owner, Optimizer):
                 self.label_optimizer(owner)
