@@ -77,7 +77,7 @@ def main():
                      "ops": runs[0]["ops"], "kernels": runs[0]["kernels"], "target_s": t_target,
                      "target_rss_mb": rss_target, "met": ok})
     meta = {"cpu_count": os.cpu_count(), "date": time.strftime("%Y-%m-%d"), "python": sys.version.split()[0],
-            "command": "python3 benchmarks/capture_speed.py"}
+            "command": f"python3 benchmarks/capture_speed.py --repeats {args.repeats}", "repeats": args.repeats}
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"meta": meta, "rows": rows}, f, indent=1)

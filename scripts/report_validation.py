@@ -354,7 +354,8 @@ def repredicted_section(data: dict) -> list[str]:
 def speed_section(data: dict) -> list[str]:
     meta = data["meta"]
     lines = ["", "## Capture speed and memory (no GPU)", "",
-             f"Command: `{meta['command']} --repeats 5 --json validation/capture_speed.json` on the development "
+             f"Command: `{meta['command']}{'' if '--repeats' in meta['command'] else ' --repeats 5'} --json "
+             f"validation/capture_speed.json` on the development "
              f"machine ({meta['cpu_count']} cores, Python {meta['python']}, {meta['date']}), each run in a fresh "
              "process. Time: capture (build, warm-up step, recorded step) plus prediction, after imports; the "
              "imports of torch, kernelcast and transformers are listed apart. Peak RSS: the whole process.", "",
