@@ -922,7 +922,13 @@ def write_report(folder: str, out: str) -> None:
     if (folder / "distributed" / "distributed_compare.json").exists():
         lines += distributed_section(folder / "distributed")
     if (folder / "host_determinism.json").exists():
-        lines += host_determinism_section(json.loads((folder / "host_determinism.json").read_text()))
+        lines += host_determinism_section(json.loads((folder / "host_determinism.json").read_text()),
+                                          "the development machine (mode `shipped`: what kernelcast does)")
+    if (folder / "host_determinism_modes.json").exists():
+        lines += host_determinism_section(json.loads((folder / "host_determinism_modes.json").read_text()),
+                                          "the development machine, by the code before this session's merge fixes "
+                                          "(the four ways of reading the model's Python compared)",
+                                          "### Earlier: four ways of reading the model's Python")
     if (folder / "host_determinism_device.json").exists():
         lines += host_determinism_section(json.loads((folder / "host_determinism_device.json").read_text()),
                                           "the H200 machine (device tool; mode `shipped` only)",
