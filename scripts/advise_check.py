@@ -29,6 +29,7 @@ import kernelcast  # noqa: F401  (before torch)
 
 from kernelcast.advise import LARGER_BATCH_FACTOR, prepared_fixes
 from kernelcast.capture.workload import load_build, on_sys_path
+from kernelcast.measure import back_to_back_ms
 
 ROOT = Path(__file__).resolve().parent.parent
 # (workload, fix, build() arguments): one case per kind of fix, on workloads where it applies.
@@ -70,15 +71,7 @@ def _measure_one(spec: str, fix: str | None, args: dict) -> dict:
     for _ in range(WARMUP):
         step(*step_args)
     torch.cuda.synchronize()
-    times = []
-    for _ in range(REPEATS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(STEPS):
-            step(*step_args)
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / STEPS / per)
+    times = [ms / per for ms in back_to_back_ms(lambda: step(*step_args), STEPS, REPEATS)]
     del step, step_args
     import gc
     gc.collect()

@@ -127,26 +127,12 @@ def _warm_up(call, compiled: bool) -> dict:
 
 
 def _time(call) -> dict:
-    import torch
+    from kernelcast.measure import back_to_back_ms, synced_ms
 
-    step_ms = []
-    for _ in range(REPEATS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(STEPS):
-            call()
-        end.record()
-        torch.cuda.synchronize()
-        step_ms.append(start.elapsed_time(end) / STEPS)
-    synced_ms = []
-    for _ in range(SYNCED):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        call()
-        torch.cuda.synchronize()
-        synced_ms.append((time.perf_counter() - t0) * 1e3)
-    return {"step_ms": step_ms, "step_ms_median": statistics.median(step_ms), "synced_ms": synced_ms,
-            "synced_ms_median": statistics.median(synced_ms)}
+    step_ms = back_to_back_ms(call, STEPS, REPEATS)
+    synced = synced_ms(call, SYNCED)
+    return {"step_ms": step_ms, "step_ms_median": statistics.median(step_ms), "synced_ms": synced,
+            "synced_ms_median": statistics.median(synced)}
 
 
 def _inductor_bytes() -> dict[str, list[float]]:

@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples" / "zo
 from registry import ZOO  # noqa: E402
 
 from kernelcast.capture.workload import load_build, on_sys_path  # noqa: E402
-from kernelcast.measure import _module_ranges, attribute, packet  # noqa: E402
+from kernelcast.measure import (_module_ranges, attribute, back_to_back_ms, measure_memory, packet,  # noqa: E402
+                                synced_ms)
 
 WARMUP = 3
 STEPS = 5
@@ -102,33 +103,13 @@ def measure(build) -> dict:
     for _ in range(WARMUP):
         step(*args)
     torch.cuda.synchronize()
-    step_ms = []
-    for _ in range(REPEATS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(STEPS):
-            step(*args)
-        end.record()
-        torch.cuda.synchronize()
-        step_ms.append(start.elapsed_time(end) / STEPS)
-    synced_ms = []
-    for _ in range(SYNCED):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        step(*args)
-        torch.cuda.synchronize()
-        synced_ms.append((time.perf_counter() - t0) * 1e3)
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    before = torch.cuda.memory_allocated()
-    step(*args)
-    torch.cuda.synchronize()
-    memory = {"allocated_before": before, "max_allocated": torch.cuda.max_memory_allocated(),
-              "reserved": torch.cuda.memory_reserved(), "allocated_after": torch.cuda.memory_allocated()}
+    step_ms = back_to_back_ms(lambda: step(*args), STEPS, REPEATS)
+    synced = synced_ms(lambda: step(*args), SYNCED)
+    memory = measure_memory(step, args).to_json()
     prof = _profile(step, args)
     gpu_us = sum(k[3] for k in prof["kernels"])
-    return {"step_ms": step_ms, "step_ms_median": statistics.median(step_ms), "synced_ms": synced_ms,
-            "synced_ms_median": statistics.median(synced_ms), "gpu_time_us": round(gpu_us, 3),
+    return {"step_ms": step_ms, "step_ms_median": statistics.median(step_ms), "synced_ms": synced,
+            "synced_ms_median": statistics.median(synced), "gpu_time_us": round(gpu_us, 3),
             "memory": memory, **prof}
 
 

@@ -70,3 +70,32 @@ def test_a_measurement_object_or_its_json_is_matched_for_the_roofline():
     assert any(not len(c.get_facecolors()) for c in fig.axes[0].collections)  # a hollow, measured point
     with pytest.raises(TypeError):
         measured_times(_record(), 3.0)
+
+
+def test_back_to_back_timing_divides_each_events_span_by_the_steps(monkeypatch):
+    """The one CUDA-event timer `kernelcast measure` and the device scripts (zoo, compile, advise) share."""
+    import torch
+
+    from kernelcast.measure import back_to_back_ms, synced_ms
+
+    clock = {"ms": 0.0}
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            self.at = None
+
+        def record(self):
+            self.at = clock["ms"]
+
+        def elapsed_time(self, other):
+            return other.at - self.at
+
+    def call():
+        clock["ms"] += 2.0
+
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    after = []
+    assert back_to_back_ms(call, steps=5, repeats=3, after_each=lambda: after.append(1)) == [2.0, 2.0, 2.0]
+    assert len(after) == 3
+    assert len(synced_ms(call, 4)) == 4

@@ -198,6 +198,43 @@ def attribute(events, recorded_ops: set[str] | None = None) -> tuple[list[Kernel
     return sorted(out, key=lambda k: k.launched_us), total
 
 
+def back_to_back_ms(call: Callable[[], object], steps: int, repeats: int,
+                    after_each: Callable[[], None] | None = None) -> list[float]:
+    """ms per step of `repeats` timings, each of `steps` back-to-back calls between two CUDA events (the GPU
+    queue stays full, as in a training loop), divided by `steps`. `after_each` runs after each timing."""
+    import torch
+
+    step_ms = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(steps):
+            call()
+        end.record()
+        torch.cuda.synchronize()
+        step_ms.append(start.elapsed_time(end) / steps)
+        if after_each is not None:
+            after_each()
+    return step_ms
+
+
+def synced_ms(call: Callable[[], object], n: int) -> list[float]:
+    """ms of `n` single calls, each between torch.cuda.synchronize() calls on a host timer (what a user's timer
+    around a synchronized step reads)."""
+    import time
+
+    import torch
+
+    out = []
+    for _ in range(n):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        call()
+        torch.cuda.synchronize()
+        out.append((time.perf_counter() - t0) * 1e3)
+    return out
+
+
 def measure_memory(step: Callable, args: tuple) -> MeasuredMemory:
     """One more step between reset_peak_memory_stats() and max_memory_allocated() (as scripts/zoo_measure.py)."""
     import torch
@@ -226,17 +263,8 @@ def measure_step(step: Callable, args: tuple, recorded_ops: set[str] | None = No
         step(*args)
         progress.advance()
     torch.cuda.synchronize()
-    step_ms = []
     progress.stage(f"timing {repeats} x {steps} back-to-back steps", total=repeats)
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(steps):
-            step(*args)
-        end.record()
-        torch.cuda.synchronize()
-        step_ms.append(start.elapsed_time(end) / steps)
-        progress.advance()
+    step_ms = back_to_back_ms(lambda: step(*args), steps, repeats, progress.advance)
     progress.stage("peak memory of one step")
     memory = measure_memory(step, args)
     progress.stage("profiling one step (per-kernel times)")
