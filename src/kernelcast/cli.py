@@ -214,7 +214,6 @@ def _with_memory_fixes(pred, args: argparse.Namespace, build_args: dict):
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
-    from kernelcast.capture.workload import build_kwargs, load_build
     from kernelcast.devices import get_gpu
     from kernelcast.fit import fit_workload, parse_range
     from kernelcast.memory_fixes import BATCH_NAMES
@@ -224,12 +223,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     gpu = get_gpu(args.gpu)
     name, low, high = parse_range(args.arg_range)
     _check_outputs(("--json", args.json))
-    _check_workload(args.workload)
-    if args.workload.endswith(".json"):
-        raise KernelcastError("fit captures the workload at each value: give FILE.py:build or example:NAME")
-    build, _ = load_build(args.workload)
-    _check_range_argument(build, name, low)
-    build_args = build_kwargs(build, args.arg)
+    build_args = _rebuilt_workload_args(args, "fit captures the workload at each value", (name, low))
 
     def progress(value, fits, pred) -> None:
         mem = pred.memory
@@ -262,28 +256,32 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_range_argument(build, name: str, low: int) -> None:
-    """--arg-range's argument exists in build() and takes whole numbers (the error names --arg-range)."""
-    from kernelcast.capture.workload import build_kwargs
+def _rebuilt_workload_args(args: argparse.Namespace, why: str, arg_range: tuple[str, int] | None = None) -> dict:
+    """build()'s keyword arguments (--arg) for a command that captures the workload again (fit, sweep, advise),
+    checked before any capture: a saved capture cannot be built again (`why` says what the command does), and
+    --arg-range's argument (NAME, LOW) must exist in build() and take whole numbers (the error names
+    --arg-range)."""
+    from kernelcast.capture.workload import build_kwargs, load_build
 
-    try:
-        build_kwargs(build, [f"{name}={low}"])
-    except KernelcastError as exc:
-        raise KernelcastError(str(exc).replace("--arg ", "--arg-range ", 1)) from None
+    _check_workload(args.workload)
+    if args.workload.endswith(".json"):
+        raise KernelcastError(f"{why}: give FILE.py:build or example:NAME")
+    build, _ = load_build(args.workload)
+    if arg_range is not None:
+        try:
+            build_kwargs(build, [f"{arg_range[0]}={arg_range[1]}"])
+        except KernelcastError as exc:
+            raise KernelcastError(str(exc).replace("--arg ", "--arg-range ", 1)) from None
+    return build_kwargs(build, args.arg)
 
 
 def _cmd_advise(args: argparse.Namespace) -> int:
     from kernelcast.advise import advice_json, advice_text, advise
-    from kernelcast.capture.workload import build_kwargs, load_build
     from kernelcast.devices import get_gpu
 
     gpu = get_gpu(args.gpu)
     _check_outputs(("--json", args.json))
-    _check_workload(args.workload)
-    if args.workload.endswith(".json"):
-        raise KernelcastError("advise captures the workload again with each fix: give FILE.py:build or example:NAME")
-    build, _ = load_build(args.workload)
-    build_args = build_kwargs(build, args.arg)
+    build_args = _rebuilt_workload_args(args, "advise captures the workload again with each fix")
     talk = sys.stderr.isatty()  # progress on a terminal only, as the other commands (nothing in a pipe or in CI)
     if talk:
         print(f"advising on {args.workload} for {gpu.name} (one capture per fix) ...", file=sys.stderr, flush=True)
@@ -300,7 +298,6 @@ def _cmd_advise(args: argparse.Namespace) -> int:
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from kernelcast.advise import sweep, sweep_values, turns_gpu_bound
-    from kernelcast.capture.workload import build_kwargs, load_build
     from kernelcast.devices import get_gpu
     from kernelcast.fit import parse_range
     from kernelcast.memory_fixes import BATCH_NAMES
@@ -310,12 +307,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     name, low, high = parse_range(args.arg_range)
     values = sweep_values(low, high)
     _check_outputs(("--json", args.json))
-    _check_workload(args.workload)
-    if args.workload.endswith(".json"):
-        raise KernelcastError("sweep captures the workload at each value: give FILE.py:build or example:NAME")
-    build, _ = load_build(args.workload)
-    _check_range_argument(build, name, low)
-    build_args = build_kwargs(build, args.arg)
+    build_args = _rebuilt_workload_args(args, "sweep captures the workload at each value", (name, low))
     unit = "samples/s" if name in BATCH_NAMES else f"{name}/s"
     if sys.stderr.isatty():
         print(f"{name} {', '.join(map(str, values))} on {gpu.name} (one capture each)", file=sys.stderr, flush=True)
