@@ -85,6 +85,9 @@ DATASHEET_UNCERTAINTY = 0.5
 # An Inductor-generated kernel timed by its class's fitted launch floor and bandwidth: held out by workload,
 # per-kernel median error was 13-23% by class (scripts/triton_rates_eval.py on the H200's compiled zoo run).
 GENERATED_FIT_UNCERTAINTY = 0.2
+# A multi_tensor_apply launch's bytes are read off the pointwise curve's 4-byte points (optimizer state is fp32
+# in the zoo's steps; the foreach cost key carries chunking, not an item size).
+FOREACH_CURVE_ITEMSIZE = 4
 GENERATED_FIT_NOTE = ("Inductor's Triton kernels are timed from Inductor's own byte counts by a launch floor and a "
                       "sustained bandwidth per kernel class (pointwise, reduction, persistent reduction) fitted to "
                       "the {gpu}'s compiled zoo steps (held out by workload: 13-23% median error per kernel); foreach "
@@ -260,6 +263,11 @@ def streaming_time_us(rows: list, nbytes: float, itemsize: int, floor_us: float)
     points = _memory_points(rows, floor_us)
     if len(points) < MIN_CURVE_POINTS:
         raise ValueError(f"a curve needs {MIN_CURVE_POINTS} points, got {len(points)}")
+    return _streaming_us(points, nbytes, itemsize, floor_us)
+
+
+def _streaming_us(points: list["_MemoryPoint"], nbytes: float, itemsize: int, floor_us: float) -> float:
+    """nbytes at the rate read off a streaming curve (_along_bytes), never under the work-item floor."""
     return max(nbytes / math.exp(_along_bytes(points, _log2(nbytes), _log2(itemsize))), floor_us)
 
 
@@ -384,7 +392,7 @@ class CalibratedModel:
         block_us = fit["launch_us"] + cost.key[1] * fit["us_per_element"]
         points = self._memory.get("pointwise")
         per_launch = cost.bytes / launches
-        stream_us = (max(per_launch / math.exp(_along_bytes(points, _log2(per_launch), _log2(4))), self.floor_us)
+        stream_us = (_streaming_us(points, per_launch, FOREACH_CURVE_ITEMSIZE, self.floor_us)
                      if points and per_launch > 0 else self.floor_us)
         if self.transferred:  # the streaming part on another GPU, as for the other memory kinds
             stream_us *= self._bandwidth_ratio()
