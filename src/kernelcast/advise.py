@@ -79,9 +79,9 @@ def channels_last(step: Callable, args: tuple) -> Callable:
     """Parameters of every model build() made, and the step's 4-d tensor inputs, in channels_last, once."""
     import torch
 
-    from kernelcast.memory_fixes import _root_modules
+    from kernelcast.memory_fixes import root_modules
 
-    for root in _root_modules():
+    for root in root_modules():
         root.to(memory_format=torch.channels_last)
     converted = tuple(a.contiguous(memory_format=torch.channels_last)
                       if isinstance(a, torch.Tensor) and a.dim() == 4 else a for a in args)
@@ -142,7 +142,7 @@ def advise(spec: str, gpu: str, args: dict | None = None, world_size: int = 1,
     from kernelcast.api import capture_file
     from kernelcast.capture.inductor import triton_missing
     from kernelcast.capture.workload import build_parameters, load_build
-    from kernelcast.memory_fixes import (BATCH_NAMES, _fp32_matmuls, batch_parameter, fused_optimizers,
+    from kernelcast.memory_fixes import (BATCH_NAMES, fp32_matmuls, batch_parameter, fused_optimizers,
                                          under_autocast)
     from kernelcast.predict import predict_capture
 
@@ -191,7 +191,7 @@ def advise(spec: str, gpu: str, args: dict | None = None, world_size: int = 1,
         attempt("torch.compile (default mode)", compile_mode="default")
         attempt("torch.compile(mode=\"reduce-overhead\") (CUDA graphs)",
                 "the CUDA graph pool's memory is not modelled", compile_mode="reduce-overhead")
-    if _fp32_matmuls(base) and any(p.flops for p in base.ops):
+    if fp32_matmuls(base) and any(p.flops for p in base.ops):
         attempt("bf16 autocast", prepare=under_autocast)
     else:
         not_tried.append(("bf16 autocast", "the matrix products already run in 16-bit (or there are none)"))

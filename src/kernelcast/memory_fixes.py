@@ -59,7 +59,8 @@ def _alive(kind: type) -> list:
         return [o for o in gc.get_objects() if type(o) not in _PROXY_TYPES and isinstance(o, kind)]
 
 
-def _root_modules() -> list:
+def root_modules() -> list:
+    """The modules build() made that hold parameters and are no other module's child (the models)."""
     import torch
 
     modules = _alive(torch.nn.Module)
@@ -82,7 +83,7 @@ def _layers(root) -> list:
 def checkpoint_layers(step: Callable, args: tuple) -> Callable:
     from torch.utils.checkpoint import checkpoint
 
-    for root in _root_modules():
+    for root in root_modules():
         for layer in _layers(root):
             forward = layer.forward
 
@@ -107,7 +108,7 @@ def under_autocast(step: Callable, args: tuple) -> Callable:
 def bf16_weights(step: Callable, args: tuple) -> Callable:
     import torch
 
-    for root in _root_modules():
+    for root in root_modules():
         root.to(torch.bfloat16)
     return under_autocast(step, args)
 
@@ -129,7 +130,7 @@ def fully_sharded(step: Callable, args: tuple) -> Callable:
     from torch.distributed.fsdp import fully_shard
     from torch.optim import Optimizer
 
-    roots = _root_modules()
+    roots = root_modules()
     before = {name: p for root in roots for name, p in _named(root)}
     for root in roots:
         for layer in _layers(root):
@@ -174,7 +175,7 @@ def _attempt(name: str, run: Callable[[], Prediction], note: str = "") -> Memory
         return MemoryFix(name, None, None, None, None, f"the step failed with this change: {str(exc)[:200]}")
 
 
-def _fp32_matmuls(pred: Prediction) -> bool:
+def fp32_matmuls(pred: Prediction) -> bool:
     """The step's matrix products run in fp32 (autocast would change them)."""
     return not any(p.flops and p.roof in ("bf16_tensor", "fp16_tensor") for p in pred.ops)
 
@@ -192,7 +193,7 @@ def memory_fixes(spec: str, gpu: str, pred: Prediction, args: dict | None = None
         fixes.append(_smaller_batch(spec, gpu, args, name, build_parameters(build)[name], world_size))
     fixes.append(_attempt("activation checkpointing of each layer",
                           lambda: _repredict(spec, gpu, args, world_size, checkpoint_layers, interconnect)))
-    if _fp32_matmuls(pred):
+    if fp32_matmuls(pred):
         fixes.append(_attempt("bf16 autocast", lambda: _repredict(spec, gpu, args, world_size, under_autocast,
                                                                   interconnect)))
     fixes.append(_attempt("bf16 weights under autocast (parameters, gradients, optimizer state in bf16)",
