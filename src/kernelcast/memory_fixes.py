@@ -20,10 +20,7 @@ The changes are made to the model that build() makes inside the capture (fake te
 from __future__ import annotations
 
 import functools
-import gc
 import importlib.util
-import warnings
-import weakref
 from typing import Callable
 
 from kernelcast.capture.workload import build_parameters
@@ -48,15 +45,13 @@ def batch_parameter(build: Callable) -> str | None:
 
 
 # -- finding what build() made ---------------------------------------------------------------------------
-_PROXY_TYPES = (weakref.ProxyType, weakref.CallableProxyType)
 
 
-def _alive(kind: type) -> list:
-    """The objects of `kind` alive now. Weak proxies are skipped: a live one stands for an object found anyway,
-    and asking a dead one its type raises ReferenceError (torch's optimizers keep weak proxies of themselves)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return [o for o in gc.get_objects() if type(o) not in _PROXY_TYPES and isinstance(o, kind)]
+def _alive(kinds) -> list:
+    """capture/lifetimes.py's alive(), imported when used (this module is imported without torch)."""
+    from kernelcast.capture.lifetimes import alive
+
+    return alive(kinds)
 
 
 def root_modules() -> list:

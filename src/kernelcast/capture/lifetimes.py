@@ -166,9 +166,7 @@ class StorageTracker:
 
         owners = self._owners
         if owners is None:  # found once, as the step begins (a walk of every live object: 0.3 s for GPT-2)
-            with warnings.catch_warnings():  # some libraries' lazy module proxies warn when their type is asked
-                warnings.simplefilter("ignore")
-                owners = self._owners = [o for o in gc.get_objects() if _is_owner(o, Optimizer)]
+            owners = self._owners = alive((torch.nn.Module, Optimizer))
         for owner in owners:
             if isinstance(owner, Optimizer):
                 self.label_optimizer(owner)
@@ -276,9 +274,14 @@ def dtensor_propagation_untracked(tracker: StorageTracker) -> Iterator[None]:
         yield
 
 
-def _is_owner(obj, optimizer_type) -> bool:
-    """A module or an optimizer; False for a weak proxy whose object is gone (asking its type raises)."""
-    try:
-        return isinstance(obj, (torch.nn.Module, optimizer_type))
-    except ReferenceError:
-        return False
+_PROXY_TYPES = (weakref.ProxyType, weakref.CallableProxyType)
+
+
+def alive(kinds: type | tuple[type, ...]) -> list:
+    """The objects of `kinds` alive now (memory_fixes.py and advise.py find the model and optimizer this way too).
+    Weak proxies are skipped: a live one stands for an object found anyway, and asking a dead one its type raises
+    ReferenceError (torch's optimizers keep weak proxies of themselves). Some libraries' lazy module proxies warn
+    when their type is asked: silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [o for o in gc.get_objects() if type(o) not in _PROXY_TYPES and isinstance(o, kinds)]
