@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 from kernelcast.calibrate import build_profile, read_raw
-from kernelcast.calibrate.foreach_blocks import fit as foreach_block_fit
+from kernelcast.calibrate.foreach_blocks import profile_section as foreach_blocks_section
 from kernelcast.calibrate.generated import generated_fits
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,8 +55,7 @@ def main() -> int:
     compiled = json.loads(gzip.open(ROOT / COMPILE_RUN).read())
     profile["timings"]["generated"] = {**generated_fits(compiled), "source": COMPILE_RUN + ": " + compiled["command"]}
     probe = json.loads((ROOT / FOREACH_PROBE).read_text())
-    profile["timings"]["foreach_blocks"] = {**foreach_block_fit(probe["rows"]),
-                                            "source": f"{FOREACH_PROBE} ({probe['command']}, {probe['date']})"}
+    profile["timings"]["foreach_blocks"] = foreach_blocks_section(probe, FOREACH_PROBE)
     current = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
     if current.get("host"):
         profile["host"] = {**current["host"], "copies": raw["host"]["copies"]}

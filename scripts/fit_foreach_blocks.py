@@ -12,14 +12,14 @@ import json
 import sys
 from pathlib import Path
 
-from kernelcast.calibrate.foreach_blocks import fit
+from kernelcast.calibrate.foreach_blocks import profile_section
 
 
 def main() -> int:
     probe_path, profile_path = Path(sys.argv[1]), Path(sys.argv[2])
     probe = json.loads(probe_path.read_text())
     profile = json.loads(profile_path.read_text())
-    section = {**fit(probe["rows"]), "source": f"{probe_path} ({probe['command']}, {probe['date']})"}
+    section = profile_section(probe, str(probe_path))
     profile["timings"]["foreach_blocks"] = section
     profile_path.write_text(json.dumps(profile, separators=(",", ":")) + "\n")
     for l2 in ("cold", "warm"):

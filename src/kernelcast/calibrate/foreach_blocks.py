@@ -26,3 +26,8 @@ def fit_line(rows: list[dict]) -> dict:
     mean_y = sum(y for _, y in points) / n
     slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / sum((x - mean_x) ** 2 for x, _ in points)
     return {"launch_us": round(mean_y - slope * mean_x, 4), "us_per_element": slope, "points": n}
+
+
+def profile_section(probe: dict, probe_path: str) -> dict:
+    """The profile's `timings.foreach_blocks`: the fit of a probe run, with where it came from."""
+    return {**fit(probe["rows"]), "source": f"{probe_path} ({probe['command']}, {probe['date']})"}
