@@ -55,12 +55,24 @@ def _alive(kinds) -> list:
 
 
 def root_modules() -> list:
-    """The modules build() made that hold parameters and are no other module's child (the models)."""
+    """The modules build() made that hold parameters and are no other module's child (the models). Inside a
+    capture, only those whose parameters belong to its FakeTensorMode: a model of an earlier capture, or the
+    user's own real model in a notebook, may still be alive and is never changed."""
     import torch
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    mode = torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE)
+
+    def ours(module) -> bool:
+        params = list(module.parameters())
+        if not params:
+            return False
+        local = [getattr(p, "_local_tensor", p) for p in params]  # a DTensor (FSDP2) holds its shard
+        return mode is None or any(isinstance(t, FakeTensor) and t.fake_mode is mode for t in local)
 
     modules = _alive(torch.nn.Module)
     children = {id(c) for m in modules for c in m.children()}
-    return [m for m in modules if id(m) not in children and any(True for _ in m.parameters())]
+    return [m for m in modules if id(m) not in children and ours(m)]
 
 
 def _layers(root) -> list:

@@ -224,6 +224,7 @@ class StorageTracker:
             return
         self.step_end = len(self.events)
         self.label_owners(args)
+        self._owners = None  # held no longer than the step: the next capture must not find these models alive
         self.stage = "after"
 
     def result(self) -> MemoryTrace:
