@@ -75,3 +75,18 @@ def test_cli_advise_writes_json_and_refuses_a_saved_capture(workload, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "kernelcast", "advise", str(saved)], capture_output=True, text=True,
                          env=subprocess_env(), timeout=120)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_fixes_change_only_the_models_of_the_capture_they_run_in():
+    """A model alive from an earlier capture, or the user's real one, is never found by a fix (root_modules)."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from kernelcast.memory_fixes import root_modules
+
+    users = torch.nn.Linear(2, 2)
+    with FakeTensorMode():
+        captured = torch.nn.Linear(2, 2)
+        found = root_modules()
+        assert any(m is captured for m in found) and not any(m is users for m in found)
+    assert any(m is users for m in root_modules())  # no capture running: every model is a candidate
