@@ -42,3 +42,14 @@ def test_side_stream_overlaps_until_an_event_joins_it():
     assert timeline.gpu_end_us == pytest.approx(155.0)
     # an event that was never recorded is complete: waiting on it costs nothing
     assert simulate([Launch(5.0, 0.0, wait_event=9), Launch(5.0, 10.0)]).gpu_end_us == pytest.approx(20.0)
+
+
+def test_with_host_changes_only_the_host_times():
+    import dataclasses
+
+    from kernelcast.predict.timeline import Launch, with_host
+
+    launch = Launch(1.0, 2.0, stream=3, sync=True, sync_return_us=4.0, record_event=5, wait_event=6)
+    assert dataclasses.fields(Launch)[-1].name == "wait_event"  # with_host passes every field: add new ones there
+    assert with_host(launch, 7.0) == dataclasses.replace(launch, host_us=7.0)
+    assert with_host(launch, 7.0, 8.0) == dataclasses.replace(launch, host_us=7.0, sync_return_us=8.0)

@@ -40,7 +40,8 @@ BASELINE_LOOPS = 3  # loops (as many as the fewest timed steps); per call the fa
 TIMING_STEPS = 3
 TIMING_STEPS_MAX = 8
 TIMING_BUDGET_S = 0.25
-# The repeats up to TIMING_STEPS stop where they would take more CPU than this: read three times, a Llama-7B
+# The repeats up to TIMING_STEPS stop where they would take more process CPU than this (every thread's: a
+# backward runs on autograd's device thread): read three times, a Llama-7B
 # training step took 13 s to capture instead of 5 (benchmarks/capture_speed.py; issue 9's target is 10 s with
 # imports). Steps under about 0.75 s of capture, the GPT-2 and example steps of host_determinism.py, keep all three.
 TIMING_REPEAT_BUDGET_S = 1.5

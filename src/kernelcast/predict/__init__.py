@@ -22,7 +22,7 @@ from .parallel_host import ParallelHost, load_parallel_costs, parallel_host
 from .l2 import L2Tracker
 from .memory import MemoryPrediction, predict_memory
 from .overlap import CommSummary, comm_summary, with_stream_events
-from .timeline import Launch, Timeline, simulate, steady_state_step_us
+from .timeline import Launch, Timeline, simulate, steady_state_step_us, with_host
 
 __all__ = ["OpPrediction", "Prediction", "predict_capture", "step_verdict", "HostModel", "RooflineModel"]
 
@@ -404,7 +404,7 @@ def _python_ranges(capture: Capture, host: HostModel, preds: list[OpPrediction],
     python_us, captured_us = sum(p.python_us for p in preds), sum(captured_python)
 
     def step_at(factor: float) -> float:
-        return steady_state_step_us([dataclasses.replace(lc, host_us=lc.host_us + part * (factor - 1.0))
+        return steady_state_step_us([with_host(lc, lc.host_us + part * (factor - 1.0))
                                      for lc, part in zip(launches, captured_python)])
 
     return {"python_time_range_us": (python_us + captured_us * (low - 1.0), python_us + captured_us * (high - 1.0)),
@@ -485,8 +485,8 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
         sync_groups=_sync_groups(preds, costs, launches, timeline, step_us, model),
         python_time_us=sum(p.python_us for p in preds), launch_bound_ops=sum(p.launch_bound for p in preds),
         **_python_ranges(capture, host, preds, launches, captured_python),
-        step_time_by_host_speed=tuple((f, steady_state_step_us([dataclasses.replace(
-            lc, host_us=lc.host_us * f, sync_return_us=lc.sync_return_us * f) for lc in launches]))
+        step_time_by_host_speed=tuple((f, steady_state_step_us([with_host(
+            lc, lc.host_us * f, lc.sync_return_us * f) for lc in launches]))
             for f in HOST_SPEED_FACTORS),
         comm=comm_summary(capture.ops, [p.time_us for p in preds], launches, step_us, link, capture.world_size)
         if link is not None else None,
