@@ -6,7 +6,9 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
 - h200_sweep_raw.json.gz: the microbenchmarks, the designed sweep of GEMM / conv / attention shapes and the
   host costs (`kernelcast calibrate --gpu h200 --sweep ...`);
 - h200_extras2_raw.json.gz: batch norm, pooling, grouped and depthwise convolutions, Conv1D-style addmm
-  (`kernelcast calibrate --gpu h200 --sections extras2 ...`).
+  (`kernelcast calibrate --gpu h200 --sections extras2 ...`);
+- h200_gemm_log_uniform_raw.json.gz: 2000 GEMMs at log-uniform sizes in every dtype and layout
+  (scripts/probe_gemm_launches.py), rows for the GEMM launch-count classifier and the GEMM time tables.
 - probes/rnn_time_fit.json: the cuDNN RNN time fit (scripts/fit_rnn_times.py from probes/probe_rnn.json, run
   on the H200 by scripts/probe_rnn.py), the profile's timings `rnn` section as it is.
 - compile/compile_measured.json.gz: compiled zoo steps (scripts/compile_measure.py), whose generated Triton
@@ -31,7 +33,8 @@ from kernelcast.calibrate.foreach_blocks import profile_section as foreach_block
 from kernelcast.calibrate.generated import generated_fits
 
 ROOT = Path(__file__).resolve().parent.parent
-RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.json.gz")
+RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.json.gz",
+            "validation/h200_gemm_log_uniform_raw.json.gz")
 RNN_FIT = "validation/probes/rnn_time_fit.json"
 COMPILE_RUN = "validation/compile/compile_measured.json.gz"
 FOREACH_PROBE = "validation/probes/foreach_probe.json"

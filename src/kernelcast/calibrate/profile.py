@@ -13,6 +13,7 @@ from collections import defaultdict
 from kernelcast.costs import DEFAULT_CONTEXT, Cost, cost_of
 from kernelcast.profiles import PROFILE_FORMAT
 from kernelcast.records import OpRecord
+from .launch_model import fit_gemm_model
 
 MEMORY_KINDS = {"pointwise", "pointwise_transpose", "pointwise_cast", "pointwise_strided", "copy_cast", "reduction", "reduction_outer", "softmax", "softmax_backward",
                 "norm", "norm_backward", "batch_norm", "batch_norm_backward", "batch_norm_channels_last",
@@ -131,6 +132,8 @@ def build_profile(raw: dict, gpu: str) -> dict:
                 if items == 1:
                     floors.append(time_us)
     meta = raw["meta"]
+    gemm_launches = [row[:-2] for row in gemm]
+    gemm_model = fit_gemm_model(gemm_launches)
     return {
         "format": PROFILE_FORMAT, "gpu": gpu, "device_name": meta["device"], "driver": meta.get("driver", ""),
         "torch": meta["torch"], "cuda": meta["cuda"], "cudnn": meta["cudnn"], "date": meta["date"],
@@ -138,7 +141,9 @@ def build_profile(raw: dict, gpu: str) -> dict:
         "launches": {
             "source": meta["command"],
             "gemm_columns": ["dtype", "a_transposed", "b_transposed", "bias", "M", "N", "K", "work_items"],
-            "gemm": [row[:-2] for row in gemm],
+            "gemm": gemm_launches,
+            # the launch-count classifier over `gemm` (calibrate/launch_model.py); absent without scikit-learn
+            **({"gemm_model": gemm_model} if gemm_model else {}),
             "conv_columns": ["pass", "dtype", "channels_last", "c_in", "c_out", "kernel", "stride", "size",
                              "groups", "batch", "dims", "transposed", "work_items"],
             "conv": [row[:-2] for row in conv],

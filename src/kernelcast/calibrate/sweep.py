@@ -116,20 +116,7 @@ def gemm_cases(pool: Pool, scale: float = 1.0) -> Iterator[Case]:
                 params = {"dtype": dtype_name, "layout": layout, "m": m, "n": n, "k": k}
 
                 def build(m=m, n=n, k=k, layout=layout, dtype=dtype):
-                    if layout == "linear":  # x (m, k) @ W (n, k)^T
-                        a, w = pool.tensor((m, k), dtype, 0), pool.tensor((n, k), dtype, 1)
-                        return lambda: aten.mm(a, w.t())
-                    if layout == "addmm_linear":
-                        a, w, bias = pool.tensor((m, k), dtype, 0), pool.tensor((n, k), dtype, 1), pool.tensor((n,), dtype, 2)
-                        return lambda: aten.addmm(bias, a, w.t())
-                    if layout == "grad_input":  # grad (m, n) @ W (n, k)... named so that output is (m, k)
-                        g, w = pool.tensor((m, n), dtype, 0), pool.tensor((n, k), dtype, 1)
-                        return lambda: aten.mm(g, w)
-                    if layout == "grad_weight":  # grad^T (n, m)^T-view @ x (m, k): output (n, k)
-                        g, x = pool.tensor((m, n), dtype, 0), pool.tensor((m, k), dtype, 1)
-                        return lambda: aten.mm(g.t(), x)
-                    a, b = pool.tensor((m, k), dtype, 0), pool.tensor((k, n), dtype, 1)
-                    return lambda: aten.mm(a, b)
+                    return _gemm_call(pool, layout, dtype, m, n, k)
 
                 yield Case("gemm", params, _with_tf32(build, dtype_name == "tf32"))
     for dtype_name, count in BMM_PLAN.items():
@@ -163,6 +150,66 @@ def gemm_cases(pool: Pool, scale: float = 1.0) -> Iterator[Case]:
                 return lambda: torch._scaled_mm(a, b, one, one, out_dtype=torch.bfloat16)
 
             yield Case("gemm", params, build)
+
+
+def _gemm_call(pool: Pool, layout: str, dtype, m: int, n: int, k: int) -> Callable[[], object]:
+    """The zero-argument call of one GEMM case: the layout names which of a linear layer's GEMMs it is."""
+    import torch
+
+    aten = torch.ops.aten
+    if layout == "linear":  # x (m, k) @ W (n, k)^T
+        a, w = pool.tensor((m, k), dtype, 0), pool.tensor((n, k), dtype, 1)
+        return lambda: aten.mm(a, w.t())
+    if layout == "addmm_linear":
+        a, w, bias = pool.tensor((m, k), dtype, 0), pool.tensor((n, k), dtype, 1), pool.tensor((n,), dtype, 2)
+        return lambda: aten.addmm(bias, a, w.t())
+    if layout == "grad_input":  # grad (m, n) @ W (n, k)... named so that output is (m, k)
+        g, w = pool.tensor((m, n), dtype, 0), pool.tensor((n, k), dtype, 1)
+        return lambda: aten.mm(g, w)
+    if layout == "grad_weight":  # grad^T (n, m)^T-view @ x (m, k): output (n, k)
+        g, x = pool.tensor((m, n), dtype, 0), pool.tensor((m, k), dtype, 1)
+        return lambda: aten.mm(g.t(), x)
+    a, b = pool.tensor((m, k), dtype, 0), pool.tensor((k, n), dtype, 1)
+    return lambda: aten.mm(a, b)
+
+
+# -- GEMMs at log-uniform sizes: the launch-count classifier's held-out set and extra training rows ----------
+# The pools above leave gaps (no N or K under 96 but the odd 7 and 77: a 10-class head never appears), and
+# cuBLAS's kernel choice (split-K, largek, epilogues) changes with the output's size against the depth. These
+# cases draw M, N and K log-uniformly from 1 to LOG_UNIFORM_MAX, each rounded to a multiple of 64, of 8, or left
+# as drawn (a third each), in every dtype and layout.
+LOG_UNIFORM_MAX = 16384
+LOG_UNIFORM_ROUNDING = (64, 8, 1)
+LOG_UNIFORM_PLAN = {"float32": 130, "tf32": 70, "bfloat16": 130, "float16": 70}  # cases per layout
+LOG_UNIFORM_SEED = 20261201
+
+
+def _log_uniform_size(rng: random.Random) -> int:
+    raw = 2 ** rng.uniform(0, math.log2(LOG_UNIFORM_MAX))
+    multiple = rng.choice(LOG_UNIFORM_ROUNDING)
+    return max(multiple, int(round(raw / multiple)) * multiple)
+
+
+def gemm_log_uniform_cases(pool: Pool, scale: float = 1.0) -> Iterator[Case]:
+    import torch
+
+    rng = random.Random(LOG_UNIFORM_SEED)
+    for dtype_name, count in LOG_UNIFORM_PLAN.items():
+        dtype = torch.float32 if dtype_name == "tf32" else getattr(torch, dtype_name)
+        itemsize = 4 if dtype_name in ("float32", "tf32") else 2
+        for layout in GEMM_LAYOUTS:
+            made = 0
+            while made < max(1, int(count * scale)):
+                m, n, k = (_log_uniform_size(rng) for _ in range(3))
+                if 2.0 * m * n * k > MAX_GEMM_FLOPS[dtype_name] or (m * k + k * n + m * n) * itemsize > MAX_BYTES:
+                    continue
+                made += 1
+                params = {"dtype": dtype_name, "layout": layout, "m": m, "n": n, "k": k}
+
+                def build(m=m, n=n, k=k, layout=layout, dtype=dtype):
+                    return _gemm_call(pool, layout, dtype, m, n, k)
+
+                yield Case("gemm", params, _with_tf32(build, dtype_name == "tf32"))
 
 
 def _with_tf32(build: Callable, tf32: bool) -> Callable:
@@ -348,13 +395,15 @@ def _attention_call(p: dict, device: str) -> Callable[[], object]:
 
 SECTIONS = {"gemm": lambda dev, scale: gemm_cases(Pool(dev), scale),
             "conv": conv_cases, "attention": attention_cases}
+# Not in the default design: run by name (scripts/probe_gemm_launches.py).
+EXTRA_SECTIONS = {"gemm_log_uniform": lambda dev, scale: gemm_log_uniform_cases(Pool(dev), scale)}
 
 
 def sweep_cases(sections: list[str] | None = None, device: str = "cuda", scale: float = 1.0) -> list[Case]:
     """The design: every case of the named sections (all by default), in a fixed order."""
     out: list[Case] = []
     for name in sections or list(SECTIONS):
-        out.extend(SECTIONS[name](device, scale))
+        out.extend({**SECTIONS, **EXTRA_SECTIONS}[name](device, scale))
     return out
 
 

@@ -1,9 +1,11 @@
-"""Measured GPU work items per GEMM and convolution shape, looked up by the nearest measured shape.
+"""Measured GPU work items per GEMM and convolution shape.
 
 cuBLAS and cuDNN pick kernels per shape: a split-K GEMM adds a reduce kernel, a cooperative one a workspace
-memset; a cuDNN convolution may add layout transforms and memsets. The table comes from a device profile
-(`kernelcast calibrate`). The nearest row is the one closest in log2 of the
-sizes, among rows of the same dtype and layout.
+memset, a small fp32 output with a deep K cuBLAS's "largek" path (memset, scale, GEMM, bias epilogue: 4 items);
+a cuDNN convolution may add layout transforms and memsets. The table comes from a device profile
+(`kernelcast calibrate`). GEMMs: where the profile holds a fitted classifier over the table's rows
+(`gemm_model`, calibrate/launch_model.py), it decides; otherwise, and for convolutions, the nearest row does:
+the one closest in log2 of the sizes, among rows of the same dtype and layout.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from kernelcast.records import DTYPE_BYTES
+
+from .tree_model import TreeClassifier
 
 # A different kernel size or stride is a different kind of convolution: weigh it above any size difference.
 CONV_SHAPE_MISMATCH_PENALTY = 100.0
@@ -56,23 +60,48 @@ def same_alignment(rows: list, key: tuple) -> list:
     return [r for a, r in by_row if a == nearest]
 
 
+GEMM_DTYPES = ("bfloat16", "float16", "float32", "tf32", "float8_e4m3fn")
+GEMM_FEATURES = (*(f"dtype={d}" for d in GEMM_DTYPES), "a_transposed", "b_transposed", "bias", "log2 M",
+                 "log2 N", "log2 K", "log2 M*N", "log2 K/(M*N)", "log2 K/max(M,N)", "log2 min(M,N)",
+                 "log2 alignment bytes", "aligned 16 bytes")
+
+
+def gemm_features(dtype: str, a_t: bool, b_t: bool, bias: bool, m: int, n: int, k: int) -> list[float]:
+    """The launch-count classifier's inputs for one GEMM (names: GEMM_FEATURES). cuBLAS's heuristics key on the
+    dtype, the layout, the output size against the depth (split-K and largek paths for small M*N and large K)
+    and the leading dimensions' alignment (gemm_alignment)."""
+    lm, ln, lk = log2_size(m), log2_size(n), log2_size(k)
+    alignment = gemm_alignment((dtype, a_t, b_t, bias, m, n, k))
+    return [*(float(dtype == d) for d in GEMM_DTYPES), float(a_t), float(b_t), float(bias), lm, ln, lk, lm + ln,
+            lk - lm - ln, lk - max(lm, ln), min(lm, ln), math.log2(alignment),
+            float(alignment == LEADING_DIM_ALIGNMENT_BYTES)]
+
+
 @dataclass(frozen=True)
 class LaunchTable:
     gemm: tuple[tuple, ...]  # (dtype, a_transposed, b_transposed, bias, M, N, K, work_items)
     conv: tuple[tuple, ...]  # (*conv_key, work_items): see costs.matmul.conv_key
     source: str = ""
+    gemm_model: TreeClassifier | None = None  # fitted over `gemm` (calibrate/launch_model.py)
     # gemm_items by key: a step repeats its few GEMM shapes many times
     _gemm_items: dict = field(default_factory=dict, compare=False, repr=False)
 
     @staticmethod
     def from_profile(section: dict) -> "LaunchTable":
+        model = section.get("gemm_model")
         return LaunchTable(tuple(tuple(r) for r in section.get("gemm", ())),
-                           tuple(tuple(r) for r in section.get("conv", ())), section.get("source", ""))
+                           tuple(tuple(r) for r in section.get("conv", ())), section.get("source", ""),
+                           TreeClassifier.from_dict(model["classifier"]) if model else None)
 
     def gemm_items(self, dtype: str, a_t: bool, b_t: bool, bias: bool, m: int, n: int, k: int) -> int | None:
+        """Work items of one cuBLAS GEMM: the fitted classifier's answer where the profile has one for this
+        dtype, else the nearest measured row's; None for a dtype the profile never measured."""
         key = (dtype, a_t, b_t, bias, m, n, k)
         if key not in self._gemm_items:
-            self._gemm_items[key] = self._lookup_gemm_items(*key)
+            if self.gemm_model is not None and dtype in GEMM_DTYPES and any(r[0] == dtype for r in self.gemm):
+                self._gemm_items[key] = int(self.gemm_model.predict(gemm_features(*key)))
+            else:
+                self._gemm_items[key] = self._lookup_gemm_items(*key)
         return self._gemm_items[key]
 
     def _lookup_gemm_items(self, dtype: str, a_t: bool, b_t: bool, bias: bool, m: int, n: int, k: int) -> int | None:

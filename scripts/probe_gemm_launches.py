@@ -1,0 +1,99 @@
+"""GEMMs at log-uniform sizes on the GPU: launch counts (and times) for the launch-count classifier.
+
+    PYTHONPATH=src python3 scripts/probe_gemm_launches.py --out $OUT/h200_gemm_log_uniform_raw.json.gz   # on the H200
+    python3 scripts/probe_gemm_launches.py --evaluate validation/h200_gemm_log_uniform_raw.json.gz         # here
+
+On the device: the sweep section gemm_log_uniform (calibrate/sweep.py: M, N, K log-uniform from 1 to 16384 in
+every dtype and layout), run as `kernelcast calibrate --sweep` runs its cases, written in the raw format that
+scripts/build_h200_profile.py merges into the profile.
+
+--evaluate: how well each launch-count rule, fitted on the designed sweep alone (the profile's rows before
+these), predicts the work items of these held-out GEMMs, per dtype; then the same 10-fold check over all rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import gzip
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BASE_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.json.gz")
+
+
+def run_on_device(out: str) -> int:
+    import torch
+
+    from kernelcast.calibrate import _driver, write_raw
+    from kernelcast.calibrate.sweep import run_sweep, sweep_cases
+
+    t0 = time.perf_counter()
+    results = run_sweep(sweep_cases(["gemm_log_uniform"]))
+    raw = {"meta": {"device": torch.cuda.get_device_name(), "driver": _driver(), "torch": torch.__version__,
+                    "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+                    "date": time.strftime("%Y-%m-%d"), "seconds": round(time.perf_counter() - t0, 1),
+                    "command": "PYTHONPATH=src python3 scripts/probe_gemm_launches.py --out "
+                               "h200_gemm_log_uniform_raw.json.gz"},
+           "cases": [], "sweep": results, "host": {}}
+    write_raw(raw, out)
+    errors = sum("error" in r for r in results)
+    print(f"{len(results)} cases, {errors} errors, {raw['meta']['seconds']} s")
+    return 0
+
+
+def evaluate(path: str) -> int:
+    from kernelcast.calibrate import launch_model, read_raw
+    from kernelcast.calibrate.profile import _sweep_rows
+    from kernelcast.costs.launch_table import LaunchTable, TreeClassifier
+
+    base = [row[:8] for p in BASE_RUNS for row in _sweep_rows(read_raw(str(ROOT / p)).get("sweep", ()))[0]]
+    held = [row[:8] for row in _sweep_rows(read_raw(path).get("sweep", ()))[0]]
+    section = launch_model.fit_gemm_model(base)
+    rules = {"nearest row": LaunchTable(tuple(map(tuple, base)), ()),
+             "classifier": LaunchTable(tuple(map(tuple, base)), (),
+                                       gemm_model=TreeClassifier.from_dict(section["classifier"]))}
+    print(f"fitted on {len(base)} GEMMs of the designed sweep; held out: {len(held)} log-uniform GEMMs")
+    by_dtype = collections.defaultdict(list)
+    for row in held:
+        by_dtype[row[0]].append(row)
+    result = {"base_rows": len(base), "held_out_rows": len(held), "by_dtype": {}}
+    print(f"{'dtype':10} {'rows':>5} " + " ".join(f"{name + ' wrong':>20} {'items off':>9}" for name in rules))
+    for dtype, rows in sorted(by_dtype.items()) + [("all", held)]:
+        line, entry = f"{dtype:10} {len(rows):5d} ", {"rows": len(rows)}
+        for name, table in rules.items():
+            predicted = [table.gemm_items(*r[:7]) or 1 for r in rows]
+            wrong = sum(p != r[7] for p, r in zip(predicted, rows))
+            off = sum(abs(p - r[7]) for p, r in zip(predicted, rows)) / max(sum(r[7] for r in rows), 1)
+            line += f"{wrong:>13d} ({wrong / len(rows):5.1%}) {off:9.1%}"
+            entry[name] = {"wrong": wrong, "items_off": round(off, 4)}
+        result["by_dtype"][dtype] = entry
+        print(line)
+    both = launch_model.fit_gemm_model(base + held)
+    result["ten_fold_all_rows"] = both["held_out"]
+    print("10-fold over both sets:", both["held_out"])
+    out = ROOT / "validation/gemm_launch_model.json"
+    out.write_text(json.dumps({"command": "python3 scripts/probe_gemm_launches.py --evaluate " + path,
+                               **result}, indent=1) + "\n")
+    print("wrote", out.relative_to(ROOT))
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", help="run the probe on this machine's GPU and write the raw run here")
+    parser.add_argument("--evaluate", help="a raw run of the probe: the rules' held-out error on it")
+    args = parser.parse_args()
+    if args.out:
+        return run_on_device(args.out)
+    if args.evaluate:
+        return evaluate(args.evaluate)
+    parser.error("give --out (on the GPU) or --evaluate")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""A fitted tree-ensemble classifier stored as data, evaluated without scikit-learn.
+
+The launch-count model of GEMMs (costs/launch_table.py) is a gradient-boosted tree classifier fitted at
+calibration time by scikit-learn (calibrate/launch_model.py). Its trees are written into the profile as plain
+lists, so a prediction needs neither scikit-learn nor a pickle. Prediction follows scikit-learn's
+HistGradientBoostingClassifier for numerical features without missing values: each class's raw score is its
+baseline plus, per boosting iteration, the value of the leaf the sample reaches, going left where
+feature <= threshold (sklearn/ensemble/_hist_gradient_boosting/_predictor.pyx); the class is the arg max.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+LEAF = -1  # the feature index that marks a leaf
+
+
+@dataclass(frozen=True)
+class Tree:
+    """One regression tree as parallel node lists: a node is a leaf where feature == LEAF."""
+    feature: tuple[int, ...]
+    threshold: tuple[float, ...]
+    left: tuple[int, ...]
+    right: tuple[int, ...]
+    value: tuple[float, ...]
+
+    def value_at(self, x: list[float]) -> float:
+        node = 0
+        while self.feature[node] != LEAF:
+            node = self.left[node] if x[self.feature[node]] <= self.threshold[node] else self.right[node]
+        return self.value[node]
+
+    def to_dict(self) -> dict:
+        return {"f": list(self.feature), "t": list(self.threshold), "l": list(self.left), "r": list(self.right),
+                "v": list(self.value)}
+
+    @staticmethod
+    def from_dict(d: dict) -> "Tree":
+        return Tree(tuple(d["f"]), tuple(d["t"]), tuple(d["l"]), tuple(d["r"]), tuple(d["v"]))
+
+
+@dataclass(frozen=True)
+class TreeClassifier:
+    """classes[i] scores baseline[i] + sum of trees[iteration][i] over the iterations. With two classes there is
+    one score (the log-odds of classes[1]), as scikit-learn fits it."""
+    features: tuple[str, ...]  # names of the feature vector's entries, for the reader
+    classes: tuple[int, ...]
+    baseline: tuple[float, ...]
+    trees: tuple[tuple[Tree, ...], ...]  # per boosting iteration, one tree per class
+
+    def predict(self, x: list[float]) -> int:
+        """The class of one feature vector (len(x) == len(features))."""
+        scores = list(self.baseline)
+        for per_class in self.trees:
+            for i, tree in enumerate(per_class):
+                scores[i] += tree.value_at(x)
+        if len(scores) == 1:
+            return self.classes[1] if scores[0] > 0 else self.classes[0]
+        return self.classes[max(range(len(scores)), key=scores.__getitem__)]
+
+    def to_dict(self) -> dict:
+        return {"features": list(self.features), "classes": list(self.classes), "baseline": list(self.baseline),
+                "trees": [[t.to_dict() for t in per_class] for per_class in self.trees]}
+
+    @staticmethod
+    def from_dict(d: dict) -> "TreeClassifier":
+        return TreeClassifier(tuple(d["features"]), tuple(d["classes"]), tuple(d["baseline"]),
+                              tuple(tuple(Tree.from_dict(t) for t in per_class) for per_class in d["trees"]))
