@@ -8,7 +8,7 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
 - h200_extras2_raw.json.gz: batch norm, pooling, grouped and depthwise convolutions, Conv1D-style addmm
   (`kernelcast calibrate --gpu h200 --sections extras2 ...`);
 - h200_gemm_log_uniform_raw.json.gz: 2000 GEMMs at log-uniform sizes in every dtype and layout
-  (scripts/probe_gemm_launches.py), rows for the GEMM launch-count classifier and the GEMM time tables.
+  (scripts/probe_gemm_launches.py), rows for the GEMM launch counts and their classifier only.
 - probes/rnn_time_fit.json: the cuDNN RNN time fit (scripts/fit_rnn_times.py from probes/probe_rnn.json, run
   on the H200 by scripts/probe_rnn.py), the profile's timings `rnn` section as it is.
 - compile/compile_measured.json.gz: compiled zoo steps (scripts/compile_measure.py), whose generated Triton
@@ -33,8 +33,8 @@ from kernelcast.calibrate.foreach_blocks import profile_section as foreach_block
 from kernelcast.calibrate.generated import generated_fits
 
 ROOT = Path(__file__).resolve().parent.parent
-RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.json.gz",
-            "validation/h200_gemm_log_uniform_raw.json.gz")
+RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.json.gz")
+LAUNCH_RUNS = ("validation/h200_gemm_log_uniform_raw.json.gz",)  # launch counts only (calibrate/profile.py says why)
 RNN_FIT = "validation/probes/rnn_time_fit.json"
 COMPILE_RUN = "validation/compile/compile_measured.json.gz"
 FOREACH_PROBE = "validation/probes/foreach_probe.json"
@@ -53,7 +53,9 @@ def main() -> int:
     parser.add_argument("--out", default=str(ROOT / "src/kernelcast/profiles/h200.json"))
     args = parser.parse_args()
     raw = merged_raw(list(RAW_RUNS))
-    profile = build_profile(raw, "h200")
+    launch_sweep = [c for p in LAUNCH_RUNS for c in read_raw(str(ROOT / p)).get("sweep", ())]
+    profile = build_profile(raw, "h200", launch_sweep)
+    profile["command"] += " + " + " + ".join(read_raw(str(ROOT / p))["meta"]["command"] for p in LAUNCH_RUNS)
     profile["timings"]["rnn"] = json.loads((ROOT / RNN_FIT).read_text())
     compiled = json.loads(gzip.open(ROOT / COMPILE_RUN).read())
     profile["timings"]["generated"] = {**generated_fits(compiled), "source": COMPILE_RUN + ": " + compiled["command"]}

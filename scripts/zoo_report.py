@@ -36,6 +36,17 @@ def _cell(stats: tuple[float, float] | None, target: tuple[float, float]) -> str
     return f"{median:.1%} / {worst:.1%}" + (" (met)" if met else "")
 
 
+def _library_note(doc: dict) -> str:
+    """Which transformers built the models here and on the device: a version skew changes what a model runs."""
+    here, there = doc.get("transformers"), doc.get("device_transformers")
+    if here and here == there:
+        return (f"Both sides built the transformers models with transformers {here} (here it was put on the path "
+                f"ahead of the venv's: `pip install --target DIR transformers=={here} 'huggingface-hub<2'`, then "
+                "`PYTHONPATH=DIR:src`), so the captured models are the measured ones.")
+    return (f"The device built the transformers models with transformers {there}, this machine with {here}: where "
+            "the two build a model differently, the capture follows this machine's.")
+
+
 def family_table(rows: list[dict]) -> list[str]:
     fams: dict[str, list] = collections.defaultdict(list)
     for r in rows:
@@ -106,9 +117,7 @@ def main() -> int:
         "Errors are (predicted - measured) / measured. Kernels per step count every GPU work item (kernels, memsets, "
         "memcpys) of one profiled steady-state step; GPU time is the sum of their durations. Targets: kernels per "
         "step median <= 2%, worst <= 10% per family (issue 9); GPU time median <= 5%, worst <= 15% per family "
-        "(issue 10). \"(met)\" marks a family that meets both. The device ran transformers 5.17, this machine 5.24: "
-        "where the two libraries build a model differently (T5's attention bias, grouped-query decode) the capture "
-        "follows 5.24.",
+        "(issue 10). \"(met)\" marks a family that meets both. " + _library_note(doc),
         "",
         "## Per family",
         "",

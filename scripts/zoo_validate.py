@@ -35,6 +35,14 @@ ROOT = Path(__file__).resolve().parent.parent
 KERNEL_TARGET_MEDIAN, KERNEL_TARGET_WORST = 0.02, 0.10  # issue 9
 
 
+def _transformers_version() -> str | None:
+    try:
+        import transformers
+    except ImportError:
+        return None
+    return transformers.__version__
+
+
 def load_measured(path: str) -> dict:
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt") as f:
@@ -177,6 +185,7 @@ def main() -> int:
     if args.out:
         Path(args.out).write_text(json.dumps({
             "measured_in": args.measured, "device": doc["device"], "device_torch": doc["torch"],
+            "transformers": _transformers_version(), "device_transformers": doc.get("transformers"),
             "command": "python3 scripts/zoo_validate.py " + " ".join(sys.argv[1:]), "workloads": rows}, indent=1))
     return 0
 

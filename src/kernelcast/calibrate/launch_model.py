@@ -40,22 +40,22 @@ def _classifier():
                                           learning_rate=LEARNING_RATE, early_stopping=False, random_state=SEED)
 
 
-def _export(clf) -> TreeClassifier:
-    """The fitted scikit-learn classifier's trees as data (numerical splits only: gemm_features has no
-    categorical or missing values)."""
-    trees = []
-    for per_class in clf._predictors:  # one list per iteration, one TreePredictor per class
-        exported = []
-        for predictor in per_class:
-            nodes = predictor.nodes
-            exported.append(Tree(
-                tuple(LEAF if n["is_leaf"] else int(n["feature_idx"]) for n in nodes),
+def export_tree(predictor) -> Tree:
+    """One of scikit-learn's fitted HistGradientBoosting trees (a TreePredictor) as data. Numerical splits only:
+    the feature functions give no categorical or missing values."""
+    nodes = predictor.nodes
+    return Tree(tuple(LEAF if n["is_leaf"] else int(n["feature_idx"]) for n in nodes),
                 tuple(float(n["num_threshold"]) for n in nodes),  # exact: a bin edge may equal a feature value
                 tuple(int(n["left"]) for n in nodes), tuple(int(n["right"]) for n in nodes),
-                tuple(float(f"{n['value']:.{VALUE_DIGITS}g}") for n in nodes)))
-        trees.append(tuple(exported))
+                tuple(float(f"{n['value']:.{VALUE_DIGITS}g}") for n in nodes))
+
+
+def _export(clf) -> TreeClassifier:
+    """The fitted scikit-learn classifier's trees as data."""
+    trees = tuple(tuple(export_tree(p) for p in per_class)  # one list per iteration, one tree per class
+                  for per_class in clf._predictors)
     return TreeClassifier(GEMM_FEATURES, tuple(int(c) for c in clf.classes_),
-                          tuple(float(b) for b in clf._baseline_prediction.ravel()), tuple(trees))
+                          tuple(float(b) for b in clf._baseline_prediction.ravel()), trees)
 
 
 def _nearest_items(row: tuple, pool: list[tuple]) -> int:

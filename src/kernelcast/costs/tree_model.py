@@ -1,11 +1,13 @@
-"""A fitted tree-ensemble classifier stored as data, evaluated without scikit-learn.
+"""Fitted tree ensembles stored as data, evaluated without scikit-learn.
 
-The launch-count model of GEMMs (costs/launch_table.py) is a gradient-boosted tree classifier fitted at
-calibration time by scikit-learn (calibrate/launch_model.py). Its trees are written into the profile as plain
-lists, so a prediction needs neither scikit-learn nor a pickle. Prediction follows scikit-learn's
-HistGradientBoostingClassifier for numerical features without missing values: each class's raw score is its
-baseline plus, per boosting iteration, the value of the leaf the sample reaches, going left where
-feature <= threshold (sklearn/ensemble/_hist_gradient_boosting/_predictor.pyx); the class is the arg max.
+The launch-count model of GEMMs (costs/launch_table.py) is a gradient-boosted tree classifier, and the kernel
+time corrections of GEMMs, convolutions and attention (predict/calibrated.py) are gradient-boosted tree
+regressors, fitted at calibration time by scikit-learn (calibrate/launch_model.py, calibrate/time_model.py).
+Their trees are written into the profile as plain lists, so a prediction needs neither scikit-learn nor a
+pickle. Prediction follows scikit-learn's HistGradientBoosting models for numerical features without missing
+values: a raw score is the baseline plus, per boosting iteration, the value of the leaf the sample reaches, going
+left where feature <= threshold (sklearn/ensemble/_hist_gradient_boosting/_predictor.pyx); a regressor returns
+the score, a classifier the class of the largest score.
 """
 
 from __future__ import annotations
@@ -66,3 +68,21 @@ class TreeClassifier:
     def from_dict(d: dict) -> "TreeClassifier":
         return TreeClassifier(tuple(d["features"]), tuple(d["classes"]), tuple(d["baseline"]),
                               tuple(tuple(Tree.from_dict(t) for t in per_class) for per_class in d["trees"]))
+
+
+@dataclass(frozen=True)
+class TreeRegressor:
+    """baseline + the sum of one tree per boosting iteration (squared-error loss: the score is the value)."""
+    features: tuple[str, ...]
+    baseline: float
+    trees: tuple[Tree, ...]
+
+    def predict(self, x: list[float]) -> float:
+        return self.baseline + sum(tree.value_at(x) for tree in self.trees)
+
+    def to_dict(self) -> dict:
+        return {"features": list(self.features), "baseline": self.baseline, "trees": [t.to_dict() for t in self.trees]}
+
+    @staticmethod
+    def from_dict(d: dict) -> "TreeRegressor":
+        return TreeRegressor(tuple(d["features"]), float(d["baseline"]), tuple(Tree.from_dict(t) for t in d["trees"]))

@@ -1,8 +1,10 @@
 """Calibrated kernel model: kernel times looked up in a device profile measured with `kernelcast calibrate`.
 
-- GEMM, convolution, attention: the profiled GPU's roofline for the op's shape times a correction interpolated
-  from the nearest measured shapes of the designed sweep (shape_model.py), with the source of the estimate
-  (measured-near / interpolated / extrapolated / datasheet) and its uncertainty.
+- GEMM, convolution, attention: the profiled GPU's roofline for the op's shape times a correction: the nearest
+  measured shapes' where one is within NEAR_OCTAVES (shape_model.py), else a tree regressor's fitted over the
+  whole designed sweep where the profile has one (calibrate/time_model.py), else interpolated from the nearest
+  shapes; with the source of the estimate (measured-near / fitted / interpolated / extrapolated / datasheet) and
+  its uncertainty.
 - cuDNN RNN calls: their launches as parts (costs/rnn.py), the GEMMs through the GEMM tables and the per-step
   and persistent kernels by the fit of the profile's `rnn` section (predict/rnn_time.py).
 - Memory-bound classes (pointwise, copy, reduction, norm, softmax, loss, fill, foreach, ...): time against bytes
@@ -24,6 +26,7 @@ from kernelcast.costs import Cost
 from kernelcast.costs.common import TRANSFER_KINDS
 from kernelcast.costs.launch_table import log2_size as _log2
 from kernelcast.costs.rnn import RnnPart, part_from_key
+from kernelcast.costs.tree_model import TreeRegressor
 from kernelcast.devices import GPU
 from kernelcast.records import CaptureSettings
 
@@ -73,7 +76,7 @@ def _blend(candidates: list[tuple[float, float]]) -> float:
     return math.exp(sum(w * v for w, (_, v) in zip(weights, candidates)) / sum(weights))
 
 
-SOURCE_ORDER = ("measured-near", "interpolated", "extrapolated", "datasheet")
+SOURCE_ORDER = ("measured-near", "fitted", "interpolated", "extrapolated", "datasheet")
 # Relative uncertainty of a memory-bound kernel read off its class's size curve: the calibration's own
 # left-one-out median error for these classes was 3-16% (scripts/loo_calibration.py); the datasheet's is
 # unknown, so wide.
@@ -145,19 +148,11 @@ def _gemm_group(key: tuple, settings) -> tuple:
         dtype = "tf32"
     from kernelcast.costs.launch_table import gemm_alignment
 
-    return ("gemm", dtype, a_t, b_t, gemm_alignment(("tf32" if dtype == "tf32" else dtype, *key[1:])))
-
-
-# A bias (addmm) is a coordinate of the GEMM tables, worth this many octaves of size: cuBLAS fuses it into the
-# epilogue, so a GEMM with a bias times about as one without, except where the epilogue changes the kernel (small
-# fp32 outputs). Kept as separate groups, a dtype the sweep measured with few biased GEMMs (fp16: 28 points at
-# 16-byte alignment) was interpolated from far-off points (BERT's fp16 4096 x 768 x 3072 at 3.3x its prior,
-# against 1.5x for the same GEMM measured without a bias).
-BIAS_OCTAVES = 1.0
+    return ("gemm", dtype, a_t, b_t, bias, gemm_alignment(("tf32" if dtype == "tf32" else dtype, *key[1:])))
 
 
 def _gemm_point(key: tuple) -> tuple[tuple, tuple]:
-    return (_log2(key[4]), _log2(key[5]), _log2(key[6]), BIAS_OCTAVES * bool(key[3])), ()
+    return (_log2(key[4]), _log2(key[5]), _log2(key[6])), ()
 
 
 def _conv_group(key: tuple, settings) -> tuple:
@@ -186,6 +181,40 @@ def _attention_point(key: tuple) -> tuple[tuple, tuple]:
     return ((_log2(bh), _log2(_padded(sq)), _log2(_padded(sk)), _log2(d)), (bool(causal), bool(dropout), bool(mask)))
 
 
+def _work_features(kind: str, key: tuple) -> list[float]:
+    """log2 FLOPs, log2 bytes and log2 arithmetic intensity of the work the key implies."""
+    flops, nbytes, _, _ = _WORK[kind](key)
+    return [math.log2(flops + 1.0), math.log2(nbytes + 1.0), math.log2(flops + 1.0) - math.log2(nbytes + 1.0)]
+
+
+CONV_PASSES = ("conv_fwd", "conv_bwd_input", "conv_bwd_weight")
+CONV_DTYPES = ("bfloat16", "float16", "float32")
+ATTENTION_BACKENDS = ("CUDNN_ATTENTION", "EFFICIENT_ATTENTION", "FLASH_ATTENTION")
+
+
+def _gemm_features(key: tuple) -> list[float]:
+    from kernelcast.costs.launch_table import gemm_features
+
+    return gemm_features(*key) + _work_features("gemm", key)
+
+
+def _conv_features(key: tuple) -> list[float]:
+    pass_, dtype, channels_last, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key
+    (m, n, k, g), (_, _, depthwise) = _conv_point(key)
+    return [*(float(pass_ == p) for p in CONV_PASSES), *(float(dtype == d) for d in CONV_DTYPES),
+            float(channels_last), m, n, k, g, _log2(batch), _log2(c_in), _log2(c_out), _log2(size), float(kernel),
+            float(stride), float(dims), float(transposed), float(depthwise), *_work_features("conv", key)]
+
+
+def _attention_features(key: tuple) -> list[float]:
+    (bh, sq, sk, d), (causal, dropout, mask) = _attention_point(key)
+    return [*(float(key[0] == b) for b in ATTENTION_BACKENDS), float(key[1] == "bwd"), bh, sq, sk, d,
+            float(causal), float(dropout), float(mask), *_work_features("attention", key)]
+
+
+# The fitted correction models' inputs (calibrate/time_model.py fits them, _lookup_shape reads them).
+SHAPE_FEATURES = {"gemm": _gemm_features, "conv": _conv_features, "attention": _attention_features}
+
 _WORK = {"gemm": _gemm_work, "conv": _conv_work, "attention": _attention_work}
 _GROUPS = {"gemm": _gemm_group, "conv": _conv_group, "attention": _attention_group}
 _POINTS = {"gemm": _gemm_point, "conv": _conv_point, "attention": _attention_point}
@@ -198,13 +227,13 @@ def _nearest_table(tables: dict[tuple, ShapeTable], group: tuple) -> ShapeTable 
         return tables[group]
     if group[0] != "gemm":
         return None
-    _, dtype, a_t, b_t, alignment = group
+    _, dtype, a_t, b_t, bias, alignment = group
     candidates = [g for g in tables if g[1] == dtype]
     if not candidates:
         return None
 
     def rank(g):
-        return ((g[2], g[3]) != (a_t, b_t), abs(math.log2(g[4]) - math.log2(alignment)))
+        return ((g[2], g[3]) != (a_t, b_t), abs(math.log2(g[5]) - math.log2(alignment)), g[4] != bias)
 
     return tables[min(candidates, key=rank)]
 
@@ -306,6 +335,7 @@ class CalibratedModel:
     _memory: dict = field(default_factory=dict)
     _gemm_rates: dict = field(default_factory=dict)  # by key: a step repeats its few shapes many times
     _shape_tables: dict = field(default_factory=dict)  # by kind: built on first use
+    _fitted_models: dict = field(default_factory=dict)  # by kind: read on first use
 
     def __post_init__(self) -> None:
         timings = self.profile["timings"]
@@ -344,11 +374,27 @@ class CalibratedModel:
         tables = self._tables(kind)
         group = _GROUPS[kind](key, self.settings)
         table = _nearest_table(tables, group)
-        if table is None:
+        fitted = self._fitted(kind)
+        if table is None and fitted is None:
             return None
         coords, shape_kind = _POINTS[kind](key)
-        est = table.estimate(coords, shape_kind)
+        est = table.estimate(coords, shape_kind) if table is not None else None
+        if fitted is not None and (est is None or est.source != "measured-near"):
+            # away from a measured shape, the regressor fitted over the whole sweep holds out better than the
+            # nearest points (calibrate/time_model.py; scripts/shape_model_eval.py compares the two)
+            regressor, uncertainty = fitted
+            fit_key = key if kind != "gemm" or key[0] != "float32" or not self.settings.matmul_allow_tf32 \
+                else ("tf32", *key[1:])
+            est = ShapeEstimate(math.exp(regressor.predict(SHAPE_FEATURES[kind](fit_key))), "fitted", uncertainty)
         return self._prior_us(kind, key) * est.correction, est
+
+    def _fitted(self, kind: str) -> tuple[TreeRegressor, float] | None:
+        """The profile's fitted correction model of this kind and its held-out uncertainty, if it has one."""
+        if kind not in self._fitted_models:
+            section = self.profile["timings"].get("fitted", {}).get(kind)
+            self._fitted_models[kind] = None if section is None else (
+                TreeRegressor.from_dict(section["regressor"]), float(section["held_out"]["uncertainty"]))
+        return self._fitted_models[kind]
 
     def _tables(self, kind: str) -> dict[tuple, ShapeTable]:
         if kind not in self._shape_tables:
@@ -369,10 +415,14 @@ class CalibratedModel:
         return self._shape_tables[kind]
 
     def _prior_us(self, kind: str, key: tuple) -> float:
-        """The profiled GPU's roofline for the work the key implies, plus the measured floor."""
+        """The profiled GPU's roofline for the work the key implies, plus the measured floor. A "tf32" GEMM key
+        (the sweep's fp32 GEMMs with TF32 allowed) is priced at the TF32 roof whatever this model's settings."""
         flops, nbytes, dtype, math_kind = _WORK[kind](key)
         cost = Cost(flops=flops, bytes_read=nbytes, math=math_kind, dtype=dtype)
-        peak = self._profiled_roofline.peak(cost)[0]
+        if kind == "gemm" and key[0] == "tf32":
+            peak = self.profiled_gpu.matmul_peak("float32", True)[0]
+        else:
+            peak = self._profiled_roofline.peak(cost)[0]
         return max(flops / peak, nbytes / self.profiled_gpu.mem_bw_bytes_per_s) * 1e6 + self.floor_us
 
     def notes_for(self, notes: tuple[str, ...], stand_in_note: str) -> tuple[str, ...]:

@@ -1,0 +1,133 @@
+"""Fit the kernel-time corrections of GEMMs, convolutions and attention over the whole designed sweep.
+
+A compute-bound kernel's time is the profiled GPU's roofline for its shape (the prior) times a correction. The
+correction used to come only from the few nearest measured shapes (shape_model.py), which holds where the sweep
+measured something close and drifts where it did not. Here a gradient-boosted tree regressor learns
+log(measured time / prior) from the shape's features (predict/calibrated.py SHAPE_FEATURES: dtype, layout, log2
+sizes, implicit-GEMM sizes of a convolution, backend and pass of attention, log2 FLOPs, bytes and intensity) over
+every measured shape. Near a measured shape the measurement still decides (calibrated.py).
+
+Which kinds use it (FITTED_KINDS) was decided on two held-out sets. Held out by region of the sweep (whole
+3-octave blocks of sizes left out together; `python3 scripts/shape_model_eval.py`), the regressor's median error
+beat the nearest points' for every kind: GEMM 8.9% vs 12.0%, convolution 26.8% vs 44.1%, attention 23.2% vs 36.8%.
+On the zoo's real steps (validation/zoo_measured.json.gz, per workload and op), it did so for convolutions only
+(summed |error| over the zoo 19.5% against 58.1%, median 11.4% against 27.6%), while GEMMs (20.6% vs 18.4%) and
+attention (78.1% vs 52.0%) got worse. A likely reason (not measured): the sweep's size pools hold the widths
+real models use, so a real GEMM or attention shape often has a close measured one, where the nearest points are
+hard to beat; a convolution's batch, image size and channels combine freely, so it seldom has one.
+
+scikit-learn is needed only here; the trees are stored in the profile (timings.fitted) and evaluated by
+costs/tree_model.py.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from kernelcast.costs.tree_model import TreeRegressor
+
+from .launch_model import export_tree
+
+# Shallow trees, many small steps: the correction varies smoothly with size except at kernel changes.
+BOOSTING_ITERATIONS = 200
+MAX_LEAF_NODES = 15
+LEARNING_RATE = 0.1
+FOLDS = 10
+FITTED_KINDS = ("conv",)
+OCTAVES_PER_REGION = 3  # the held-out blocks: as scripts/shape_model_eval.py
+# The stated uncertainty of a fitted estimate: this quantile of the held-out |log error| (about one standard
+# deviation's worth of the errors, as the nearest points' spread is).
+UNCERTAINTY_QUANTILE = 0.68
+FEATURE_NAMES = {
+    "gemm": "launch_table.GEMM_FEATURES + log2 FLOPs, log2 bytes, log2 intensity",
+    "conv": "pass, dtype, channels_last, implicit GEMM log2 M N K groups, log2 batch C_in C_out size, kernel, "
+            "stride, dims, transposed, depthwise, log2 FLOPs, bytes, intensity",
+    "attention": "backend, backward, log2 batch*heads, query, key, head dim, causal, dropout, mask, log2 FLOPs, "
+                 "bytes, intensity",
+}
+
+
+def region_of(kind: str, key: tuple) -> tuple:
+    """The block of the shape space a measured shape belongs to (OCTAVES_PER_REGION octaves per size)."""
+    from kernelcast.predict.calibrated import _POINTS
+
+    coords, _ = _POINTS[kind](key)
+    return tuple(int(c // OCTAVES_PER_REGION) for c in coords[:4])
+
+
+def _regressor():
+    from sklearn.ensemble import HistGradientBoostingRegressor
+    return HistGradientBoostingRegressor(max_iter=BOOSTING_ITERATIONS, max_leaf_nodes=MAX_LEAF_NODES,
+                                         learning_rate=LEARNING_RATE, early_stopping=False, random_state=0)
+
+
+def _export(reg, kind: str) -> TreeRegressor:
+    return TreeRegressor((FEATURE_NAMES[kind],), float(reg._baseline_prediction.ravel()[0]),
+                         tuple(export_tree(per_iteration[0]) for per_iteration in reg._predictors))
+
+
+def training_set(model, kind: str) -> tuple[list[tuple], list[list[float]], list[float]]:
+    """(keys, features, log corrections) of the profile's measured rows of a kind, against `model`'s priors
+    (a CalibratedModel of the profiled GPU)."""
+    from kernelcast.predict.calibrated import _KEY_LENGTH, SHAPE_FEATURES
+
+    length = _KEY_LENGTH[kind]
+    keys, features, targets = [], [], []
+    for row in model.profile["timings"].get(kind, ()):
+        if len(row) != length + 3 or row[length + 1] <= 0:
+            continue
+        key = tuple(row[:length])
+        prior = model._prior_us(kind, key)
+        if prior <= 0:
+            continue
+        keys.append(key)
+        features.append(SHAPE_FEATURES[kind](key))
+        targets.append(math.log(row[length + 1] / prior))
+    return keys, features, targets
+
+
+def held_out_predictions(kind: str, keys: list[tuple], features: list[list[float]], targets: list[float]) -> list:
+    """Each row's fitted log correction from a fit without its region's fold (GroupKFold over regions)."""
+    import numpy as np
+    from sklearn.model_selection import GroupKFold
+
+    x, y = np.array(features), np.array(targets)
+    regions = sorted({region_of(kind, k) for k in keys})
+    groups = np.array([regions.index(region_of(kind, k)) for k in keys])
+    out = np.zeros(len(y))
+    for train, test in GroupKFold(min(FOLDS, len(regions))).split(x, y, groups):
+        out[test] = _regressor().fit(x[train], y[train]).predict(x[test])
+    return list(out)
+
+
+def fit_time_models(model) -> dict:
+    """{kind: {"regressor", "fitted_on", "held_out"}} for the kinds the profile measured; {} without
+    scikit-learn (the nearest points then price every shape). `model`: a CalibratedModel of the profiled GPU
+    on this profile, for the priors."""
+    try:
+        import numpy as np
+    except ImportError:
+        return {}
+    try:
+        import sklearn  # noqa: F401
+    except ImportError:
+        return {}
+    out = {}
+    for kind in FITTED_KINDS:
+        keys, features, targets = training_set(model, kind)
+        if len(keys) < 2 * FOLDS:
+            continue
+        predicted = held_out_predictions(kind, keys, features, targets)
+        log_errors = sorted(abs(p - t) for p, t in zip(predicted, targets))
+        relative = sorted(abs(math.exp(p - t) - 1.0) for p, t in zip(predicted, targets))
+        reg = _regressor().fit(np.array(features), np.array(targets))
+        out[kind] = {
+            "regressor": _export(reg, kind).to_dict(),
+            "fitted_on": f"{len(keys)} measured {kind} shapes (timings.{kind})",
+            "held_out": {"folds": FOLDS, "by": f"regions of {OCTAVES_PER_REGION} octaves",
+                         "median_error": round(statistics.median(relative), 4),
+                         "p90_error": round(relative[int(0.9 * (len(relative) - 1))], 4),
+                         "uncertainty": round(log_errors[int(UNCERTAINTY_QUANTILE * (len(log_errors) - 1))], 3)},
+        }
+    return out
