@@ -81,6 +81,8 @@ def fit_gemm_model(rows: list[list]) -> dict | None:
     except ImportError:
         return None
     rows = [tuple(r) for r in rows]
+    if len(rows) < 2 * FOLDS:  # a calibration of other sections (--sections reduce_grid): nothing to fit
+        return None
     x = np.array([gemm_features(*r[:7]) for r in rows], dtype=float)
     y = np.array([int(r[7]) for r in rows])
     wrong_model = wrong_nearest = 0

@@ -485,19 +485,58 @@ def extras2(results: list, quick: bool) -> None:
                lambda: aten.addmm(bias, a, w))
 
 
+# Row, column and whole-tensor reductions over a grid of shapes: the reduce kernel's speed depends on how many
+# outputs share the GPU (few rows of long rows run far under bandwidth: 32 x 4096 fp32 summed by rows took
+# 15.3 µs, 4096 x 768 6.8 µs) and `reductions` above has nine shapes.
+REDUCE_GRID_ROWS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536)
+REDUCE_GRID_COLS = (64, 256, 1024, 4096, 16384, 65536)
+REDUCE_GRID_MAX_ELEMENTS = 1 << 27
+
+
+def reductions_grid(results: list, quick: bool) -> None:
+    rows_cols = [(r, c) for r, c in itertools.product(REDUCE_GRID_ROWS, REDUCE_GRID_COLS)
+                 if r * c <= REDUCE_GRID_MAX_ELEMENTS]
+    for (r, c), dtype in itertools.product(rows_cols[::3] if quick else rows_cols, (torch.bfloat16, torch.float32)):
+        x = randn(r, c, dtype=dtype)
+        base = {"rows": r, "cols": c, "dtype": str(dtype)[6:]}
+        record(results, "sum_dim1", base, lambda: aten.sum.dim_IntList(x, [1], True))
+        record(results, "sum_dim0", base, lambda: aten.sum.dim_IntList(x, [0], True))
+        record(results, "sum_all", base, lambda: aten.sum.default(x))
+    transposed_copies(results, quick)
+
+
+# Attention's head transposes made contiguous ((B, S, H, D) <-> (B, H, S, D), `.transpose(1, 2).contiguous()`):
+# copies whose reads or writes stride by the head dim. The earlier sections measured three such copies.
+TRANSPOSE_GRID_BH = ((1, 8), (8, 12), (8, 32), (32, 16))
+TRANSPOSE_GRID_SEQ = (1, 16, 128, 1024, 4096)
+TRANSPOSE_GRID_HEAD_DIM = (64, 128)
+
+
+def transposed_copies(results: list, quick: bool) -> None:
+    grid = list(itertools.product(TRANSPOSE_GRID_BH, TRANSPOSE_GRID_SEQ, TRANSPOSE_GRID_HEAD_DIM))
+    for ((b, h), s, d), dtype in itertools.product(grid[::3] if quick else grid, (torch.bfloat16, torch.float32)):
+        x = randn(b, h, s, d, dtype=dtype)
+        base = {"batch": b, "heads": h, "seq": s, "head_dim": d, "dtype": str(dtype)[6:]}
+        record(results, "clone_transpose", base, lambda: aten.clone.default(x.transpose(1, 2),
+                                                                            memory_format=torch.contiguous_format))
+
+
 SECTIONS = {"gemm": gemms, "conv": convs, "reduce": reductions, "attention": attention, "norms": norms_and_more,
             "elementwise": elementwise, "extras": extras, "extras2": extras2}
+# Not in the default run: by name (`kernelcast calibrate --sections reduce_grid`).
+EXTRA_SECTIONS = {"reduce_grid": reductions_grid}
 
 
 def run_all(quick: bool = False, sections: list[str] | None = None, log: Callable[[str], None] = print) -> list:
     torch.manual_seed(0)
     results: list = []
     names = sections or list(SECTIONS)
+    every = {**SECTIONS, **EXTRA_SECTIONS}
     progress.stage("microbenchmarks", total=len(names))
     for name in names:
         t0 = time.perf_counter()
         before = len(results)
-        SECTIONS[name](results, quick)
+        every[name](results, quick)
         torch.cuda.empty_cache()
         log(f"{name}: {len(results) - before} cases in {time.perf_counter() - t0:.1f} s")
         progress.advance()

@@ -15,7 +15,7 @@ from kernelcast.profiles import PROFILE_FORMAT
 from kernelcast.records import OpRecord
 from .launch_model import fit_gemm_model
 
-MEMORY_KINDS = {"pointwise", "pointwise_transpose", "pointwise_cast", "pointwise_strided", "copy_cast", "reduction", "reduction_outer", "softmax", "softmax_backward",
+MEMORY_KINDS = {"pointwise", "pointwise_transpose", "pointwise_cast", "pointwise_strided", "copy_cast", "reduction", "reduction_outer", "reduction_all", "softmax", "softmax_backward",
                 "norm", "norm_backward", "batch_norm", "batch_norm_backward", "batch_norm_channels_last",
                 "batch_norm_backward_channels_last", "loss", "copy", "copy_transpose",
                 "fill", "embedding_backward", "foreach", "memcpy", "gather", "scatter", "sort", "scan", "select", "group_norm",

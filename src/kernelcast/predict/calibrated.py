@@ -242,7 +242,8 @@ def _nearest_table(tables: dict[tuple, ShapeTable], group: tuple) -> ShapeTable 
 # (norms, softmax, losses, reductions) the row length (innermost dim) counts too, at a lower weight.
 INNER_DIM_WEIGHT = 0.5
 ITEMSIZE_WEIGHT = 1.0
-ROW_KINDS = {"norm", "norm_backward", "softmax", "softmax_backward", "loss", "reduction", "reduction_outer"}
+ROW_KINDS = {"norm", "norm_backward", "softmax", "softmax_backward", "loss", "reduction", "reduction_outer",
+             "reduction_all"}
 # Row-wise kernels that pick their implementation by row length (softmax: a warp per row up to 2048 elements,
 # then a block per row; norms likewise): looked up along the size curve of rows within this many octaves of
 # the op's row length. Left-one-out over the calibration points, median error: norm 16% -> 11%, norm
@@ -257,7 +258,7 @@ L2_STREAMING_KINDS = {"pointwise", "pointwise_cast", "pointwise_strided", "copy"
 MEMORY_FALLBACK = {
     "pointwise_transpose": ("copy_transpose", "pointwise"), "copy_transpose": ("copy",),
     "pointwise_cast": ("copy_cast", "pointwise"), "copy_cast": ("copy",), "pointwise_strided": ("pointwise",),
-    "reduction_outer": ("reduction",), "softmax_backward": ("softmax", "pointwise"),
+    "reduction_outer": ("reduction",), "reduction_all": ("reduction",), "softmax_backward": ("softmax", "pointwise"),
     "batch_norm_backward": ("batch_norm", "norm_backward"), "memcpy": ("fill",), "fill": ("pointwise",),
     "batch_norm_channels_last": ("batch_norm",), "batch_norm_backward_channels_last": ("batch_norm_backward",),
     "gather": ("copy",), "scatter": ("gather", "copy"), "sort": ("copy",), "scan": ("reduction", "copy"),
