@@ -9,6 +9,9 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
   (`kernelcast calibrate --gpu h200 --sections extras2 ...`);
 - h200_memory_grid_raw.json.gz: row, column and whole-tensor sums over a grid of shapes and attention's head
   transposes made contiguous (`kernelcast calibrate --gpu h200 --sections reduce_grid ...`);
+- h200_row_grid_raw.json.gz: layer norm, softmax (forward and backward) and batch norm at small sizes
+  (`kernelcast calibrate --gpu h200 --sections row_grid ...`); its concatenations are measured but unused
+  (calibrate/profile.py UNUSED_CASE_KINDS says why);
 - h200_gemm_log_uniform_raw.json.gz: 2000 GEMMs at log-uniform sizes in every dtype and layout
   (scripts/probe_gemm_launches.py), rows for the GEMM launch counts and their classifier only.
 - probes/rnn_time_fit.json: the cuDNN RNN time fit (scripts/fit_rnn_times.py from probes/probe_rnn.json, run
@@ -36,7 +39,7 @@ from kernelcast.calibrate.generated import generated_fits
 
 ROOT = Path(__file__).resolve().parent.parent
 RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.json.gz",
-            "validation/h200_memory_grid_raw.json.gz")
+            "validation/h200_memory_grid_raw.json.gz", "validation/h200_row_grid_raw.json.gz")
 LAUNCH_RUNS = ("validation/h200_gemm_log_uniform_raw.json.gz",)  # launch counts only (calibrate/profile.py says why)
 RNN_FIT = "validation/probes/rnn_time_fit.json"
 COMPILE_RUN = "validation/compile/compile_measured.json.gz"

@@ -885,6 +885,38 @@ def advise_section(doc: dict) -> list[str]:
     return lines
 
 
+def kernel_models_section(launch: dict | None, shapes: dict | None) -> list[str]:
+    """The fitted kernel models, each against the nearest-point lookup it replaces, on held-out data."""
+    lines = ["", "## Kernel-time and launch-count models, held out (issues 9 and 10)", ""]
+    if shapes:
+        lines += ["Compute-bound kernel time = the profiled GPU's roofline x a correction. Two ways to get the "
+                  "correction, compared on the same folds: the nearest measured shapes alone, and a tree regressor "
+                  "fitted over the whole sweep (used where no measured shape is within 0.35 octaves). Held out by "
+                  f"region: {shapes['folds']} folds of whole {shapes['octaves_per_region']}-octave blocks of sizes. "
+                  "Predictions use the regressor for: " + ", ".join(shapes["fitted_kinds"]) + " (the zoo's GEMMs "
+                  "and attention did better with the nearest points; calibrate/time_model.py has the numbers).", "",
+                  "```", shapes["command"], "```", "",
+                  "| kind | held-out points | nearest: median / p90 error | fitted: median / p90 error |",
+                  "|---|---:|---|---|"]
+        for kind, k in shapes["kinds"].items():
+            n, f = k["nearest"], k["fitted"]
+            lines.append(f"| {kind} | {k['points']} | {n['median_error']:.1%} / {n['p90_error']:.1%} | "
+                         f"{f['median_error']:.1%} / {f['p90_error']:.1%} |")
+    if launch:
+        lines += ["", "GPU work items per cuBLAS GEMM (split-K reduce kernels, workspace memsets, the largek path's "
+                  "scale and epilogue): a tree classifier against the nearest measured shape, both fitted on the "
+                  f"designed sweep's {launch['base_rows']} GEMMs and tested on {launch['held_out_rows']} GEMMs at "
+                  "log-uniform sizes measured on the H200 (`PYTHONPATH=src python3 scripts/probe_gemm_launches.py "
+                  "--out ...` there):", "", "```", launch["command"], "```", "",
+                  "| dtype | GEMMs | nearest row: wrong / items off | classifier: wrong / items off |",
+                  "|---|---:|---|---|"]
+        for dtype, d in launch["by_dtype"].items():
+            lines.append(f"| {dtype} | {d['rows']} | {d['nearest row']['wrong'] / d['rows']:.1%} / "
+                         f"{d['nearest row']['items_off']:.1%} | {d['classifier']['wrong'] / d['rows']:.1%} / "
+                         f"{d['classifier']['items_off']:.1%} |")
+    return lines
+
+
 def main() -> None:
     write_report(sys.argv[1], sys.argv[2])
 
@@ -917,6 +949,10 @@ def write_report(folder: str, out: str) -> None:
                                    json.loads(device.read_text()) if device.exists() else None, folder)
     if (folder / "h200_calibration_raw.json").exists():
         lines += calibration_section(json.loads((folder / "h200_calibration_raw.json").read_text()))
+    launch_eval, shape_eval = folder / "gemm_launch_model.json", folder / "shape_model_eval.json"
+    if launch_eval.exists() or shape_eval.exists():
+        lines += kernel_models_section(json.loads(launch_eval.read_text()) if launch_eval.exists() else None,
+                                       json.loads(shape_eval.read_text()) if shape_eval.exists() else None)
     if (folder / "capture_speed.json").exists():
         lines += speed_section(json.loads((folder / "capture_speed.json").read_text()))
     if (folder / "distributed" / "distributed_compare.json").exists():

@@ -161,3 +161,23 @@ def test_conv_backward_with_both_gradients_is_the_two_passes():
     both = model._lookup_shape("conv", ("conv_bwd", *key))[0]
     parts = [model._lookup_shape("conv", (p, *key))[0] for p in ("conv_bwd_input", "conv_bwd_weight")]
     assert both == pytest.approx(sum(parts))
+
+
+def test_an_item_size_curve_that_stops_short_borrows_the_whole_curve():
+    import importlib
+    import math
+
+    cal = importlib.import_module("kernelcast.predict.calibrated")
+    point = lambda nbytes, itemsize, us: cal._MemoryPoint(math.log2(nbytes), 10.0, math.log2(itemsize),  # noqa: E731
+                                                          math.log(nbytes / us))
+    # 2-byte points up to 256 KB (rate still growing), 4-byte points from 4 KB to 2 GB
+    rows = [point(4 << 10, 2, 1.0), point(256 << 10, 2, 1.4),
+            point(4 << 10, 4, 1.0), point(256 << 10, 4, 1.4), point(16 << 20, 4, 5.0), point(2 << 30, 4, 500.0)]
+    ten_mb = math.log2(10 << 20)
+    rate = math.exp(cal._along_bytes(rows, ten_mb, 1.0))  # bytes per µs
+    # the whole curve: between 256 KB at 1.4 µs and 16 MB at 5 µs, not the 2-byte rate at 256 KB held flat
+    assert (10 << 20) / rate < 6.0
+    # beyond where rates saturate, an item size keeps its own last rate
+    rows_big = [point(4 << 10, 2, 1.0), point(128 << 20, 2, 40.0), point(2 << 30, 4, 500.0)]
+    rate = math.exp(cal._along_bytes(rows_big, math.log2(1 << 30), 1.0))
+    assert rate == pytest.approx((128 << 20) / 40.0)

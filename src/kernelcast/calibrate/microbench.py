@@ -521,10 +521,51 @@ def transposed_copies(results: list, quick: bool) -> None:
                                                                             memory_format=torch.contiguous_format))
 
 
+# Row-wise kernels (layer norm, softmax, forward and backward) and batch norm below the 1M elements the sections
+# above start at: decode steps and small models run them on a few KB, where a kernel's fixed latency, not its
+# bytes, sets the time (a GPT-2 decode step's 768-wide layer norms took 3.4 µs each; the curve from 4 MB down
+# gave 0.8). And concatenations of two contiguous parts (measured, not used by the profile: calibrate/profile.py).
+ROW_GRID_ELEMENTS = (1 << 10, 1 << 13, 1 << 16, 1 << 19)
+ROW_GRID_WIDTHS = (64, 256, 768, 1024, 4096)
+BN_GRID = [(n, c, hw) for n in (8, 32) for c in (32, 128, 512) for hw in (7, 14, 28)]
+CAT_GRID = [(rows, width) for rows in (1, 16, 256, 4096) for width in (64, 768, 4096)]
+
+
+def row_grid(results: list, quick: bool) -> None:
+    for total, width, dtype in itertools.product(ROW_GRID_ELEMENTS, ROW_GRID_WIDTHS, (torch.bfloat16, torch.float32)):
+        rows = max(total // width, 1)
+        x, w, bsz = randn(rows, width, dtype=dtype), randn(width, dtype=dtype), randn(width, dtype=dtype)
+        g = torch.randn_like(x)
+        base = {"rows": rows, "width": width, "dtype": str(dtype)[6:]}
+        record(results, "layer_norm_fwd", base, lambda: aten.native_layer_norm(x, [width], w, bsz, 1e-5))
+        out, mean, rstd = aten.native_layer_norm(x, [width], w, bsz, 1e-5)
+        record(results, "layer_norm_bwd", base, lambda: aten.native_layer_norm_backward(
+            g, x, [width], mean, rstd, w, bsz, [True, True, True]))
+        record(results, "softmax_fwd", base, lambda: aten._softmax(x, -1, False))
+        sm = aten._softmax(x, -1, False)
+        record(results, "softmax_bwd", base, lambda: aten._softmax_backward_data(g, sm, -1, x.dtype))
+    for (n, c, hw), cl in itertools.product(BN_GRID[::3] if quick else BN_GRID, (True, False)):
+        fmt = torch.channels_last if cl else torch.contiguous_format
+        x = randn(n, c, hw, hw, dtype=torch.float32).to(memory_format=fmt)
+        w, bsz = randn(c, dtype=torch.float32), randn(c, dtype=torch.float32)
+        rm, rv = torch.zeros(c, device=DEV), torch.ones(c, device=DEV)
+        base = {"n": n, "c": c, "size": hw, "channels_last": cl, "training": True}
+        record(results, "native_batch_norm", base, lambda: aten.native_batch_norm(x, w, bsz, rm, rv, True, 0.1, 1e-5))
+        out, sm, si = aten.native_batch_norm(x, w, bsz, rm, rv, True, 0.1, 1e-5)
+        g = torch.randn_like(out)
+        record(results, "native_batch_norm_bwd", base, lambda: aten.native_batch_norm_backward(
+            g, x, w, rm, rv, sm, si, True, 1e-5, [True, True, True]))
+    for (rows, width), dtype in itertools.product(CAT_GRID, (torch.bfloat16, torch.float32)):
+        a, b = randn(rows, width, dtype=dtype), randn(rows, width, dtype=dtype)
+        base = {"rows": rows, "width": width, "dtype": str(dtype)[6:]}
+        record(results, "cat_dim0", base, lambda: aten.cat([a, b], 0))
+        record(results, "cat_dim1", base, lambda: aten.cat([a, b], 1))
+
+
 SECTIONS = {"gemm": gemms, "conv": convs, "reduce": reductions, "attention": attention, "norms": norms_and_more,
             "elementwise": elementwise, "extras": extras, "extras2": extras2}
 # Not in the default run: by name (`kernelcast calibrate --sections reduce_grid`).
-EXTRA_SECTIONS = {"reduce_grid": reductions_grid}
+EXTRA_SECTIONS = {"reduce_grid": reductions_grid, "row_grid": row_grid}
 
 
 def run_all(quick: bool = False, sections: list[str] | None = None, log: Callable[[str], None] = print) -> list:

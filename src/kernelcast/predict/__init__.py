@@ -46,7 +46,7 @@ class OpPrediction:
     costed: bool
     python_us: float = 0.0  # of host_us: the model's own Python before it (and its module calls)
     launch_bound: bool = False  # its kernels take less GPU time than the CPU takes to launch them
-    time_source: str = ""  # where time_us came from: measured-near / interpolated / extrapolated / datasheet
+    time_source: str = ""  # where time_us came from: measured-near / fitted / interpolated / extrapolated / datasheet
     time_uncertainty: float = 0.0  # relative uncertainty of time_us (0.1 = +-10%)
     parent: int = -1  # the decomposed op whose CUDA code called this one (OpRecord.parent)
 

@@ -279,15 +279,28 @@ MEMORY_FALLBACK = {
 }
 
 
+# Above the L2 (50 MB on the H200) a streaming kernel's rate has saturated: the H200's fp32 copies ran 3.9 TB/s at
+# 134 MB and 4.2 TB/s at 2 GB (profile memory.copy).
+SATURATED_BYTES = 64 << 20
+
+
 def _along_bytes(points: list["_MemoryPoint"], log_bytes: float, log_itemsize: float) -> float:
     """Log rate at this size, interpolated linearly in log bytes along the class's measured curve (points of
-    the same item size when there are any; points at one size averaged), and held flat beyond its ends.
+    the same item size when they reach this size, else all of them; points at one size averaged), and held flat
+    beyond its ends.
 
     For streaming kinds, whose rate depends on size alone, this beats blending the nearest points: over the
     calibration's own points, left out one at a time, the median error fell from 15% to 10% (pointwise),
     45% to 8% (copy_cast) and 28% to 3% (pointwise_cast) on the profile of the day
     (scripts/loo_calibration.py prints the current figures). Reductions keep the blend, which did better."""
-    same = [p for p in points if p.log_itemsize == log_itemsize] or points
+    same = [p for p in points if p.log_itemsize == log_itemsize]
+    low = min((p.log_bytes for p in same), default=0.0)
+    high = max((p.log_bytes for p in same), default=0.0)
+    if not same or log_bytes < low or (log_bytes > high and high < _log2(SATURATED_BYTES)):
+        # the item size's points stop short of this size where rates still grow with size: held flat, their rate
+        # at 262 KB had priced a 10 MB bf16 copy at 57 µs (measured 6 µs); the whole curve reaches it. Beyond
+        # SATURATED_BYTES the item size's own last rate holds.
+        same = points
     by_size: dict[float, list[float]] = {}
     for p in same:
         by_size.setdefault(p.log_bytes, []).append(p.log_rate)
