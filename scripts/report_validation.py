@@ -343,8 +343,8 @@ def repredicted_section(data: dict) -> list[str]:
     classes = ", ".join(f"{kind} {_pct(p / m - 1)}" for kind, (p, m) in sorted(sums.items(), key=lambda kv: -kv[1][1])[:8]
                         if m)
     return ["", "### The same measurements, re-predicted by the code as committed", "",
-            f"After the device run above, the attention lookup changed (shapes compared by tile work, chosen by "
-            f"left-one-out error over the calibration points). `{data['meta']['command']}` re-captures the suite "
+            f"The kernel model has changed since the device run above (see the sections below). "
+            f"`{data['meta']['command']}` re-captures the suite "
             f"on the development machine (torch {data['meta']['torch']}) and predicts it against the device "
             f"measurements in {data['meta']['measured_in']}: GPU time per step median |error| "
             f"{statistics.median(errors):.1%}, worst {max(errors):.1%}. Summed per class (largest eight): "
