@@ -12,6 +12,8 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
 - h200_row_grid_raw.json.gz: layer norm, softmax (forward and backward) and batch norm at small sizes
   (`kernelcast calibrate --gpu h200 --sections row_grid ...`); its concatenations are measured but unused
   (calibrate/profile.py UNUSED_CASE_KINDS says why);
+- h200_attention_backward_raw.json.gz: the sweep's attention backward cases timed by their kernels' durations
+  (scripts/probe_attention_backward.py), in place of the sweep's event-timed backward rows;
 - h200_gemm_log_uniform_raw.json.gz: 2000 GEMMs at log-uniform sizes in every dtype and layout
   (scripts/probe_gemm_launches.py), rows for the GEMM launch counts and their classifier only.
 - probes/rnn_time_fit.json: the cuDNN RNN time fit (scripts/fit_rnn_times.py from probes/probe_rnn.json, run
@@ -39,7 +41,8 @@ from kernelcast.calibrate.generated import generated_fits
 
 ROOT = Path(__file__).resolve().parent.parent
 RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.json.gz",
-            "validation/h200_memory_grid_raw.json.gz", "validation/h200_row_grid_raw.json.gz")
+            "validation/h200_memory_grid_raw.json.gz", "validation/h200_row_grid_raw.json.gz",
+            "validation/h200_attention_backward_raw.json.gz")
 LAUNCH_RUNS = ("validation/h200_gemm_log_uniform_raw.json.gz",)  # launch counts only (calibrate/profile.py says why)
 RNN_FIT = "validation/probes/rnn_time_fit.json"
 COMPILE_RUN = "validation/compile/compile_measured.json.gz"

@@ -33,6 +33,7 @@ import contextlib
 import itertools
 import json
 import logging
+import os
 import signal
 import string
 import sys
@@ -473,4 +474,10 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # Leave without running interpreter teardown: after the sweep has written everything, torch's C++ side
+    # sometimes aborts at exit ("terminate called without an active exception", about 1 run in 6 on this
+    # 2-core machine, with and without this session's changes), which failed CI on a finished sweep.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code or 0)

@@ -181,3 +181,25 @@ def test_an_item_size_curve_that_stops_short_borrows_the_whole_curve():
     rows_big = [point(4 << 10, 2, 1.0), point(128 << 20, 2, 40.0), point(2 << 30, 4, 500.0)]
     rate = math.exp(cal._along_bytes(rows_big, math.log2(1 << 30), 1.0))
     assert rate == pytest.approx((128 << 20) / 40.0)
+
+
+def test_attention_backward_timed_by_its_kernels_replaces_the_event_timed_row():
+    from pathlib import Path
+
+    from kernelcast.calibrate import read_raw
+    from kernelcast.calibrate.profile import _attention_params, _sweep_rows
+
+    root = Path(__file__).resolve().parent.parent / "validation"
+    probe = [c for c in read_raw(str(root / "h200_attention_backward_raw.json.gz"))["sweep"] if "error" not in c]
+    sweep = read_raw(str(root / "h200_sweep_raw.json.gz"))["sweep"]
+    # the H200's CUDNN backward of 8 x (1 x 256 x 80) heads: its kernels took about 17 µs; the sweep's events
+    # around forward + backward, less the forward, said hundreds (the host's time at this size)
+    timed = next(c for c in probe if c["backend"] == "CUDNN_ATTENTION" and c["batch"] * c["heads"] == 8
+                 and c["sq"] == 256 and c["d"] == 80)
+    same = [c for c in sweep if c["kind"] == "attention" and _attention_params(c) == _attention_params(timed)]
+    assert {c["pass"] for c in same} == {"forward", "backward"}
+    event_rows = [r for r in _sweep_rows(same)[2] if r[1] == "bwd"]
+    kernel_rows = [r for r in _sweep_rows(same + [timed])[2] if r[1] == "bwd"]
+    assert len(event_rows) == len(kernel_rows) == 1
+    assert event_rows[0][-2] > 10 * kernel_rows[0][-2]
+    assert kernel_rows[0][-2] == timed["time_us"] < 30

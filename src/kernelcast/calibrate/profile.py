@@ -42,13 +42,21 @@ def _main(costs: list[tuple[OpRecord, Cost]], kinds: set[str]) -> Cost | None:
     return max(chosen, key=lambda c: (c.flops, c.bytes)) if chosen else None
 
 
+def _attention_params(case: dict) -> tuple:
+    return tuple(sorted((k, v) for k, v in case.items() if k in SWEEP_ATTENTION_PARAMS))
+
+
 def _sweep_rows(sweep: list[dict]) -> tuple[list, list, list]:
     """GEMM, conv and attention rows ([*cost key, work items, time_us, FLOPs]) from calibrate --sweep cases.
 
     Work items are the kernels, memsets and memcpys one profiled call launched. An attention backward case
-    times a forward and its backward together; the forward case with the same parameters is taken out."""
+    times a forward and its backward together; the forward case with the same parameters is taken out. Where a
+    case of the same parameters was timed by its backward kernels alone (pass "backward_kernels",
+    scripts/probe_attention_backward.py), that one is used: at small shapes the events measured the host (every
+    sweep backward took 90-670 µs, up to 61x its forward)."""
     gemm, conv, attention = [], [], []
     forward_us: dict[tuple, float] = {}
+    kernel_timed = {_attention_params(c) for c in sweep if c.get("pass") == "backward_kernels" and "time_us" in c}
     for case in sweep:
         if "error" in case or not case.get("ops") or "time_us" not in case:
             continue
@@ -66,8 +74,14 @@ def _sweep_rows(sweep: list[dict]) -> tuple[list, list, list]:
             if cost is not None and cost.key:
                 conv.append([*cost.key, items, time_us, cost.flops])
         elif case["kind"] == "attention":
-            params = tuple(sorted((k, v) for k, v in case.items() if k in SWEEP_ATTENTION_PARAMS))
-            if case["pass"] == "forward":
+            params = _attention_params(case)
+            if case["pass"] == "backward_kernels":  # timed by its kernels' durations (probe_attention_backward.py)
+                backward = [c for _, c in costs if c.kind == "attention" and c.key[1] == "bwd"]
+                if backward:
+                    attention.append([*backward[0].key, items, time_us, backward[0].flops])
+            elif case["pass"] == "backward" and params in kernel_timed:
+                continue  # events around forward + backward, less the forward: host-bound at small shapes
+            elif case["pass"] == "forward":
                 forward_us[params] = time_us
                 cost = _main(costs, {"attention"})
                 if cost is not None:

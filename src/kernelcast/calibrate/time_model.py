@@ -9,7 +9,8 @@ every measured shape. Near a measured shape the measurement still decides (calib
 
 Which kinds use it (FITTED_KINDS) was decided on two held-out sets. Held out by region of the sweep (whole
 3-octave blocks of sizes left out together; `python3 scripts/shape_model_eval.py`), the regressor's median error
-beat the nearest points' for every kind: GEMM 8.6% vs 12.0%, convolution 26.9% vs 44.1%, attention 23.2% vs 36.8%.
+beat the nearest points' for every kind: GEMM 8.6% vs 12.0%, convolution 26.9% vs 44.1%, attention 23.2% vs 36.8%
+(attention before its backward rows were re-timed by their kernels; after: 15.0% vs 25.3%).
 On the zoo's real steps (validation/zoo_measured.json.gz, per workload and op; run when the GEMM tables still
 held the log-uniform GEMMs of scripts/probe_gemm_launches.py), it did so for convolutions only (summed |error|
 over the zoo 19.5% against 58.1%, median 11.4% against 27.6%), while GEMMs (20.6% vs 18.4%) and attention
