@@ -2,7 +2,8 @@
 
     python3 benchmarks/capture_speed.py [--repeats 3] [--json out.json]
 
-Targets (issue 2): GPT-2 small training step < 2 s; Llama-7B forward + backward + AdamW < 8 s and < 1 GB.
+Targets: GPT-2 small training step < 2 s after the imports (issue 2); Llama-7B forward + backward + AdamW < 10 s
+for the whole process, imports included, and < 1 GB (issue 9).
 The time is capture (build + a warm-up step + the recorded step) plus prediction, measured inside the child
 after torch, kernelcast and the model's library (transformers) are imported: importing them is a fixed cost of
 any tool that loads the user's model, and is reported on its own. The peak RSS is the child's whole life
@@ -20,11 +21,13 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CASES = [
-    # (name, workload, environment, time target s, RSS target MB)
-    ("gpt2-small train (B=8, S=1024)", "examples/hf_models.py:gpt2_train", {"KC_BATCH": "8", "KC_SEQ": "1024"}, 2.0, None),
-    ("llama-7B train, AdamW (B=1, S=2048)", "examples/hf_models.py:llama_train", {"KC_BATCH": "1", "KC_SEQ": "2048"}, 8.0, 1024),
-    ("gpt example train (nanoGPT-like)", "example:gpt", {}, None, None),
-    ("cnn example train (ResNet-18-like)", "example:cnn", {}, None, None),
+    # (name, workload, environment, time target s, RSS target MB, whether the time target includes the imports)
+    ("gpt2-small train (B=8, S=1024)", "examples/hf_models.py:gpt2_train", {"KC_BATCH": "8", "KC_SEQ": "1024"}, 2.0, None,
+     False),
+    ("llama-7B train, AdamW (B=1, S=2048)", "examples/hf_models.py:llama_train", {"KC_BATCH": "1", "KC_SEQ": "2048"}, 10.0,
+     1024, True),
+    ("gpt example train (nanoGPT-like)", "example:gpt", {}, None, None, False),
+    ("cnn example train (ResNet-18-like)", "example:cnn", {}, None, None, False),
 ]
 
 CHILD = """
@@ -63,19 +66,21 @@ def main():
     rows = []
     print(f"{'workload':38s} {'ops':>6s} {'capture+predict s':>18s} {'(min-max)':>12s} {'imports s':>10s} "
           f"{'peak RSS MB':>12s}  target")
-    for name, workload, env, t_target, rss_target in CASES:
+    for name, workload, env, t_target, rss_target, with_imports in CASES:
         runs = [run_case(workload, env) for _ in range(args.repeats)]
         secs = [r["seconds"] for r in runs]
+        timed = [r["seconds"] + r["import_s"] for r in runs] if with_imports else secs
         rss = max(r["rss_mb"] for r in runs)
-        target = " ".join(x for x in (f"< {t_target} s" if t_target else "", f"< {rss_target} MB" if rss_target else "") if x)
-        ok = (t_target is None or statistics.median(secs) < t_target) and (rss_target is None or rss < rss_target)
+        target = " ".join(x for x in (f"< {t_target} s" + (" with imports" if with_imports else "") if t_target else "",
+                                      f"< {rss_target} MB" if rss_target else "") if x)
+        ok = (t_target is None or statistics.median(timed) < t_target) and (rss_target is None or rss < rss_target)
         imports = statistics.median(r["import_s"] for r in runs)
         print(f"{name:38s} {runs[0]['ops']:6d} {statistics.median(secs):18.2f} {min(secs):5.2f}-{max(secs):5.2f} "
               f"{imports:10.2f} {rss:12.0f}  {target} {'ok' if ok else 'MISSED' if target else ''}")
         rows.append({"name": name, "workload": workload, "env": env, "seconds": secs, "rss_mb": rss,
                      "import_s": [r["import_s"] for r in runs],
                      "ops": runs[0]["ops"], "kernels": runs[0]["kernels"], "target_s": t_target,
-                     "target_rss_mb": rss_target, "met": ok})
+                     "target_includes_imports": with_imports, "target_rss_mb": rss_target, "met": ok})
     meta = {"cpu_count": os.cpu_count(), "date": time.strftime("%Y-%m-%d"), "python": sys.version.split()[0],
             "command": f"python3 benchmarks/capture_speed.py --repeats {args.repeats}", "repeats": args.repeats}
     if args.json:
