@@ -25,23 +25,13 @@ def measure(params: dict) -> dict:
     import torch
     import torch.nn.functional as F
     from torch.autograd import DeviceType
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import sdpa_kernel
     from torch.profiler import ProfilerActivity, profile
 
     from kernelcast.calibrate.microbench import _OpSnapshot
+    from kernelcast.calibrate.sweep import attention_inputs
 
-    dtype = getattr(torch, params["dtype"])
-    b, h, kvh, sq, sk, d = (params[k] for k in ("batch", "heads", "kv_heads", "sq", "sk", "d"))
-    q = torch.randn(b, h, sq, d, device="cuda", dtype=dtype, requires_grad=True)
-    k = torch.randn(b, kvh, sk, d, device="cuda", dtype=dtype, requires_grad=True)
-    v = torch.randn(b, kvh, sk, d, device="cuda", dtype=dtype, requires_grad=True)
-    mask = None
-    if params["mask"] != "none":
-        keep = torch.rand(b, 1, sq, sk, device="cuda") > 0.1
-        mask = keep if params["mask"] == "bool" else torch.zeros(keep.shape, device="cuda", dtype=dtype).masked_fill(~keep, -1e4)
-    kwargs = {"attn_mask": mask, "is_causal": params["causal"], "dropout_p": params["dropout"],
-              "enable_gqa": kvh != h}
-    backend = getattr(SDPBackend, params["backend"])
+    q, k, v, kwargs, backend = attention_inputs(params, "cuda", requires_grad=True)
     with sdpa_kernel([backend]):
         out = F.scaled_dot_product_attention(q, k, v, **kwargs)
     grad = torch.randn_like(out)
@@ -72,7 +62,7 @@ def main() -> int:
     args = parser.parse_args()
     import torch
 
-    from kernelcast.calibrate import _driver, write_raw
+    from kernelcast.calibrate import run_meta, write_raw
     from kernelcast.calibrate.sweep import attention_cases
 
     t0 = time.perf_counter()
@@ -87,11 +77,8 @@ def main() -> int:
             results.append({"kind": "attention", **params, "pass": "backward_kernels",
                             "error": f"{type(exc).__name__}: {exc}"[:300]})
         torch.cuda.empty_cache()
-    raw = {"meta": {"device": torch.cuda.get_device_name(), "driver": _driver(), "torch": torch.__version__,
-                    "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
-                    "date": time.strftime("%Y-%m-%d"), "seconds": round(time.perf_counter() - t0, 1),
-                    "command": "PYTHONPATH=src python3 scripts/probe_attention_backward.py --out "
-                               "h200_attention_backward_raw.json.gz"},
+    raw = {"meta": run_meta("PYTHONPATH=src python3 scripts/probe_attention_backward.py --out "
+                            "h200_attention_backward_raw.json.gz", t0),
            "cases": [], "sweep": results, "host": {}}
     write_raw(raw, args.out)
     ok = [r for r in results if "error" not in r]

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import gzip
 import json
 import sys
 import time
@@ -26,18 +25,13 @@ BASE_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.j
 
 
 def run_on_device(out: str) -> int:
-    import torch
-
-    from kernelcast.calibrate import _driver, write_raw
+    from kernelcast.calibrate import run_meta, write_raw
     from kernelcast.calibrate.sweep import run_sweep, sweep_cases
 
     t0 = time.perf_counter()
     results = run_sweep(sweep_cases(["gemm_log_uniform"]))
-    raw = {"meta": {"device": torch.cuda.get_device_name(), "driver": _driver(), "torch": torch.__version__,
-                    "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
-                    "date": time.strftime("%Y-%m-%d"), "seconds": round(time.perf_counter() - t0, 1),
-                    "command": "PYTHONPATH=src python3 scripts/probe_gemm_launches.py --out "
-                               "h200_gemm_log_uniform_raw.json.gz"},
+    raw = {"meta": run_meta("PYTHONPATH=src python3 scripts/probe_gemm_launches.py --out "
+                            "h200_gemm_log_uniform_raw.json.gz", t0),
            "cases": [], "sweep": results, "host": {}}
     write_raw(raw, out)
     errors = sum("error" in r for r in results)

@@ -26,7 +26,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from sklearn.model_selection import GroupKFold
 
 from kernelcast.calibrate import time_model
 from kernelcast.devices import get_gpu
@@ -45,10 +44,8 @@ def evaluate(profile: dict, kind: str) -> list[dict]:
     bare["timings"] = {k: v for k, v in profile["timings"].items() if k != "fitted"}
     keys, features, targets = time_model.training_set(CalibratedModel(gpu, CaptureSettings(), bare, gpu), kind)
     by_key = {k: i for i, k in enumerate(keys)}
-    regions = sorted({time_model.region_of(kind, tuple(r[:_KEY_LENGTH[kind]])) for r in rows})
-    groups = np.array([regions.index(time_model.region_of(kind, tuple(r[:_KEY_LENGTH[kind]]))) for r in rows])
     out = []
-    for train, test in GroupKFold(min(FOLDS, len(regions))).split(rows, groups=groups):
+    for train, test in time_model.region_folds(kind, [tuple(r[:_KEY_LENGTH[kind]]) for r in rows]):
         trimmed = copy.copy(bare)
         trimmed["timings"] = {**bare["timings"], kind: [rows[i] for i in train]}
         nearest = CalibratedModel(gpu, CaptureSettings(), trimmed, gpu)

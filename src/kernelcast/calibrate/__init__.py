@@ -34,6 +34,16 @@ def _driver() -> str:
         return ""
 
 
+def run_meta(command: str, started_s: float) -> dict:
+    """The `meta` of a raw run on this machine's GPU: device, driver, library versions, date, the seconds since
+    `started_s` (a time.perf_counter() reading) and the command that made it."""
+    import torch
+
+    return {"device": torch.cuda.get_device_name(), "driver": _driver(), "torch": torch.__version__,
+            "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(), "date": time.strftime("%Y-%m-%d"),
+            "seconds": round(time.perf_counter() - started_s, 1), "command": command}
+
+
 def write_raw(raw: dict, path: str) -> None:
     """Raw results as JSON, gzip-compressed when the path ends in .gz (a sweep's are tens of MB)."""
     text = json.dumps(raw, separators=(",", ":"))
@@ -56,8 +66,6 @@ def calibrate(out: str, gpu: str, quick: bool = False, raw_out: str | None = Non
     """Microbenchmarks -> device profile. `sweep` adds the designed sweep of GEMM, convolution and attention
     shapes (calibrate/sweep.py; a few minutes on an H200), stopped after `sweep_budget_s` seconds if given."""
     require_gpu()
-    import torch
-
     from .host import host_costs
     from .microbench import run_all
 
@@ -70,16 +78,12 @@ def calibrate(out: str, gpu: str, quick: bool = False, raw_out: str | None = Non
         from .sweep import run_sweep, sweep_cases
 
         sweep_results = run_sweep(sweep_cases(scale=0.1 if quick else 1.0), time_budget_s=sweep_budget_s)
-    raw = {"meta": {"device": torch.cuda.get_device_name(), "driver": _driver(), "torch": torch.__version__,
-                    "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
-                    "date": time.strftime("%Y-%m-%d"), "seconds": round(time.perf_counter() - t0, 1),
-                    "command": f"kernelcast calibrate --gpu {gpu} --out {Path(out).name}" + (" --quick" if quick else "")},
-           "cases": cases, "host": host}
+    command = (f"kernelcast calibrate --gpu {gpu} --out {Path(out).name}" + (" --quick" if quick else "")
+               + (" --sweep" if sweep_results is not None else "")
+               + (" --sections " + ",".join(sections) if sections is not None else ""))
+    raw = {"meta": run_meta(command, t0), "cases": cases, "host": host}
     if sweep_results is not None:
         raw["sweep"] = sweep_results
-        raw["meta"]["command"] += " --sweep"
-    if sections is not None:
-        raw["meta"]["command"] += " --sections " + ",".join(sections)
     if raw_out:
         write_raw(raw, raw_out)
     profile = build_profile(raw, gpu)

@@ -15,9 +15,7 @@ scikit-learn is needed only here; the fitted trees are stored as data and evalua
 
 from __future__ import annotations
 
-import math
-
-from kernelcast.costs.launch_table import GEMM_FEATURES, gemm_features, log2_size
+from kernelcast.costs.launch_table import GEMM_FEATURES, LaunchTable, gemm_features
 from kernelcast.costs.tree_model import LEAF, Tree, TreeClassifier
 
 # Enough trees to learn cuBLAS's few regimes, few enough that the profile stays small (about 0.7 MB of JSON)
@@ -58,17 +56,6 @@ def _export(clf) -> TreeClassifier:
                           tuple(float(b) for b in clf._baseline_prediction.ravel()), trees)
 
 
-def _nearest_items(row: tuple, pool: list[tuple]) -> int:
-    """The nearest-row rule of LaunchTable (same dtype and layout, bias if any, log2 distance)."""
-    from kernelcast.costs.launch_table import same_alignment
-    for with_bias in (True, False):
-        rows = same_alignment([r for r in pool if r[:3] == row[:3] and (r[3] == row[3] or not with_bias)], row[:7])
-        if rows:
-            here = [log2_size(x) for x in row[4:7]]
-            return min(rows, key=lambda r: math.dist([log2_size(x) for x in r[4:7]], here))[7]
-    return 1
-
-
 def fit_gemm_model(rows: list[list]) -> dict | None:
     """Fit the classifier on the profile's GEMM rows (dtype, a_t, b_t, bias, M, N, K, work_items) and report its
     10-fold held-out error beside the nearest-row rule's on the same folds.
@@ -89,8 +76,8 @@ def fit_gemm_model(rows: list[list]) -> dict | None:
     for train, test in KFold(FOLDS, shuffle=True, random_state=SEED).split(x):
         clf = _classifier().fit(x[train], y[train])
         wrong_model += int((clf.predict(x[test]) != y[test]).sum())
-        pool = [rows[i] for i in train]
-        wrong_nearest += sum(_nearest_items(rows[i], pool) != rows[i][7] for i in test)
+        nearest = LaunchTable(tuple(rows[i] for i in train), ())  # its nearest-row rule, without a classifier
+        wrong_nearest += sum((nearest._lookup_gemm_items(*rows[i][:7]) or 1) != rows[i][7] for i in test)
     model = _export(_classifier().fit(x, y))
     return {"classifier": model.to_dict(), "fitted_on": f"{len(rows)} measured GEMMs (launches.gemm)",
             "held_out": {"folds": FOLDS, "rows": len(rows), "wrong_classifier": wrong_model,

@@ -247,18 +247,38 @@ def attention(results: list, quick: bool) -> None:
                    lambda: torch.autograd.grad(sdpa(q, k, v, attn_mask=mask), (q, k, v), grad))
 
 
+def _record_row_kernels(results: list, base: dict, x, w, bsz, g) -> None:
+    """Layer norm and softmax, forward and backward, over the last dim of a rows x width input."""
+    width = x.shape[-1]
+    record(results, "layer_norm_fwd", base, lambda: aten.native_layer_norm(x, [width], w, bsz, 1e-5))
+    out, mean, rstd = aten.native_layer_norm(x, [width], w, bsz, 1e-5)
+    record(results, "layer_norm_bwd", base, lambda: aten.native_layer_norm_backward(
+        g, x, [width], mean, rstd, w, bsz, [True, True, True]))
+    record(results, "softmax_fwd", base, lambda: aten._softmax(x, -1, False))
+    sm = aten._softmax(x, -1, False)
+    record(results, "softmax_bwd", base, lambda: aten._softmax_backward_data(g, sm, -1, x.dtype))
+
+
+def _record_batch_norm(results: list, n: int, c: int, hw: int, channels_last: bool, dtype, training: bool) -> None:
+    """Batch norm of an n x c x hw x hw input (fp32 weights and statistics); its backward when training."""
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    x = randn(n, c, hw, hw, dtype=torch.float32).to(memory_format=fmt).to(dtype)
+    w, bsz = randn(c, dtype=torch.float32), randn(c, dtype=torch.float32)
+    rm, rv = torch.zeros(c, device=DEV), torch.ones(c, device=DEV)
+    base = {"n": n, "c": c, "size": hw, "channels_last": channels_last, "training": training}
+    record(results, "native_batch_norm", base, lambda: aten.native_batch_norm(x, w, bsz, rm, rv, training, 0.1, 1e-5))
+    out, sm, si = aten.native_batch_norm(x, w, bsz, rm, rv, True, 0.1, 1e-5)
+    g = torch.randn_like(out)
+    if training:
+        record(results, "native_batch_norm_bwd", base, lambda: aten.native_batch_norm_backward(
+            g, x, w, rm, rv, sm, si, True, 1e-5, [True, True, True]))
+
+
 def norms_and_more(results: list, quick: bool) -> None:
     for rows, width, dtype in itertools.product([4096, 16384], [768, 4096], (torch.bfloat16, torch.float32)):
         x, w, bsz = randn(rows, width, dtype=dtype), randn(width, dtype=dtype), randn(width, dtype=dtype)
-        out, mean, rstd = aten.native_layer_norm(x, [width], w, bsz, 1e-5)
-        g = torch.randn_like(out)
         base = {"rows": rows, "width": width, "dtype": str(dtype)[6:]}
-        record(results, "layer_norm_fwd", base, lambda: aten.native_layer_norm(x, [width], w, bsz, 1e-5))
-        record(results, "layer_norm_bwd", base, lambda: aten.native_layer_norm_backward(
-            g, x, [width], mean, rstd, w, bsz, [True, True, True]))
-        record(results, "softmax_fwd", base, lambda: aten._softmax(x, -1, False))
-        sm = aten._softmax(x, -1, False)
-        record(results, "softmax_bwd", base, lambda: aten._softmax_backward_data(g, sm, -1, x.dtype))
+        _record_row_kernels(results, base, x, w, bsz, torch.randn_like(x))
         logp = aten._log_softmax(x.float(), -1, False)
         target = torch.randint(0, width, (rows,), device=DEV)
         record(results, "nll_loss_fwd", base, lambda: aten.nll_loss_forward(logp, target, None, 1, -100))
@@ -267,15 +287,8 @@ def norms_and_more(results: list, quick: bool) -> None:
     for cols, total_elems, dtype in itertools.product(ROW_LENGTHS, ROW_SWEEP_ELEMENTS, (torch.bfloat16, torch.float32)):
         rows = max(total_elems // cols, 1)
         x, w, bsz = randn(rows, cols, dtype=dtype), randn(cols, dtype=dtype), randn(cols, dtype=dtype)
-        g = torch.randn_like(x)
         base = {"rows": rows, "width": cols, "dtype": str(dtype)[6:]}
-        record(results, "softmax_fwd", base, lambda: aten._softmax(x, -1, False))
-        sm = aten._softmax(x, -1, False)
-        record(results, "softmax_bwd", base, lambda: aten._softmax_backward_data(g, sm, -1, x.dtype))
-        record(results, "layer_norm_fwd", base, lambda: aten.native_layer_norm(x, [cols], w, bsz, 1e-5))
-        out, mean, rstd = aten.native_layer_norm(x, [cols], w, bsz, 1e-5)
-        record(results, "layer_norm_bwd", base, lambda: aten.native_layer_norm_backward(
-            g, x, [cols], mean, rstd, w, bsz, [True, True, True]))
+        _record_row_kernels(results, base, x, w, bsz, torch.randn_like(x))
         record(results, "sum_dim0", {"rows": rows, "cols": cols, "dtype": str(dtype)[6:]},
                lambda: aten.sum.dim_IntList(x, [0], True))
     for rows, vocab in [(2048, 32000), (8192, 50304)]:  # LM heads: softmax and loss over a vocabulary
@@ -291,17 +304,7 @@ def norms_and_more(results: list, quick: bool) -> None:
         gl = torch.ones((), device=DEV)
         record(results, "nll_loss_bwd", base, lambda: aten.nll_loss_backward(gl, logp, target, None, 1, -100, total))
     for (n, c, hw), cl, train in itertools.product([(64, 64, 56), (64, 256, 14)], (True, False), (True, False)):
-        fmt = torch.channels_last if cl else torch.contiguous_format
-        x = randn(n, c, hw, hw, dtype=torch.float32).to(memory_format=fmt).bfloat16()
-        w, bsz = randn(c, dtype=torch.float32), randn(c, dtype=torch.float32)
-        rm, rv = torch.zeros(c, device=DEV), torch.ones(c, device=DEV)
-        base = {"n": n, "c": c, "size": hw, "channels_last": cl, "training": train}
-        record(results, "native_batch_norm", base, lambda: aten.native_batch_norm(x, w, bsz, rm, rv, train, 0.1, 1e-5))
-        out, sm, si = aten.native_batch_norm(x, w, bsz, rm, rv, True, 0.1, 1e-5)
-        g = torch.randn_like(out)
-        if train:
-            record(results, "native_batch_norm_bwd", base, lambda: aten.native_batch_norm_backward(
-                g, x, w, rm, rv, sm, si, True, 1e-5, [True, True, True]))
+        _record_batch_norm(results, n, c, hw, cl, torch.bfloat16, train)
     for n_idx, vocab in [(512, 50257), (3072, 50257), (3073, 50257), (8192, 50257), (4096, 2), (65536, 32000)]:
         g = randn(n_idx, 768, dtype=torch.float32)
         idx = torch.randint(0, vocab, (n_idx,), device=DEV)
@@ -535,26 +538,10 @@ def row_grid(results: list, quick: bool) -> None:
     for total, width, dtype in itertools.product(ROW_GRID_ELEMENTS, ROW_GRID_WIDTHS, (torch.bfloat16, torch.float32)):
         rows = max(total // width, 1)
         x, w, bsz = randn(rows, width, dtype=dtype), randn(width, dtype=dtype), randn(width, dtype=dtype)
-        g = torch.randn_like(x)
         base = {"rows": rows, "width": width, "dtype": str(dtype)[6:]}
-        record(results, "layer_norm_fwd", base, lambda: aten.native_layer_norm(x, [width], w, bsz, 1e-5))
-        out, mean, rstd = aten.native_layer_norm(x, [width], w, bsz, 1e-5)
-        record(results, "layer_norm_bwd", base, lambda: aten.native_layer_norm_backward(
-            g, x, [width], mean, rstd, w, bsz, [True, True, True]))
-        record(results, "softmax_fwd", base, lambda: aten._softmax(x, -1, False))
-        sm = aten._softmax(x, -1, False)
-        record(results, "softmax_bwd", base, lambda: aten._softmax_backward_data(g, sm, -1, x.dtype))
+        _record_row_kernels(results, base, x, w, bsz, torch.randn_like(x))
     for (n, c, hw), cl in itertools.product(BN_GRID[::3] if quick else BN_GRID, (True, False)):
-        fmt = torch.channels_last if cl else torch.contiguous_format
-        x = randn(n, c, hw, hw, dtype=torch.float32).to(memory_format=fmt)
-        w, bsz = randn(c, dtype=torch.float32), randn(c, dtype=torch.float32)
-        rm, rv = torch.zeros(c, device=DEV), torch.ones(c, device=DEV)
-        base = {"n": n, "c": c, "size": hw, "channels_last": cl, "training": True}
-        record(results, "native_batch_norm", base, lambda: aten.native_batch_norm(x, w, bsz, rm, rv, True, 0.1, 1e-5))
-        out, sm, si = aten.native_batch_norm(x, w, bsz, rm, rv, True, 0.1, 1e-5)
-        g = torch.randn_like(out)
-        record(results, "native_batch_norm_bwd", base, lambda: aten.native_batch_norm_backward(
-            g, x, w, rm, rv, sm, si, True, 1e-5, [True, True, True]))
+        _record_batch_norm(results, n, c, hw, cl, torch.float32, True)
     for (rows, width), dtype in itertools.product(CAT_GRID, (torch.bfloat16, torch.float32)):
         a, b = randn(rows, width, dtype=dtype), randn(rows, width, dtype=dtype)
         base = {"rows": rows, "width": width, "dtype": str(dtype)[6:]}

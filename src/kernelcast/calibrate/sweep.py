@@ -359,23 +359,31 @@ def attention_cases(device: str, scale: float = 1.0) -> Iterator[Case]:
         n += 1
 
 
-def _attention_call(p: dict, device: str) -> Callable[[], object]:
+def attention_inputs(p: dict, device: str, requires_grad: bool) -> tuple:
+    """(q, k, v, sdpa keyword arguments, SDPBackend) of one attention case's parameters (attention_cases)."""
     import torch
-    import torch.nn.functional as F
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import SDPBackend
 
-    dtype = getattr(torch, p["dtype"])
-    train = p["pass"] == "backward"
-    q = torch.randn(p["batch"], p["heads"], p["sq"], p["d"], device=device, dtype=dtype, requires_grad=train)
-    k = torch.randn(p["batch"], p["kv_heads"], p["sk"], p["d"], device=device, dtype=dtype, requires_grad=train)
-    v = torch.randn(p["batch"], p["kv_heads"], p["sk"], p["d"], device=device, dtype=dtype, requires_grad=train)
+    dtype, grad = getattr(torch, p["dtype"]), requires_grad
+    q = torch.randn(p["batch"], p["heads"], p["sq"], p["d"], device=device, dtype=dtype, requires_grad=grad)
+    k = torch.randn(p["batch"], p["kv_heads"], p["sk"], p["d"], device=device, dtype=dtype, requires_grad=grad)
+    v = torch.randn(p["batch"], p["kv_heads"], p["sk"], p["d"], device=device, dtype=dtype, requires_grad=grad)
     mask = None
     if p["mask"] != "none":
         keep = torch.rand(p["batch"], 1, p["sq"], p["sk"], device=device) > 0.1
         mask = keep if p["mask"] == "bool" else torch.zeros(keep.shape, device=device, dtype=dtype).masked_fill(~keep, -1e4)
     kwargs = {"attn_mask": mask, "is_causal": p["causal"], "dropout_p": p["dropout"],
               "enable_gqa": p["kv_heads"] != p["heads"]}
-    backend = getattr(SDPBackend, p["backend"])
+    return q, k, v, kwargs, getattr(SDPBackend, p["backend"])
+
+
+def _attention_call(p: dict, device: str) -> Callable[[], object]:
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import sdpa_kernel
+
+    train = p["pass"] == "backward"
+    q, k, v, kwargs, backend = attention_inputs(p, device, train)
     with sdpa_kernel([backend]):
         out = F.scaled_dot_product_attention(q, k, v, **kwargs)  # raises here if the backend refuses the case
     if not train:

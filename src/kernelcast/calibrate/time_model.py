@@ -58,6 +58,16 @@ def region_of(kind: str, key: tuple) -> tuple:
     return tuple(int(c // OCTAVES_PER_REGION) for c in coords[:4])
 
 
+def region_folds(kind: str, keys: list[tuple]) -> list[tuple]:
+    """(train, test) index arrays of FOLDS folds that keep each region's shapes together (GroupKFold)."""
+    import numpy as np
+    from sklearn.model_selection import GroupKFold
+
+    regions = {r: i for i, r in enumerate(sorted({region_of(kind, k) for k in keys}))}
+    groups = np.array([regions[region_of(kind, k)] for k in keys])
+    return list(GroupKFold(min(FOLDS, len(regions))).split(np.zeros(len(keys)), groups=groups))
+
+
 def _regressor():
     from sklearn.ensemble import HistGradientBoostingRegressor
     return HistGradientBoostingRegressor(max_iter=BOOSTING_ITERATIONS, max_leaf_nodes=MAX_LEAF_NODES,
@@ -92,13 +102,10 @@ def training_set(model, kind: str) -> tuple[list[tuple], list[list[float]], list
 def held_out_predictions(kind: str, keys: list[tuple], features: list[list[float]], targets: list[float]) -> list:
     """Each row's fitted log correction from a fit without its region's fold (GroupKFold over regions)."""
     import numpy as np
-    from sklearn.model_selection import GroupKFold
 
     x, y = np.array(features), np.array(targets)
-    regions = sorted({region_of(kind, k) for k in keys})
-    groups = np.array([regions.index(region_of(kind, k)) for k in keys])
     out = np.zeros(len(y))
-    for train, test in GroupKFold(min(FOLDS, len(regions))).split(x, y, groups):
+    for train, test in region_folds(kind, keys):
         out[test] = _regressor().fit(x[train], y[train]).predict(x[test])
     return list(out)
 
@@ -109,9 +116,6 @@ def fit_time_models(model) -> dict:
     on this profile, for the priors."""
     try:
         import numpy as np
-    except ImportError:
-        return {}
-    try:
         import sklearn  # noqa: F401
     except ImportError:
         return {}

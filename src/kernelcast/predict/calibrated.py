@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from kernelcast.costs import Cost
 from kernelcast.costs.common import TRANSFER_KINDS
+from kernelcast.costs.launch_table import gemm_alignment, gemm_features
 from kernelcast.costs.launch_table import log2_size as _log2
 from kernelcast.costs.rnn import RnnPart, part_from_key
 from kernelcast.costs.tree_model import TreeRegressor
@@ -146,8 +147,6 @@ def _gemm_group(key: tuple, settings) -> tuple:
     dtype, a_t, b_t, bias = key[:4]
     if dtype == "float32" and settings is not None and settings.matmul_allow_tf32:
         dtype = "tf32"
-    from kernelcast.costs.launch_table import gemm_alignment
-
     return ("gemm", dtype, a_t, b_t, bias, gemm_alignment(("tf32" if dtype == "tf32" else dtype, *key[1:])))
 
 
@@ -193,8 +192,6 @@ ATTENTION_BACKENDS = ("CUDNN_ATTENTION", "EFFICIENT_ATTENTION", "FLASH_ATTENTION
 
 
 def _gemm_features(key: tuple) -> list[float]:
-    from kernelcast.costs.launch_table import gemm_features
-
     return gemm_features(*key) + _work_features("gemm", key)
 
 
