@@ -16,6 +16,9 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
   (scripts/probe_attention_backward.py), in place of the sweep's event-timed backward rows;
 - h200_gemm_log_uniform_raw.json.gz: 2000 GEMMs at log-uniform sizes in every dtype and layout
   (scripts/probe_gemm_launches.py), rows for the GEMM launch counts and their classifier only.
+- h200_conv_log_uniform_raw.json.gz: 2700 convolution passes drawn across the shapes models use (groups 1-64,
+  kernels up to 128 in 1-D, patch embeddings; scripts/probe_conv_launches.py), rows for the conv launch counts
+  and their classifier only.
 - probes/rnn_time_fit.json: the cuDNN RNN time fit (scripts/fit_rnn_times.py from probes/probe_rnn.json, run
   on the H200 by scripts/probe_rnn.py), the profile's timings `rnn` section as it is.
 - compile/compile_measured.json.gz: compiled zoo steps (scripts/compile_measure.py), whose generated Triton
@@ -43,7 +46,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.json.gz",
             "validation/h200_memory_grid_raw.json.gz", "validation/h200_row_grid_raw.json.gz",
             "validation/h200_attention_backward_raw.json.gz")
-LAUNCH_RUNS = ("validation/h200_gemm_log_uniform_raw.json.gz",)  # launch counts only (calibrate/profile.py says why)
+# launch counts only (calibrate/profile.py says why)
+LAUNCH_RUNS = ("validation/h200_gemm_log_uniform_raw.json.gz", "validation/h200_conv_log_uniform_raw.json.gz")
 RNN_FIT = "validation/probes/rnn_time_fit.json"
 COMPILE_RUN = "validation/compile/compile_measured.json.gz"
 FOREACH_PROBE = "validation/probes/foreach_probe.json"

@@ -915,6 +915,33 @@ def kernel_models_section(launch: dict | None, shapes: dict | None) -> list[str]
             lines.append(f"| {dtype} | {d['rows']} | {d['nearest row']['wrong'] / d['rows']:.1%} / "
                          f"{d['nearest row']['items_off']:.1%} | {d['classifier']['wrong'] / d['rows']:.1%} / "
                          f"{d['classifier']['items_off']:.1%} |")
+        ten = launch.get("ten_fold_all_rows")
+        if ten:
+            lines += ["", f"10 folds over all {ten['rows']} GEMMs (the profile's model is fitted on all of them): "
+                      f"classifier {ten['wrong_classifier'] / ten['rows']:.1%} wrong, nearest row "
+                      f"{ten['wrong_nearest_row'] / ten['rows']:.1%}."]
+    return lines
+
+
+def conv_launch_section(launch: dict) -> list[str]:
+    """The conv launch-count classifier against the nearest measured convolution, held out."""
+    lines = ["", "GPU work items per cuDNN convolution pass (layout transposes, memsets, split reductions, and "
+             "the per-group loops cuDNN runs for many grouped convolutions): a tree classifier against the nearest "
+             f"measured convolution, both fitted on the designed sweep's {launch['base_rows']} convolution passes "
+             f"and tested on {launch['held_out_rows']} passes drawn across the shapes models use, measured on the "
+             "H200 (`PYTHONPATH=src python3 scripts/probe_conv_launches.py --out ...` there). The designed sweep "
+             "has groups of 32 only, so the drawn set (groups 2-64, kernels to 128, patch embeddings) is far "
+             "from it: both rules miss about half of it.", "", "```", launch["command"], "```", "",
+             "| pass, dtype | passes | nearest row: wrong / items off | classifier: wrong / items off |",
+             "|---|---:|---|---|"]
+    for name, d in launch["by_pass_dtype"].items():
+        lines.append(f"| {name} | {d['rows']} | {d['nearest row']['wrong'] / d['rows']:.1%} / "
+                     f"{d['nearest row']['items_off']:.1%} | {d['classifier']['wrong'] / d['rows']:.1%} / "
+                     f"{d['classifier']['items_off']:.1%} |")
+    ten = launch["ten_fold_all_rows"]
+    lines += ["", f"10 folds over all {ten['rows']} passes (the profile's model is fitted on all of them): "
+              f"classifier {ten['wrong_classifier'] / ten['rows']:.1%} wrong, nearest row "
+              f"{ten['wrong_nearest_row'] / ten['rows']:.1%}."]
     return lines
 
 
@@ -954,6 +981,8 @@ def write_report(folder: str, out: str) -> None:
     if launch_eval.exists() or shape_eval.exists():
         lines += kernel_models_section(json.loads(launch_eval.read_text()) if launch_eval.exists() else None,
                                        json.loads(shape_eval.read_text()) if shape_eval.exists() else None)
+    if (folder / "conv_launch_model.json").exists():
+        lines += conv_launch_section(json.loads((folder / "conv_launch_model.json").read_text()))
     if (folder / "capture_speed.json").exists():
         lines += speed_section(json.loads((folder / "capture_speed.json").read_text()))
     if (folder / "distributed" / "distributed_compare.json").exists():

@@ -13,7 +13,7 @@ from collections import defaultdict
 from kernelcast.costs import DEFAULT_CONTEXT, Cost, cost_of
 from kernelcast.profiles import PROFILE_FORMAT
 from kernelcast.records import OpRecord
-from .launch_model import fit_gemm_model
+from .launch_model import fit_conv_model, fit_gemm_model, per_group_items
 
 MEMORY_KINDS = {"pointwise", "pointwise_transpose", "pointwise_cast", "pointwise_strided", "copy_cast", "reduction", "reduction_outer", "reduction_all", "softmax", "softmax_backward",
                 "norm", "norm_backward", "batch_norm", "batch_norm_backward", "batch_norm_channels_last",
@@ -94,6 +94,24 @@ def _sweep_rows(sweep: list[dict]) -> tuple[list, list, list]:
     return gemm, conv, attention
 
 
+def _conv_launch_rows(sweep: list[dict], cases: list[dict]) -> list[list]:
+    """Conv launch rows [*conv_key, work items, per-group items] of the sweep's conv cases and the microbenchmarks'
+    single-pass ones, from the names of the kernels each launched (launch_model.per_group_items)."""
+    rows = []
+    for case in sweep:
+        if case.get("kind") == "conv" and "error" not in case and case.get("ops") and "kernels" in case:
+            cost = _main(_costs(case), {"conv"})
+            if cost is not None and cost.key:
+                names = [name for name, _ in case["kernels"]]
+                rows.append([*cost.key, len(names), per_group_items(cost.key, names)])
+    for case in cases:
+        if case["kind"].startswith("conv_") and "items" in case:
+            cost = _main(_costs(case), {"conv"})
+            if cost is not None and cost.key and cost.key[0] != "conv_bwd":
+                rows.append([*cost.key, case["n_items"], per_group_items(cost.key, case["items"])])
+    return rows
+
+
 SWEEP_ATTENTION_PARAMS = ("backend", "batch", "heads", "kv_heads", "sq", "sk", "d", "causal", "mask", "dropout",
                           "dtype")
 
@@ -105,8 +123,9 @@ UNUSED_CASE_KINDS = {"cat_dim0", "cat_dim1"}
 
 
 def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
-    """The profile of a calibration run. launch_sweep: more sweep cases (scripts/probe_gemm_launches.py) whose
-    GEMMs join the launch counts and their classifier but not the time tables: IDW over the time tables priced
+    """The profile of a calibration run. launch_sweep: more sweep cases (scripts/probe_gemm_launches.py,
+    scripts/probe_conv_launches.py) whose GEMMs and convolutions join the launch counts and their classifiers but
+    not the time tables: IDW over the time tables priced
     the zoo's GEMMs worse with the log-uniform GEMMs in them (median per-op error 13.8% -> 19.8%; odd sizes run
     slower tiles than the round ones models use, and became the nearest points of round shapes)."""
     cases = [c for c in raw["cases"] if "error" not in c and c.get("ops") and c["kind"] not in UNUSED_CASE_KINDS]
@@ -159,6 +178,8 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
     meta = raw["meta"]
     gemm_launches = [row[:-2] for row in gemm + launch_only_gemm]
     gemm_model = fit_gemm_model(gemm_launches)
+    conv_launches = _conv_launch_rows([*raw.get("sweep", ()), *launch_sweep], cases)
+    conv_model = fit_conv_model(conv_launches)
     profile = {
         "format": PROFILE_FORMAT, "gpu": gpu, "device_name": meta["device"], "driver": meta.get("driver", ""),
         "torch": meta["torch"], "cuda": meta["cuda"], "cudnn": meta["cudnn"], "date": meta["date"],
@@ -170,8 +191,9 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
             # the launch-count classifier over `gemm` (calibrate/launch_model.py); absent without scikit-learn
             **({"gemm_model": gemm_model} if gemm_model else {}),
             "conv_columns": ["pass", "dtype", "channels_last", "c_in", "c_out", "kernel", "stride", "size",
-                             "groups", "batch", "dims", "transposed", "work_items"],
-            "conv": [row[:-2] for row in conv],
+                             "groups", "batch", "dims", "transposed", "work_items", "per_group_items"],
+            "conv": conv_launches,
+            **({"conv_model": conv_model} if conv_model else {}),
         },
         "timings": {
             # each row: the op's cost key, then work items, time_us, FLOPs

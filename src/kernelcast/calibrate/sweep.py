@@ -301,6 +301,60 @@ def conv_cases(device: str, scale: float = 1.0) -> Iterator[Case]:
             yield Case("conv", {**params, "pass": pass_}, lambda p={**params, "pass": pass_}: _conv_call(p, device))
 
 
+# -- convolutions drawn across the space real models use: the conv launch-count classifier's rows ------------
+# The designed conv cases above have groups 1, 32 or depthwise only, kernels 1-7 (10 and 2 in 1-D), and no
+# patch embeddings; cuDNN's choice of engine (and with it layout transposes, memsets, split reductions and
+# per-group loops) changes with all of those. These cases draw each size from a log-spaced pool that includes
+# the odd values models use (3 input channels, 80 mel bins, 7x7 maps), groups from 1 to 64 and depthwise
+# (with channel multipliers), kernels up to 128 in 1-D (wav2vec2's positional convolution) and 16 in 2-D (ViT's
+# patch embedding, stride = kernel), in every dtype and layout, forward and both gradients.
+CONV_LU_CASES = 900
+CONV_LU_SEED = 20261202
+CONV_LU_CHANNELS = [1, 3, 4, 8, 16, 24, 32, 40, 48, 64, 80, 96, 128, 144, 160, 192, 256, 320, 384, 512, 576, 640,
+                    768, 960, 1024, 1280, 2048]
+CONV_LU_SIZES_2D = [4, 7, 8, 14, 16, 28, 32, 56, 64, 112, 128, 224, 256]
+CONV_LU_SIZES_1D = [16, 50, 100, 256, 500, 1000, 1500, 3000, 8000, 16000, 48000]
+CONV_LU_KERNELS_2D = [1, 1, 1, 3, 3, 3, 5, 7, 2, 4, 8, 16]
+CONV_LU_KERNELS_1D = [1, 2, 3, 3, 4, 5, 7, 9, 10, 15, 31, 65, 128]
+CONV_LU_GROUPS = [2, 4, 8, 16, 32, 64]
+CONV_LU_BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+CONV_LU_MAX_BYTES = 1 << 28  # input + output: a profiler chunk of 100 cases stays well inside the GPU's memory
+
+
+def _conv_lu_params(rng: random.Random) -> dict:
+    while True:
+        dims = 1 if rng.random() < 0.35 else 2
+        kernel = rng.choice(CONV_LU_KERNELS_1D if dims == 1 else CONV_LU_KERNELS_2D)
+        patch = dims == 2 and kernel in (2, 4, 8, 16) and rng.random() < 0.7  # patch embedding: stride = kernel
+        stride = kernel if patch else rng.choice([1, 1, 1, 2] if dims == 2 else [1, 1, 2, 5])
+        mode = rng.choice(["dense", "dense", "depthwise", "grouped", "grouped"])
+        c_in = rng.choice(CONV_LU_CHANNELS)
+        if mode == "depthwise":
+            groups, c_out = c_in, c_in * rng.choice([1, 1, 1, 2])
+        else:
+            c_out = rng.choice(CONV_LU_CHANNELS[2:])
+            fitting = [g for g in CONV_LU_GROUPS if c_in % g == 0 and c_out % g == 0 and g < c_in]
+            groups = rng.choice(fitting) if mode == "grouped" and fitting else 1
+        size = rng.choice(CONV_LU_SIZES_1D if dims == 1 else CONV_LU_SIZES_2D)
+        batch = rng.choice(CONV_LU_BATCHES)
+        dtype = rng.choice(["bfloat16", "float16", "float32"])
+        channels_last = dims == 2 and rng.random() < 0.5
+        out = (size + 2 * (kernel // 2) - kernel) // stride + 1
+        flops = 2.0 * batch * c_out * (c_in // groups) * kernel ** dims * out ** dims
+        nbytes = batch * (c_in * size ** dims + c_out * out ** dims) * (4 if dtype == "float32" else 2)
+        if out >= 1 and kernel <= size and flops <= MAX_CONV_FLOPS / 4 and nbytes <= CONV_LU_MAX_BYTES:
+            return {"dims": dims, "batch": batch, "c_in": c_in, "c_out": c_out, "kernel": kernel, "stride": stride,
+                    "groups": groups, "size": size, "dtype": dtype, "channels_last": channels_last}
+
+
+def conv_log_uniform_cases(device: str, scale: float = 1.0) -> Iterator[Case]:
+    rng = random.Random(CONV_LU_SEED)
+    for _ in range(max(1, int(CONV_LU_CASES * scale))):
+        params = _conv_lu_params(rng)
+        for pass_ in CONV_PASSES:
+            yield Case("conv", {**params, "pass": pass_}, lambda p={**params, "pass": pass_}: _conv_call(p, device))
+
+
 def _conv_call(p: dict, device: str) -> Callable[[], object]:
     import torch
 
@@ -403,8 +457,9 @@ def _attention_call(p: dict, device: str) -> Callable[[], object]:
 
 SECTIONS = {"gemm": lambda dev, scale: gemm_cases(Pool(dev), scale),
             "conv": conv_cases, "attention": attention_cases}
-# Not in the default design: run by name (scripts/probe_gemm_launches.py).
-EXTRA_SECTIONS = {"gemm_log_uniform": lambda dev, scale: gemm_log_uniform_cases(Pool(dev), scale)}
+# Not in the default design: run by name (scripts/probe_gemm_launches.py, scripts/probe_conv_launches.py).
+EXTRA_SECTIONS = {"gemm_log_uniform": lambda dev, scale: gemm_log_uniform_cases(Pool(dev), scale),
+                  "conv_log_uniform": conv_log_uniform_cases}
 
 
 def sweep_cases(sections: list[str] | None = None, device: str = "cuda", scale: float = 1.0) -> list[Case]:

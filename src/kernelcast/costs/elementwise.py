@@ -15,7 +15,7 @@ from kernelcast.records import OpRecord, TensorMeta
 
 from .common import (arg, bytes_written, channels_last, dense, gpu_tensors, host_transfer, memory_key, memory_op,
                      out_dtype, row_major, write_only)
-from .reduce_config import is_global_reduce, reduced_dims, reduces_fastest_dim
+from .reduce_config import REDUCE_SEMAPHORE_MEMSETS, is_global_reduce, reduced_dims, reduces_fastest_dim
 from .registry import Cost, CostContext, register, register_tag, register_zero_cost
 
 POINTWISE_FLOPS_PER_ELEMENT = 1.0  # add, mul, relu...: one operation per output element
@@ -35,7 +35,6 @@ NLL_LOSS_FORWARD_KERNELS = 1
 BATCH_NORM_TRAIN_KERNELS = {True: 4, False: 3}  # keyed by channels_last
 BATCH_NORM_EVAL_KERNELS = 3
 BATCH_NORM_BACKWARD_KERNELS = {True: 3, False: 1}
-REDUCE_SEMAPHORE_MEMSETS = 1  # a global reduce zeroes its semaphores first
 MAX_POOL_BACKWARD_KERNELS = 2  # zero the input gradient, then scatter into it (measured)
 
 

@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from kernelcast.records import DTYPE_BYTES
 
+from .conv_backend import NATIVE_DEPTHWISE, conv_backend
 from .tree_model import TreeClassifier
 
 # A different kernel size or stride is a different kind of convolution: weigh it above any size difference.
@@ -77,21 +78,57 @@ def gemm_features(dtype: str, a_t: bool, b_t: bool, bias: bool, m: int, n: int, 
             float(alignment == LEADING_DIM_ALIGNMENT_BYTES)]
 
 
+CONV_PASSES = ("conv_fwd", "conv_bwd_input", "conv_bwd_weight")
+CONV_DTYPES = ("bfloat16", "float16", "float32")
+CONV_FEATURES = (*(f"pass={p}" for p in CONV_PASSES), *(f"dtype={d}" for d in CONV_DTYPES), "channels_last", "dims",
+                 "transposed", "depthwise", "native depthwise kernel", "log2 C_in", "log2 C_out", "log2 groups",
+                 "log2 C_in/groups", "log2 C_out/groups", "kernel", "stride", "log2 size", "log2 output size",
+                 "log2 batch", "log2 M", "log2 N", "log2 K", "log2 M*N*K", "C_in/groups 16-byte aligned",
+                 "C_out/groups 16-byte aligned")
+
+
+def conv_features(key: tuple) -> list[float]:
+    """The conv launch-count classifier's inputs for one conv_key (names: CONV_FEATURES). cuDNN's engine choice
+    keys on the pass, dtype and layout, the implicit GEMM's M (batch x output positions), N (C_out per group) and
+    K (C_in per group x taps), the groups, the filter and stride, and the channels' alignment."""
+    pass_, dtype, channels_last, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key
+    groups = max(groups, 1)
+    out = size * stride if transposed else (size + 2 * (kernel // 2) - kernel) // stride + 1
+    m, n, k = batch * max(out, 1) ** dims, c_out / groups, c_in / groups * kernel ** dims
+    itemsize = DTYPE_BYTES.get(dtype, 2)
+    return [*(float(pass_ == p) for p in CONV_PASSES), *(float(dtype == d) for d in CONV_DTYPES),
+            float(channels_last), float(dims), float(transposed), float(groups == c_in and groups > 1),
+            float(conv_backend(key) == NATIVE_DEPTHWISE), log2_size(c_in), log2_size(c_out), log2_size(groups),
+            log2_size(c_in / groups), log2_size(n), float(kernel), float(stride), log2_size(size), log2_size(out),
+            log2_size(batch), log2_size(m), log2_size(n), log2_size(k), log2_size(m) + log2_size(n) + log2_size(k),
+            float(c_in // groups * itemsize % LEADING_DIM_ALIGNMENT_BYTES == 0),
+            float(c_out // groups * itemsize % LEADING_DIM_ALIGNMENT_BYTES == 0)]
+
+
+def conv_label_items(label: int, groups: int) -> int:
+    """Work items of a conv launch class: a positive class is that many items; a negative one, -class items per
+    group, cuDNN running the convolution once per group (calibrate/launch_model.py labels them)."""
+    return label if label > 0 else -label * max(groups, 1)
+
+
 @dataclass(frozen=True)
 class LaunchTable:
     gemm: tuple[tuple, ...]  # (dtype, a_transposed, b_transposed, bias, M, N, K, work_items)
-    conv: tuple[tuple, ...]  # (*conv_key, work_items): see costs.matmul.conv_key
+    conv: tuple[tuple, ...]  # (*conv_key, work_items[, per-group items]): see costs.matmul.conv_key
     source: str = ""
     gemm_model: TreeClassifier | None = None  # fitted over `gemm` (calibrate/launch_model.py)
-    # gemm_items by key: a step repeats its few GEMM shapes many times
+    conv_model: TreeClassifier | None = None  # fitted over `conv`
+    # items by key: a step repeats its few GEMM and conv shapes many times
     _gemm_items: dict = field(default_factory=dict, compare=False, repr=False)
+    _conv_items: dict = field(default_factory=dict, compare=False, repr=False)
 
     @staticmethod
     def from_profile(section: dict) -> "LaunchTable":
-        model = section.get("gemm_model")
+        gemm_model, conv_model = section.get("gemm_model"), section.get("conv_model")
         return LaunchTable(tuple(tuple(r) for r in section.get("gemm", ())),
                            tuple(tuple(r) for r in section.get("conv", ())), section.get("source", ""),
-                           TreeClassifier.from_dict(model["classifier"]) if model else None)
+                           TreeClassifier.from_dict(gemm_model["classifier"]) if gemm_model else None,
+                           TreeClassifier.from_dict(conv_model["classifier"]) if conv_model else None)
 
     def gemm_items(self, dtype: str, a_t: bool, b_t: bool, bias: bool, m: int, n: int, k: int) -> int | None:
         """Work items of one cuBLAS GEMM: the fitted classifier's answer where the profile has one for this
@@ -117,19 +154,29 @@ class LaunchTable:
         return None
 
     def conv_items(self, key: tuple) -> int | None:
-        """Work items of the nearest measured convolution of the same pass, dtype and layout (conv_key)."""
-        rows = [r for r in self.conv if tuple(r[:3]) == tuple(key[:3]) and len(r) == len(key) + 1]
+        """Work items of one cuDNN convolution pass (conv_key): the fitted classifier's answer where the profile
+        has one for this pass and dtype, else the nearest measured convolution's of the same pass, dtype and
+        layout; None where none was measured."""
+        key = tuple(key)
+        if key not in self._conv_items:
+            self._conv_items[key] = self._lookup_conv_items(key)
+        return self._conv_items[key]
+
+    def _lookup_conv_items(self, key: tuple) -> int | None:
+        rows = [r for r in self.conv if tuple(r[:3]) == key[:3] and len(r) > len(key)]
         if not rows:
             return None
+        if self.conv_model is not None:
+            return conv_label_items(int(self.conv_model.predict(conv_features(key))), key[8])
         return int(min(rows, key=lambda r: conv_distance(r, key))[len(key)])
 
 
 def conv_shape(key: tuple) -> tuple:
     """(coordinates, kind) of a conv key: log2 of batch, channels, size and groups; and what must match for two
-    convolutions to run the same kind of kernel (dims, kernel, stride, transposed, depthwise or not)."""
+    convolutions to run the same kind of kernel (dims, kernel, stride, transposed, depthwise or not, backend)."""
     _, _, _, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key
     coords = (log2_size(batch), log2_size(c_in), log2_size(c_out), log2_size(size), log2_size(groups))
-    return coords, (dims, kernel, stride, transposed, groups == c_in and groups > 1)
+    return coords, (dims, kernel, stride, transposed, groups == c_in and groups > 1, conv_backend(key))
 
 
 def conv_distance(row: tuple, key: tuple) -> float:

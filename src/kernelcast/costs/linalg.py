@@ -45,7 +45,7 @@ import math
 from kernelcast.records import OpRecord, TensorMeta
 
 from .common import arg, bytes_read, bytes_written
-from .reduce_config import is_global_reduce
+from .reduce_config import REDUCE_SEMAPHORE_MEMSETS, is_global_reduce
 from .registry import Cost, CostContext, register
 
 GETRF_ITEMS_MEASURED = 7  # cusolverDnXgetrf, n <= 32, per matrix
@@ -75,7 +75,6 @@ TRIANGULAR_SOLVES = 2
 CHECK_CAST_ITEMS = 1  # infos.any() on one int32: .to(kBool), then a copy into the result (ReduceOps.cpp)
 CHECK_COPY_ITEMS = 1
 D2H_MEMCPY_ITEMS = 1
-REDUCE_SEMAPHORE_MEMSETS = 1
 
 
 # -- FLOPs (LAPACK operation counts, leading terms) ----------------------------------------------------------

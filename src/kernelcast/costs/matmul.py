@@ -11,6 +11,8 @@ import math
 from kernelcast.records import OpRecord, TensorMeta
 
 from .common import arg, bytes_read, bytes_written, channels_last
+from .conv_backend import CUDNN, conv_backend
+from .reduce_config import REDUCE_SEMAPHORE_MEMSETS, is_global_reduce, reduces_fastest_dim
 from .registry import Cost, CostContext, register
 
 
@@ -165,10 +167,24 @@ def convolution(op: OpRecord, ctx: CostContext) -> Cost:
     x, w = arg(op, "input") if "input" in op.args else arg(op, "self"), arg(op, "weight")
     out = op.tensors_out()[0]
     transposed = bool(op.args.get("transposed", False))
-    # A bias is added by a separate kernel after the cuDNN convolution.
+    # cuDNN leaves the bias to a separate add_ kernel; PyTorch's depthwise kernel adds it itself (conv_backend).
     key = conv_key(x, w, op, "conv_fwd")
-    kernels = (conv_kernels(ctx, key) or 1) + (op.args.get("bias") is not None)
+    separate_bias = op.args.get("bias") is not None and (not key or conv_backend(key) == CUDNN)
+    kernels = (conv_kernels(ctx, key) or 1) + separate_bias
     return _matmul_cost(op, conv_flops(x.shape, w.shape, out.shape, transposed), x.dtype, kernels, "conv", "conv", key)
+
+
+def bias_grad_items(grad_out: TensorMeta, ctx: CostContext) -> int:
+    """Work items of a convolution's bias gradient: convolution_backward sums grad_output over every dim but the
+    channels (aten/src/ATen/native/Convolution.cpp), one reduce kernel, and a semaphore memset where that sum
+    splits its outputs across thread blocks (costs/reduce_config.py). Seen on the H200 (zoo convnext_train):
+    memset + reduce_kernel for the depthwise 7x7's bias, one reduce_kernel for the 1x1's."""
+    dims = {d for d in range(len(grad_out.shape)) if d != 1}
+    channels = grad_out.shape[1] if len(grad_out.shape) > 1 else 1
+    per_channel = grad_out.numel // max(channels, 1)
+    fastest = reduces_fastest_dim(grad_out.shape, grad_out.stride, dims)
+    return 1 + REDUCE_SEMAPHORE_MEMSETS * is_global_reduce(channels, per_channel, fastest, ctx.sm_count,
+                                                           ctx.max_threads_per_sm)
 
 
 @register("aten.convolution_backward")
@@ -182,7 +198,7 @@ def convolution_backward(op: OpRecord, ctx: CostContext) -> Cost:
     key = conv_key(x, w, op, pass_) if pass_ else ()
     measured = conv_kernels(ctx, key)
     if measured is not None:  # the sweep measured input and weight gradients; a bias gradient is a reduction
-        kernels = measured + bool(mask[2])
+        kernels = measured + (bias_grad_items(grad_out, ctx) if mask[2] else 0)
     else:
         kernels = max(sum(1 for want in mask if want), 1)  # one kernel per gradient
     return _matmul_cost(op, flops, x.dtype, kernels, "conv", "conv", key)

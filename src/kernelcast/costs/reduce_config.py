@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+REDUCE_SEMAPHORE_MEMSETS = 1  # a global reduce zeroes its semaphores first
 WARP_SIZE = 32
 MAX_REDUCE_THREADS = 512
 INPUT_VEC = 4  # vt0: values a thread loads at once along a contiguous reduced dim

@@ -21,11 +21,10 @@ import dataclasses
 from kernelcast.records import OpRecord
 
 from .common import arg, memory_op
-from .reduce_config import is_global_reduce
+from .reduce_config import REDUCE_SEMAPHORE_MEMSETS, is_global_reduce
 from .registry import Cost, CostContext, register
 
 REDUCE_FLOPS_PER_ELEMENT = 1.0
-REDUCE_SEMAPHORE_MEMSETS = 1
 RENORM_TAIL_KERNELS = 2  # scale factor, mul
 DIST_SUB_KERNELS = 1
 SEGMENT_OFFSETS_KERNELS = 3  # new_zeros, cumsum, copy_ into offsets[1:]

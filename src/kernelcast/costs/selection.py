@@ -27,14 +27,13 @@ import dataclasses
 from kernelcast.records import OpRecord
 
 from .common import arg, main_tensor, memory_op, row_major
-from .reduce_config import is_global_reduce
+from .reduce_config import REDUCE_SEMAPHORE_MEMSETS, is_global_reduce
 from .registry import Cost, CostContext, register
 
 SELECT_FLOPS_PER_ELEMENT = 1.0  # a compare per element read (nominal)
 SORT_ITEMS = 1  # the registry's sort formula (elementwise.py)
 MEDIAN_TAIL_KERNELS = 2  # isnan, where
 NANMEDIAN_TAIL_ITEMS = 4  # isnan, sum, .item() memcpy, clone
-REDUCE_SEMAPHORE_MEMSETS = 1
 CONTIGUOUS_COPY_KERNELS = 1
 MODE_FUSED_MAX_SLICE = 2 * 1024  # 2 * MAX_BLOCK_SIZE (SortingCommon.cuh)
 MODE_APPLY_ITEMS_PER_SLICE = 4  # ASSUMED: sort by key, segment flags, scan, pick (thrust, per slice)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from kernelcast.costs import Cost
 from kernelcast.costs.common import TRANSFER_KINDS
+from kernelcast.costs.conv_backend import NATIVE_DEPTHWISE, conv_backend
 from kernelcast.costs.launch_table import gemm_alignment, gemm_features
 from kernelcast.costs.launch_table import log2_size as _log2
 from kernelcast.costs.rnn import RnnPart, part_from_key
@@ -168,7 +169,8 @@ def _conv_point(key: tuple) -> tuple[tuple, tuple]:
     groups = max(groups, 1)
     m = batch * (size if transposed else out) ** dims
     n, k = c_out // groups, (c_in // groups) * kernel ** dims
-    return ((_log2(m), _log2(n), _log2(k), _log2(groups)), (dims, transposed, groups == c_in and groups > 1))
+    return ((_log2(m), _log2(n), _log2(k), _log2(groups)),
+            (dims, transposed, groups == c_in and groups > 1, conv_backend(key)))
 
 
 def _attention_group(key: tuple, settings) -> tuple:
@@ -197,10 +199,11 @@ def _gemm_features(key: tuple) -> list[float]:
 
 def _conv_features(key: tuple) -> list[float]:
     pass_, dtype, channels_last, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key
-    (m, n, k, g), (_, _, depthwise) = _conv_point(key)
+    (m, n, k, g), (_, _, depthwise, backend) = _conv_point(key)
     return [*(float(pass_ == p) for p in CONV_PASSES), *(float(dtype == d) for d in CONV_DTYPES),
             float(channels_last), m, n, k, g, _log2(batch), _log2(c_in), _log2(c_out), _log2(size), float(kernel),
-            float(stride), float(dims), float(transposed), float(depthwise), *_work_features("conv", key)]
+            float(stride), float(dims), float(transposed), float(depthwise), float(backend == NATIVE_DEPTHWISE),
+            *_work_features("conv", key)]
 
 
 def _attention_features(key: tuple) -> list[float]:
