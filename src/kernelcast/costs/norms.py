@@ -19,7 +19,7 @@ import math
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import memory_op, row_major
+from .common import contiguous_copy, memory_op, row_major
 from .reduce_config import is_global_reduce
 from .registry import Cost, CostContext, register
 
@@ -62,7 +62,17 @@ def _tensor(op: OpRecord, name: str) -> TensorMeta | None:
 
 def _copy_unless_contiguous(*tensors: TensorMeta | None) -> int:
     """Kernels of `.contiguous()` / `expect_contiguous()` on each defined tensor: one copy per strided one."""
-    return sum(1 for t in tensors if t is not None and not row_major(t))
+    return len(_contiguous_copies(*tensors))
+
+
+def _contiguous_copies(*tensors: TensorMeta | None) -> tuple[Cost, ...]:
+    """The copies `.contiguous()` / `expect_contiguous()` make of the strided ones among the tensors."""
+    return tuple(contiguous_copy(t) for t in tensors if t is not None and not row_major(t))
+
+
+def _with_copies(base: Cost, kernels: int, copies: tuple[Cost, ...]) -> Cost:
+    """base with `kernels` work items in all, of which the copies are priced as copies (Cost.parts)."""
+    return dataclasses.replace(base, kernels=kernels - len(copies)).with_parts(*copies)
 
 
 def _rows_and_width(x: TensorMeta, normalized_shape) -> tuple[int, int]:
@@ -127,8 +137,8 @@ def native_layer_norm(op: OpRecord, ctx: CostContext) -> Cost:
     if x is None:
         return base
     _, n = _rows_and_width(x, op.args.get("normalized_shape"))
-    kernels = layer_norm_forward_kernels(x, n, _tensor(op, "weight"), _tensor(op, "bias"))
-    return dataclasses.replace(base, kernels=kernels)
+    weight, bias = _tensor(op, "weight"), _tensor(op, "bias")
+    return _with_copies(base, layer_norm_forward_kernels(x, n, weight, bias), _contiguous_copies(x, weight, bias))
 
 
 @register("aten._fused_rms_norm")
@@ -140,7 +150,8 @@ def fused_rms_norm(op: OpRecord, ctx: CostContext) -> Cost:
     if x is None:
         return base
     _, n = _rows_and_width(x, op.args.get("normalized_shape"))
-    return dataclasses.replace(base, kernels=layer_norm_forward_kernels(x, n, _tensor(op, "weight"), None))
+    weight = _tensor(op, "weight")
+    return _with_copies(base, layer_norm_forward_kernels(x, n, weight, None), _contiguous_copies(x, weight))
 
 
 @register("aten.native_layer_norm_backward")
@@ -150,8 +161,9 @@ def native_layer_norm_backward(op: OpRecord, ctx: CostContext) -> Cost:
     if x is None or dy is None:
         return base
     _, n = _rows_and_width(x, op.args.get("normalized_shape"))
-    grads = _output_mask(op, 3)
-    return dataclasses.replace(base, kernels=layer_norm_backward_kernels(dy, x, n, _tensor(op, "weight"), grads, ctx))
+    grads, weight = _output_mask(op, 3), _tensor(op, "weight")
+    return _with_copies(base, layer_norm_backward_kernels(dy, x, n, weight, grads, ctx),
+                        _contiguous_copies(dy, x, weight))
 
 
 @register("aten._fused_rms_norm_backward")
@@ -162,8 +174,9 @@ def fused_rms_norm_backward(op: OpRecord, ctx: CostContext) -> Cost:
         return base
     _, n = _rows_and_width(x, op.args.get("normalized_shape"))
     dx, dgamma = _output_mask(op, 2)
-    kernels = layer_norm_backward_kernels(dy, x, n, _tensor(op, "weight"), (dx, dgamma, False), ctx)
-    return dataclasses.replace(base, kernels=kernels)
+    weight = _tensor(op, "weight")
+    kernels = layer_norm_backward_kernels(dy, x, n, weight, (dx, dgamma, False), ctx)
+    return _with_copies(base, kernels, _contiguous_copies(dy, x, weight))
 
 
 def group_norm_forward_kernels(hxw: int, affine: bool) -> int:

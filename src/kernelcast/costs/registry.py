@@ -29,6 +29,24 @@ class Cost:
     # memory-bound class such as "pointwise", "norm", "copy") and, for the first three, the shape it measured.
     kind: str = ""
     key: tuple = ()
+    # Kernels of another kind the op launches inside it, each priced by its own kind (a strided input made
+    # contiguous is a transposing copy, not part of a norm). The totals above include them; remainder() is the
+    # rest, priced by `kind`.
+    parts: tuple["Cost", ...] = ()
+
+    def remainder(self) -> "Cost":
+        """This cost less its parts: the work its own kind stands for."""
+        return Cost(self.flops - sum(p.flops for p in self.parts),
+                    self.bytes_read - sum(p.bytes_read for p in self.parts),
+                    self.bytes_written - sum(p.bytes_written for p in self.parts),
+                    self.kernels - sum(p.kernels for p in self.parts), self.math, self.dtype, self.kind, self.key)
+
+    def with_parts(self, *parts: "Cost") -> "Cost":
+        """This cost with kernels of other kinds added to it (totals and parts)."""
+        return Cost(self.flops + sum(p.flops for p in parts), self.bytes_read + sum(p.bytes_read for p in parts),
+                    self.bytes_written + sum(p.bytes_written for p in parts),
+                    self.kernels + sum(p.kernels for p in parts), self.math, self.dtype, self.kind, self.key,
+                    self.parts + tuple(parts))
 
     @property
     def bytes(self) -> float:
@@ -42,7 +60,7 @@ class Cost:
     def __add__(self, other: "Cost") -> "Cost":
         return Cost(self.flops + other.flops, self.bytes_read + other.bytes_read,
                     self.bytes_written + other.bytes_written, self.kernels + other.kernels, self.math, self.dtype,
-                    self.kind, self.key)
+                    self.kind, self.key, self.parts + other.parts)
 
 
 NO_WORK = Cost(kernels=0)

@@ -32,7 +32,7 @@ from kernelcast.costs.tree_model import TreeRegressor
 from kernelcast.devices import GPU
 from kernelcast.records import CaptureSettings
 
-from .kernel_model import NO_KERNEL, KernelEstimate, RooflineModel
+from .kernel_model import NO_KERNEL, KernelEstimate, RooflineModel, combined
 from .rnn_time import bias_grad_time_us, persist_time_us, step_time_us
 from .shape_model import ShapeEstimate, ShapePoint, ShapeTable, build_tables
 
@@ -506,6 +506,8 @@ class CalibratedModel:
         return _interp([(_log2(b), speedup) for b, speedup in table], _log2(nbytes))
 
     def estimate(self, cost: Cost, l2_warm: float = 0.0) -> KernelEstimate:
+        if cost.parts:  # kernels of other kinds inside the op (Cost.parts): each priced by its own kind
+            return combined([self.estimate(cost.remainder(), l2_warm), *(self.estimate(p) for p in cost.parts)])
         if cost.kernels == 0:
             return NO_KERNEL
         roofline = self._fallback.estimate(cost)

@@ -42,6 +42,17 @@ class KernelEstimate:
 NO_KERNEL = KernelEstimate(0.0, "none", "")
 
 
+def combined(estimates: list[KernelEstimate]) -> KernelEstimate:
+    """One op's kernels estimated part by part (Cost.parts): times add up; the bound, roof and source are the
+    longest part's; the uncertainty is the time-weighted mean of the parts'."""
+    parts = [e for e in estimates if e.bound != "none"] or [NO_KERNEL]
+    total = sum(e.time_us for e in parts)
+    main = max(parts, key=lambda e: e.time_us)
+    uncertainty = sum(e.uncertainty * e.time_us for e in parts) / total if total else main.uncertainty
+    return KernelEstimate(total, main.bound, main.roof, sum(e.compute_us for e in parts),
+                          sum(e.memory_us for e in parts), main.source, uncertainty)
+
+
 class KernelModel(Protocol):
     source: str  # "datasheet" or "calibrated: <profile>"
 
