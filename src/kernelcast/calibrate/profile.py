@@ -11,8 +11,10 @@ import statistics
 from collections import defaultdict
 
 from kernelcast.costs import DEFAULT_CONTEXT, Cost, cost_of
+from kernelcast.devices import get_gpu
 from kernelcast.profiles import PROFILE_FORMAT
 from kernelcast.records import OpRecord
+from . import norm_blocks
 from .launch_model import fit_conv_model, fit_gemm_model, per_group_items
 
 MEMORY_KINDS = {"pointwise", "pointwise_transpose", "pointwise_cast", "pointwise_strided", "copy_cast", "reduction", "reduction_outer", "reduction_all", "softmax", "softmax_backward",
@@ -208,6 +210,9 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
         },
         "host": raw.get("host", {}),  # CPU µs per eager op on the machine that calibrated (see calibrate/host.py)
     }
+    blocks = norm_blocks.fit(cases, get_gpu(gpu).sm_count)
+    if blocks:  # NCHW batch-norm backward: one block per channel (calibrate/norm_blocks.py)
+        profile["timings"]["batch_norm_backward_blocks"] = blocks
     fitted = _fitted_time_models(profile, gpu)
     if fitted:  # the tree regressors of the kernel-time corrections (calibrate/time_model.py)
         profile["timings"]["fitted"] = fitted
@@ -215,7 +220,6 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
 
 
 def _fitted_time_models(profile: dict, gpu: str) -> dict:
-    from kernelcast.devices import get_gpu
     from kernelcast.predict.calibrated import CalibratedModel
     from kernelcast.records import CaptureSettings
 

@@ -35,6 +35,7 @@ NLL_LOSS_FORWARD_KERNELS = 1
 BATCH_NORM_TRAIN_KERNELS = {True: 4, False: 3}  # keyed by channels_last
 BATCH_NORM_EVAL_KERNELS = 3
 BATCH_NORM_BACKWARD_KERNELS = {True: 3, False: 1}
+BATCH_NORM_BLOCKS_KEY = "blocks"
 MAX_POOL_BACKWARD_KERNELS = 2  # zero the input gradient, then scatter into it (measured)
 
 
@@ -160,9 +161,15 @@ def native_batch_norm(op: OpRecord, ctx: CostContext) -> Cost:
 
 @register("aten.native_batch_norm_backward", "aten.batch_norm_backward")
 def native_batch_norm_backward(op: OpRecord, ctx: CostContext) -> Cost:
+    """NCHW: one kernel of one thread block per channel (calibrate/norm_blocks.py), keyed ("blocks", C,
+    N*H*W, item size) for the calibrated model's per-channel block fit; channels_last: three kernels."""
     x = arg(op, "input")
-    return memory_op(op, NORM_BACKWARD_FLOPS_PER_ELEMENT, BATCH_NORM_BACKWARD_KERNELS[channels_last(x)],
+    cost = memory_op(op, NORM_BACKWARD_FLOPS_PER_ELEMENT, BATCH_NORM_BACKWARD_KERNELS[channels_last(x)],
                      _batch_norm_kind("batch_norm_backward", x))
+    if channels_last(x) or len(x.shape) < 3:
+        return cost
+    return dataclasses.replace(cost, key=(BATCH_NORM_BLOCKS_KEY, x.shape[1], x.numel // max(x.shape[1], 1),
+                                          x.itemsize))
 
 
 def _memory(op: OpRecord, ctx: CostContext) -> Cost:

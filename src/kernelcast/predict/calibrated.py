@@ -182,6 +182,15 @@ def _attention_point(key: tuple) -> tuple[tuple, tuple]:
     return ((_log2(bh), _log2(_padded(sq)), _log2(_padded(sk)), _log2(d)), (bool(causal), bool(dropout), bool(mask)))
 
 
+def batch_norm_backward_us(fit: dict, channels: int, per_channel: int, itemsize: int, sm_count: int) -> float:
+    """µs of one NCHW batch-norm backward kernel (a block per channel, N*H*W values each) on a GPU with
+    sm_count SMs, by the profile's fit (calibrate/norm_blocks.py): floor + ns per element x per-channel length x
+    waves of blocks. On another GPU only the SM count changes: a block's pace is its own reduction's."""
+    ns = fit["ns_per_element"].get(str(itemsize)) or fit["ns_per_element"]["4"]
+    waves = math.ceil(channels / (fit["blocks_per_sm"] * sm_count))
+    return fit["floor_us"] + ns * per_channel * waves / 1000.0
+
+
 def _work_features(kind: str, key: tuple) -> list[float]:
     """log2 FLOPs, log2 bytes and log2 arithmetic intensity of the work the key implies."""
     flops, nbytes, _, _ = _WORK[kind](key)
@@ -532,6 +541,12 @@ class CalibratedModel:
         elif cost.kind == "foreach" and "foreach_blocks" in self.profile["timings"] and cost.key[:1] == ("chunks",):
             time_us = self._foreach_time_us(cost)
             source, uncertainty = "fitted (multi_tensor_apply blocks)", MEMORY_CURVE_UNCERTAINTY
+        elif cost.kind == "batch_norm_backward" and cost.key[:1] == ("blocks",) and \
+                "batch_norm_backward_blocks" in self.profile["timings"]:
+            _, channels, per_channel, itemsize = cost.key
+            time_us = batch_norm_backward_us(self.profile["timings"]["batch_norm_backward_blocks"], channels,
+                                             per_channel, itemsize, self.gpu.sm_count)
+            source, uncertainty = "fitted (a block per channel)", MEMORY_CURVE_UNCERTAINTY
         elif cost.kind in self.profile["timings"].get("generated", {}):
             time_us = self._generated_time_us(cost)
             source, uncertainty = "fitted (generated kernels)", GENERATED_FIT_UNCERTAINTY

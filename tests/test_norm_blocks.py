@@ -1,0 +1,54 @@
+"""NCHW batch-norm backward: one thread block per channel (calibrate/norm_blocks.py)."""
+
+import math
+
+import pytest
+
+from helpers import contiguous, op
+from kernelcast.calibrate.norm_blocks import channel_blocks, fit
+from kernelcast.costs import cost_of
+from kernelcast.devices import get_gpu
+from kernelcast.predict.calibrated import CalibratedModel, batch_norm_backward_us
+from kernelcast.profiles import load_profile
+from kernelcast.records import CaptureSettings
+
+
+def _case(shape, dtype, us):
+    stride = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+    x = {"T": list(shape), "stride": stride, "dtype": dtype}
+    return {"kind": "native_batch_norm_bwd", "device_us": us,
+            "ops": [{"op": "aten.native_batch_norm_backward.default", "args": {"input": x}}]}
+
+
+def test_the_fit_recovers_a_block_model():
+    pytest.importorskip("numpy")
+    truth = {"blocks_per_sm": 2, "floor_us": 3.0, "ns_per_element": {"2": 1.5, "4": 2.0}}
+    shapes = [(8, c, s, s) for c in (16, 64, 256, 512, 1024) for s in (7, 28, 56)]
+    cases = [_case(sh, dt, batch_norm_backward_us(truth, sh[1], sh[0] * sh[2] * sh[3], 2 if dt == "bfloat16" else 4, 132))
+             for sh in shapes for dt in ("bfloat16", "float32")]
+    got = fit(cases, 132)
+    assert got["blocks_per_sm"] == 2 and got["points"] == len(cases)
+    assert got["floor_us"] == pytest.approx(3.0, rel=1e-3)
+    assert got["ns_per_element"]["2"] == pytest.approx(1.5, rel=1e-3)
+    assert got["median_error"] < 1e-3
+
+
+def test_channels_last_inputs_are_other_kernels():
+    assert channel_blocks([32, 64, 56, 56], [200704, 1, 3584, 64], "bfloat16") is None
+    assert channel_blocks([32, 64, 56, 56], [200704, 3136, 56, 1], "bfloat16") == (64, 32 * 3136, 2)
+
+
+def test_few_channels_take_as_long_as_their_reduction():
+    # H200, zoo mobilenet_train: NCHW bf16 batch-norm backward of (32, 16, 112, 112) took 500 µs; the bytes at
+    # the batch-norm curve's rate gave 149 µs. 16 blocks, 401408 values each: the block time decides.
+    gpu = get_gpu("h200")
+    model = CalibratedModel(gpu, CaptureSettings(), load_profile("h200").data, gpu)
+    x = contiguous((32, 16, 112, 112), "bfloat16")
+    vec = contiguous((16,), "float32")
+    backward = op("aten.native_batch_norm_backward.default",
+                  {"grad_out": x, "input": x, "weight": vec, "running_mean": vec, "running_var": vec,
+                   "save_mean": vec, "save_invstd": vec, "train": True, "eps": 1e-5,
+                   "output_mask": [True, True, True]}, [x, vec, vec])
+    cost = cost_of(backward)
+    assert cost.key == ("blocks", 16, 32 * 112 * 112, 2)
+    assert 350 < model.estimate(cost).time_us < 700
