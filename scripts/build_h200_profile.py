@@ -14,6 +14,10 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
   (calibrate/profile.py UNUSED_CASE_KINDS says why);
 - h200_attention_backward_raw.json.gz: the sweep's attention backward cases timed by their kernels' durations
   (scripts/probe_attention_backward.py), in place of the sweep's event-timed backward rows;
+- h200_bn_grid_raw.json.gz: batch norm (training forward and backward, NCHW and channels_last, bf16 and fp32)
+  across 14 channel counts and 7 (N, H = W) shapes (`kernelcast calibrate --gpu h200 --out h200_bn_grid.json
+  --raw h200_bn_grid_raw.json.gz --sections bn_grid`), the NCHW ones also with L2 left resident, which the
+  block models of NCHW batch norm in training are fitted on (calibrate/norm_blocks.py);
 - h200_gemm_log_uniform_raw.json.gz: 2000 GEMMs at log-uniform sizes in every dtype and layout
   (scripts/probe_gemm_launches.py), rows for the GEMM launch counts and their classifier only.
 - h200_conv_log_uniform_raw.json.gz: 2700 convolution passes drawn across the shapes models use (groups 1-64,
@@ -45,7 +49,7 @@ from kernelcast.calibrate.generated import generated_fits
 ROOT = Path(__file__).resolve().parent.parent
 RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.json.gz",
             "validation/h200_memory_grid_raw.json.gz", "validation/h200_row_grid_raw.json.gz",
-            "validation/h200_attention_backward_raw.json.gz")
+            "validation/h200_attention_backward_raw.json.gz", "validation/h200_bn_grid_raw.json.gz")
 # launch counts only (calibrate/profile.py says why)
 LAUNCH_RUNS = ("validation/h200_gemm_log_uniform_raw.json.gz", "validation/h200_conv_log_uniform_raw.json.gz")
 RNN_FIT = "validation/probes/rnn_time_fit.json"

@@ -22,6 +22,8 @@ from kernelcast import progress
 from kernelcast.capture.recorder import _Schema, _outputs
 from kernelcast.records import OpRecord
 
+from .norm_blocks import BN_WARM_KINDS
+
 aten = torch.ops.aten
 REPEATS = 3
 DEV = "cuda"
@@ -259,19 +261,28 @@ def _record_row_kernels(results: list, base: dict, x, w, bsz, g) -> None:
     record(results, "softmax_bwd", base, lambda: aten._softmax_backward_data(g, sm, -1, x.dtype))
 
 
-def _record_batch_norm(results: list, n: int, c: int, hw: int, channels_last: bool, dtype, training: bool) -> None:
-    """Batch norm of an n x c x hw x hw input (fp32 weights and statistics); its backward when training."""
+def _record_batch_norm(results: list, n: int, c: int, hw: int, channels_last: bool, dtype, training: bool,
+                       warm: bool = False) -> None:
+    """Batch norm of an n x c x hw x hw input (fp32 weights and statistics); its backward when training. warm:
+    also timed with L2 left as the previous call left it (kinds BN_WARM_KINDS), as in a model, where the input
+    was just written by the layer before."""
     fmt = torch.channels_last if channels_last else torch.contiguous_format
     x = randn(n, c, hw, hw, dtype=torch.float32).to(memory_format=fmt).to(dtype)
     w, bsz = randn(c, dtype=torch.float32), randn(c, dtype=torch.float32)
     rm, rv = torch.zeros(c, device=DEV), torch.ones(c, device=DEV)
     base = {"n": n, "c": c, "size": hw, "channels_last": channels_last, "training": training}
-    record(results, "native_batch_norm", base, lambda: aten.native_batch_norm(x, w, bsz, rm, rv, training, 0.1, 1e-5))
+    forward = lambda: aten.native_batch_norm(x, w, bsz, rm, rv, training, 0.1, 1e-5)  # noqa: E731
+    record(results, "native_batch_norm", base, forward)
+    if warm:
+        record(results, BN_WARM_KINDS[0], base, forward, flush=False)
     out, sm, si = aten.native_batch_norm(x, w, bsz, rm, rv, True, 0.1, 1e-5)
     g = torch.randn_like(out)
     if training:
-        record(results, "native_batch_norm_bwd", base, lambda: aten.native_batch_norm_backward(
-            g, x, w, rm, rv, sm, si, True, 1e-5, [True, True, True]))
+        backward = lambda: aten.native_batch_norm_backward(g, x, w, rm, rv, sm, si, True, 1e-5,  # noqa: E731
+                                                          [True, True, True])
+        record(results, "native_batch_norm_bwd", base, backward)
+        if warm:
+            record(results, BN_WARM_KINDS[1], base, backward, flush=False)
 
 
 def norms_and_more(results: list, quick: bool) -> None:
@@ -549,10 +560,29 @@ def row_grid(results: list, quick: bool) -> None:
         record(results, "cat_dim1", base, lambda: aten.cat([a, b], 1))
 
 
+# Batch norm across channel counts and per-channel lengths: NCHW backward runs one thread block per channel
+# (calibrate/norm_blocks.py), so its time follows C against the SMs and N x H x W, not the bytes; the sections above
+# had few small-C cases (MobileNet's 16- and 24-channel layers at 112 x 112 were priced a third over).
+BN_GRID_CHANNELS = (8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 1024, 2048)
+BN_GRID_SHAPES = ((8, 7), (8, 28), (8, 112), (32, 14), (32, 56), (32, 112), (128, 28))  # (N, H = W)
+BN_GRID_MAX_ELEMENTS = 1 << 26
+# The same batch norms timed without flushing L2 between calls (forward, backward): a block per channel waits on
+# memory latency, so an input still in L2 runs much faster (zoo mobilenet_train's forward statistics took 192 µs
+# for (32, 16, 112, 112) bf16 just after the convolution that wrote it; the same call read from HBM, 339 µs).
+# Used by the block fit only (calibrate/norm_blocks.py, BN_WARM_KINDS), not by the memory curves.
+
+
+def bn_grid(results: list, quick: bool) -> None:
+    for c, (n, hw), dtype, cl in itertools.product(BN_GRID_CHANNELS[::3] if quick else BN_GRID_CHANNELS,
+                                                  BN_GRID_SHAPES, (torch.bfloat16, torch.float32), (False, True)):
+        if n * c * hw * hw <= BN_GRID_MAX_ELEMENTS:
+            _record_batch_norm(results, n, c, hw, cl, dtype, True, warm=not cl)
+
+
 SECTIONS = {"gemm": gemms, "conv": convs, "reduce": reductions, "attention": attention, "norms": norms_and_more,
             "elementwise": elementwise, "extras": extras, "extras2": extras2}
 # Not in the default run: by name (`kernelcast calibrate --sections reduce_grid`).
-EXTRA_SECTIONS = {"reduce_grid": reductions_grid, "row_grid": row_grid}
+EXTRA_SECTIONS = {"reduce_grid": reductions_grid, "row_grid": row_grid, "bn_grid": bn_grid}
 
 
 def run_all(quick: bool = False, sections: list[str] | None = None, log: Callable[[str], None] = print) -> list:

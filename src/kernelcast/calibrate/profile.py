@@ -121,7 +121,7 @@ SWEEP_ATTENTION_PARAMS = ("backend", "batch", "heads", "kv_heads", "sq", "sk", "
 # Cases measured but left out of the curves: two contiguous parts concatenated (row_grid) ran far faster than the
 # cats models run (RoPE's strided halves, KV-cache growth): as a curve of their own they priced the zoo's cats at
 # -57% of measured, where the copy curve gives -33%; in the copy curve they would move every copy.
-UNUSED_CASE_KINDS = {"cat_dim0", "cat_dim1"}
+UNUSED_CASE_KINDS = {"cat_dim0", "cat_dim1", *norm_blocks.BN_WARM_KINDS}
 
 
 def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
@@ -210,9 +210,10 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
         },
         "host": raw.get("host", {}),  # CPU µs per eager op on the machine that calibrated (see calibrate/host.py)
     }
-    blocks = norm_blocks.fit(cases, get_gpu(gpu).sm_count)
-    if blocks:  # NCHW batch-norm backward: one block per channel (calibrate/norm_blocks.py)
-        profile["timings"]["batch_norm_backward_blocks"] = blocks
+    for pass_, section in (("forward", "batch_norm_blocks"), ("backward", "batch_norm_backward_blocks")):
+        blocks = norm_blocks.fit([c for c in raw["cases"] if "error" not in c], get_gpu(gpu).sm_count, pass_)
+        if blocks:  # NCHW batch norm in training: one block per channel (calibrate/norm_blocks.py)
+            profile["timings"][section] = blocks
     fitted = _fitted_time_models(profile, gpu)
     if fitted:  # the tree regressors of the kernel-time corrections (calibrate/time_model.py)
         profile["timings"]["fitted"] = fitted

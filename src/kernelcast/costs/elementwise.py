@@ -10,6 +10,7 @@ validation/capture_validation.json); the rest follow the CUDA kernels in PyTorch
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from kernelcast.records import OpRecord, TensorMeta
 
@@ -155,20 +156,25 @@ def native_batch_norm(op: OpRecord, ctx: CostContext) -> Cost:
     training = bool(op.args.get("training", True))
     kernels = BATCH_NORM_TRAIN_KERNELS[channels_last(x)] if training else BATCH_NORM_EVAL_KERNELS
     # eval: one scale-and-shift pass with the running statistics, a different kernel from training's reductions
-    return memory_op(op, NORM_FLOPS_PER_ELEMENT, kernels, _batch_norm_kind("batch_norm" if training else
-                                                                             "batch_norm_eval", x))
+    cost = memory_op(op, NORM_FLOPS_PER_ELEMENT, kernels, _batch_norm_kind("batch_norm" if training else
+                                                                           "batch_norm_eval", x))
+    return _channel_blocks(cost, x) if training else cost
 
 
 @register("aten.native_batch_norm_backward", "aten.batch_norm_backward")
 def native_batch_norm_backward(op: OpRecord, ctx: CostContext) -> Cost:
-    """NCHW: one kernel of one thread block per channel (calibrate/norm_blocks.py), keyed ("blocks", C,
-    N*H*W, item size) for the calibrated model's per-channel block fit; channels_last: three kernels."""
+    """NCHW: one kernel, a thread block per channel; channels_last: three kernels."""
     x = arg(op, "input")
-    cost = memory_op(op, NORM_BACKWARD_FLOPS_PER_ELEMENT, BATCH_NORM_BACKWARD_KERNELS[channels_last(x)],
-                     _batch_norm_kind("batch_norm_backward", x))
+    return _channel_blocks(memory_op(op, NORM_BACKWARD_FLOPS_PER_ELEMENT, BATCH_NORM_BACKWARD_KERNELS[channels_last(x)],
+                                     _batch_norm_kind("batch_norm_backward", x)), x)
+
+
+def _channel_blocks(cost: Cost, x: TensorMeta) -> Cost:
+    """An NCHW batch norm in training runs a thread block per channel (calibrate/norm_blocks.py): keyed
+    ("blocks", C, N, H*W, item size) for the calibrated model's block fit. channels_last: other kernels."""
     if channels_last(x) or len(x.shape) < 3:
         return cost
-    return dataclasses.replace(cost, key=(BATCH_NORM_BLOCKS_KEY, x.shape[1], x.numel // max(x.shape[1], 1),
+    return dataclasses.replace(cost, key=(BATCH_NORM_BLOCKS_KEY, x.shape[1], x.shape[0], math.prod(x.shape[2:]),
                                           x.itemsize))
 
 

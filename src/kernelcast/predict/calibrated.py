@@ -182,13 +182,47 @@ def _attention_point(key: tuple) -> tuple[tuple, tuple]:
     return ((_log2(bh), _log2(_padded(sq)), _log2(_padded(sk)), _log2(d)), (bool(causal), bool(dropout), bool(mask)))
 
 
-def batch_norm_backward_us(fit: dict, channels: int, per_channel: int, itemsize: int, sm_count: int) -> float:
-    """µs of one NCHW batch-norm backward kernel (a block per channel, N*H*W values each) on a GPU with
-    sm_count SMs, by the profile's fit (calibrate/norm_blocks.py): floor + ns per element x per-channel length x
-    waves of blocks. On another GPU only the SM count changes: a block's pace is its own reduction's."""
+# cost kind -> the profile's timings section of its per-channel block fit
+BATCH_NORM_BLOCK_SECTIONS = {"batch_norm": "batch_norm_blocks", "batch_norm_backward": "batch_norm_backward_blocks"}
+BATCH_NORM_CORRECTION_FEATURES = ("log2 C", "log2 N", "log2 H*W", "2-byte elements", "log2 C / concurrent blocks")
+_BN_CORRECTIONS: dict[int, tuple[dict, TreeRegressor]] = {}  # parsed once per profile section
+
+
+def batch_norm_prior_us(fit: dict, channels: int, n: int, hw: int, itemsize: int, sm_count: int) -> float:
+    """The structural part of calibrate/norm_blocks.py's model: floor + ns per element x N*H*W x waves of
+    blocks (C blocks, blocks_per_sm x sm_count at once)."""
     ns = fit["ns_per_element"].get(str(itemsize)) or fit["ns_per_element"]["4"]
     waves = math.ceil(channels / (fit["blocks_per_sm"] * sm_count))
-    return fit["floor_us"] + ns * per_channel * waves / 1000.0
+    return fit["floor_us"] + ns * n * hw * waves / 1000.0
+
+
+def batch_norm_correction_features(fit: dict, channels: int, n: int, hw: int, itemsize: int,
+                                   sm_count: int) -> list[float]:
+    return [_log2(channels), _log2(n), _log2(hw), float(itemsize == 2),
+            math.log2(channels / (fit["blocks_per_sm"] * sm_count))]
+
+
+def batch_norm_blocks_us(fit: dict, channels: int, n: int, hw: int, itemsize: int, sm_count: int,
+                         l2_warm: float = 0.0) -> float:
+    """µs of an NCHW batch norm in training (forward or backward: a block per channel over N x H*W values) on a
+    GPU with sm_count SMs, by the profile's fit (calibrate/norm_blocks.py): the structural prior times its fitted
+    correction; with l2_warm of its input bytes still in L2, that share at the L2-resident fit's time. On another
+    GPU only the SM count changes: a block's pace is its own reduction's."""
+    cold = _blocks_us(fit, channels, n, hw, itemsize, sm_count)
+    if l2_warm <= 0 or "l2_resident" not in fit:
+        return cold
+    return cold + (_blocks_us(fit["l2_resident"], channels, n, hw, itemsize, sm_count) - cold) * l2_warm
+
+
+def _blocks_us(fit: dict, channels: int, n: int, hw: int, itemsize: int, sm_count: int) -> float:
+    prior = batch_norm_prior_us(fit, channels, n, hw, itemsize, sm_count)
+    if "correction" not in fit:
+        return prior
+    cached = _BN_CORRECTIONS.get(id(fit))
+    if cached is None or cached[0] is not fit:
+        cached = _BN_CORRECTIONS[id(fit)] = (fit, TreeRegressor.from_dict(fit["correction"]))
+    features = batch_norm_correction_features(fit, channels, n, hw, itemsize, sm_count)
+    return prior * math.exp(cached[1].predict(features))
 
 
 def _work_features(kind: str, key: tuple) -> list[float]:
@@ -541,11 +575,11 @@ class CalibratedModel:
         elif cost.kind == "foreach" and "foreach_blocks" in self.profile["timings"] and cost.key[:1] == ("chunks",):
             time_us = self._foreach_time_us(cost)
             source, uncertainty = "fitted (multi_tensor_apply blocks)", MEMORY_CURVE_UNCERTAINTY
-        elif cost.kind == "batch_norm_backward" and cost.key[:1] == ("blocks",) and \
-                "batch_norm_backward_blocks" in self.profile["timings"]:
-            _, channels, per_channel, itemsize = cost.key
-            time_us = batch_norm_backward_us(self.profile["timings"]["batch_norm_backward_blocks"], channels,
-                                             per_channel, itemsize, self.gpu.sm_count)
+        elif cost.kind in BATCH_NORM_BLOCK_SECTIONS and cost.key[:1] == ("blocks",) and \
+                BATCH_NORM_BLOCK_SECTIONS[cost.kind] in self.profile["timings"]:
+            _, channels, n, hw, itemsize = cost.key
+            time_us = batch_norm_blocks_us(self.profile["timings"][BATCH_NORM_BLOCK_SECTIONS[cost.kind]], channels,
+                                           n, hw, itemsize, self.gpu.sm_count, l2_warm)
             source, uncertainty = "fitted (a block per channel)", MEMORY_CURVE_UNCERTAINTY
         elif cost.kind in self.profile["timings"].get("generated", {}):
             time_us = self._generated_time_us(cost)
