@@ -14,7 +14,7 @@ from kernelcast.costs import DEFAULT_CONTEXT, Cost, cost_of
 from kernelcast.devices import get_gpu
 from kernelcast.profiles import PROFILE_FORMAT
 from kernelcast.records import OpRecord
-from . import norm_blocks
+from . import norm_blocks, unit_rates
 from .launch_model import fit_conv_model, fit_gemm_model, per_group_items
 
 MEMORY_KINDS = {"pointwise", "pointwise_transpose", "pointwise_cast", "pointwise_strided", "copy_cast", "reduction", "reduction_outer", "reduction_all", "softmax", "softmax_backward",
@@ -210,6 +210,9 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
         },
         "host": raw.get("host", {}),  # CPU µs per eager op on the machine that calibrated (see calibrate/host.py)
     }
+    rates = unit_rates.fit([c for c in raw["cases"] if "error" not in c])
+    if rates:  # row gathers and index_add_: a time per unit under the bytes (calibrate/unit_rates.py)
+        profile["timings"]["unit_rates"] = rates
     for pass_, section in (("forward", "batch_norm_blocks"), ("backward", "batch_norm_backward_blocks")):
         blocks = norm_blocks.fit([c for c in raw["cases"] if "error" not in c], get_gpu(gpu).sm_count, pass_)
         if blocks:  # NCHW batch norm in training: one block per channel (calibrate/norm_blocks.py)

@@ -11,6 +11,8 @@ index tensors once. Kind "gather": the calibration measures it apart from stream
 
 from __future__ import annotations
 
+import dataclasses
+
 from kernelcast.records import OpRecord, TensorMeta
 
 from .common import memory_key, out_dtype
@@ -36,6 +38,29 @@ def gather_cost(op: OpRecord, kernels: int = 1) -> Cost:
                 dtype=out_dtype(op), kind=kind, key=key)
 
 
+# Row gathers (vectorized_gather_kernel on the H200) take a fixed time per index as well as their bytes
+# (calibrate/unit_rates.py): keyed ("rows", indices, item size) for the calibrated model's per-row floor.
+ROW_GATHERS = ("aten.embedding", "aten.index_select")
+ROWS_KEY = "rows"
+
+
+def _gathered_rows(op: OpRecord) -> int | None:
+    """Indices of a row gather: embedding, index_select, or index with one index tensor over the first dim."""
+    if op.packet in ROW_GATHERS:
+        index = op.args.get("indices") if op.packet == "aten.embedding" else op.args.get("index")
+        return index.numel if isinstance(index, TensorMeta) else None
+    indices = op.args.get("indices")
+    if op.packet == "aten.index" and isinstance(indices, tuple) and len(indices) == 1 and \
+            isinstance(indices[0], TensorMeta) and indices[0].dtype != "bool":
+        return indices[0].numel
+    return None
+
+
 @register("aten.embedding", "aten.index_select", "aten.gather", "aten.index", "aten._unsafe_index", "aten.take")
 def gather(op: OpRecord, ctx: CostContext) -> Cost:
-    return gather_cost(op)
+    cost = gather_cost(op)
+    rows = _gathered_rows(op)
+    outs = op.tensors_out()
+    if rows is None or not outs:
+        return cost
+    return dataclasses.replace(cost, key=(ROWS_KEY, rows, outs[0].itemsize))

@@ -202,6 +202,9 @@ def index_put(op: OpRecord, ctx: CostContext) -> Cost:
     return _index_put(op, ctx, unsafe=False, clone=True)
 
 
+ATOMICS_KEY = "atomics"
+
+
 def _inplace(op: OpRecord) -> bool:
     return op.name.endswith("_")
 
@@ -218,7 +221,11 @@ def index_add_or_copy(op: OpRecord, ctx: CostContext) -> Cost:
     source = _tensor(op, "source")
     if source is not None and source.numel == 0:
         return scatter_cost(op, _copy_of_self(op))
-    return scatter_cost(op, _copy_of_self(op) + 1)
+    cost = scatter_cost(op, _copy_of_self(op) + 1)
+    if op.packet.startswith("aten.index_add") and source is not None:
+        # an atomicAdd per element (indexFuncLargeIndex): a per-element floor (calibrate/unit_rates.py)
+        return dataclasses.replace(cost, key=(ATOMICS_KEY, source.numel, source.itemsize))
+    return cost
 
 
 @register("aten.scatter_", "aten.scatter", "aten.scatter_add_", "aten.scatter_add")

@@ -19,6 +19,7 @@ roof; memory-bound: bandwidth), and the prediction is labelled unvalidated.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -182,6 +183,9 @@ def _attention_point(key: tuple) -> tuple[tuple, tuple]:
     return ((_log2(bh), _log2(_padded(sq)), _log2(_padded(sk)), _log2(d)), (bool(causal), bool(dropout), bool(mask)))
 
 
+# Keys of ops priced by a count of units as well as their bytes (calibrate/unit_rates.py, costs/gather.py ROWS_KEY,
+# costs/indexing.py ATOMICS_KEY)
+UNIT_KEYS = (("rows",), ("atomics",))
 # cost kind -> the profile's timings section of its per-channel block fit
 BATCH_NORM_BLOCK_SECTIONS = {"batch_norm": "batch_norm_blocks", "batch_norm_backward": "batch_norm_backward_blocks"}
 BATCH_NORM_CORRECTION_FEATURES = ("log2 C", "log2 N", "log2 H*W", "2-byte elements", "log2 C / concurrent blocks")
@@ -513,6 +517,23 @@ class CalibratedModel:
             stream_us *= self._bandwidth_ratio()
         return launches * max(block_us, stream_us)
 
+    def _unit_rate_time_us(self, cost: Cost) -> float | None:
+        """A row gather or an index_add_ (calibrate/unit_rates.py): its units (indices gathered, elements added
+        atomically) at the calibrated time per unit, or its bytes at the streaming copy's rate where that is
+        longer (rows wide enough to be bandwidth-bound). The gather and scatter curves by bytes, fitted over other
+        ops of the kinds, priced these at up to twice their measured time. On another GPU the bytes part carries
+        the datasheets' bandwidth ratio; the per-unit part stays the profiled GPU's."""
+        what, units, itemsize = cost.key
+        bytes_us = self._memory_time_us(dataclasses.replace(cost, kind="copy", key=(1, itemsize)))
+        if bytes_us is not None and self.transferred:
+            bytes_us = self.floor_us + (bytes_us - self.floor_us) * self._bandwidth_ratio()
+        rates = self.profile["timings"]["unit_rates"]
+        line = rates.get("gather_rows") if what == "rows" else rates.get("index_add_elements", {}).get(str(itemsize))
+        if line is None:  # not calibrated: the op's own kind by its bytes
+            return self._memory_time_us(dataclasses.replace(cost, key=(1, itemsize)))
+        units_us = line["floor_us"] + line["us_per_unit"] * units + (cost.kernels - 1) * self.floor_us
+        return max(units_us, bytes_us or 0.0)
+
     def _generated_time_us(self, cost: Cost) -> float:
         """An Inductor-generated kernel: its class's launch floor plus its bytes (Inductor's count) at the
         class's sustained bandwidth, both fitted to the device's compiled steps (calibrate/generated.py)."""
@@ -581,6 +602,8 @@ class CalibratedModel:
             time_us = batch_norm_blocks_us(self.profile["timings"][BATCH_NORM_BLOCK_SECTIONS[cost.kind]], channels,
                                            n, hw, itemsize, self.gpu.sm_count, l2_warm)
             source, uncertainty = "fitted (a block per channel)", MEMORY_CURVE_UNCERTAINTY
+        elif cost.key[:1] in UNIT_KEYS and "unit_rates" in self.profile["timings"]:
+            time_us = self._unit_rate_time_us(cost)
         elif cost.kind in self.profile["timings"].get("generated", {}):
             time_us = self._generated_time_us(cost)
             source, uncertainty = "fitted (generated kernels)", GENERATED_FIT_UNCERTAINTY

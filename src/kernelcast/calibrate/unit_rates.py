@@ -1,0 +1,81 @@
+"""Ops whose time follows a count of units, not their bytes (the profile's `timings.unit_rates`, read by
+predict/calibrated.py as a floor under the bytes-based time).
+
+- Row gathers (index_select, and index / embedding with one index tensor: vectorized_gather_kernel): a fixed
+  time per index. On the H200 500k indices took 302 µs whether the rows were 128 fp32, 128 bf16 or 256 fp32
+  values (validation/h200_sweep_raw.json.gz, zoo gcn_train): about 0.6 ns a row, where the bytes at the gather
+  curve's rate gave 200-600 µs.
+- index_add_ (indexFuncLargeIndex, an atomicAdd per element): a fixed time per element added, by item size
+  (7.2 ps fp32, 8.4 ps bf16 on the H200 across 0.26M to 128M elements; the bytes gave -35% on gcn_train).
+
+Each is a line, time = floor_us + us_per_unit x units, least squares on relative error over the calibration's
+cases of that op (sweep cases index_select and index_add_).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+GATHER_OPS = ("aten.index_select.", "aten.index.Tensor", "aten.embedding.")
+INDEX_ADD_OPS = ("aten.index_add_.", "aten.index_add.")
+MIN_POINTS = 3
+
+
+def _line(points: list[tuple[float, float]]) -> dict | None:
+    """time = floor_us + us_per_unit x units, weighted by 1/time (relative error)."""
+    if len(points) < MIN_POINTS:
+        return None
+    import numpy as np
+
+    y = np.array([t for _, t in points])
+    a = np.array([[1.0, u] for u, _ in points]) / y[:, None]
+    (floor_us, per_unit), *_ = np.linalg.lstsq(a, np.ones(len(points)), rcond=None)
+    errors = [abs((floor_us + per_unit * u) / t - 1) for u, t in points]
+    return {"floor_us": round(float(floor_us), 4), "us_per_unit": float(per_unit), "points": len(points),
+            "median_error": round(statistics.median(errors), 4), "worst_error": round(max(errors), 4)}
+
+
+def _op_points(cases: list[dict], prefixes: tuple[str, ...], units) -> list[tuple]:
+    points = []
+    for case in cases:
+        if "error" in case or not case.get("ops"):
+            continue
+        ops = [o for o in case["ops"] if o["op"].startswith(prefixes)]
+        if len(ops) == 1 and case.get("n_items", 1) == 1:
+            found = units(ops[0])
+            if found is not None:
+                points.append((*found, case["device_us"]))
+    return points
+
+
+def _gathered_rows(op: dict) -> tuple[int] | None:
+    index = op["args"].get("index") or op["args"].get("indices")
+    index = index[0] if isinstance(index, list) else index
+    return (math.prod(index["T"]),) if isinstance(index, dict) and "T" in index else None
+
+
+def _added_elements(op: dict) -> tuple[int, int] | None:
+    source = op["args"].get("source")
+    if not isinstance(source, dict):
+        return None
+    return math.prod(source["T"]), 4 if source["dtype"] == "float32" else 2
+
+
+def fit(cases: list[dict]) -> dict:
+    """The profile's `timings.unit_rates`: {"gather_rows": line, "index_add_elements": {item size: line}}, each
+    present where the run measured enough cases."""
+    out: dict = {}
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        return out
+    rows = _line(_op_points(cases, GATHER_OPS, _gathered_rows))
+    if rows:
+        out["gather_rows"] = rows
+    added = _op_points(cases, INDEX_ADD_OPS, _added_elements)
+    by_size = {str(s): _line([(u, t) for u, size, t in added if size == s]) for s in sorted({p[1] for p in added})}
+    by_size = {s: line for s, line in by_size.items() if line}
+    if by_size:
+        out["index_add_elements"] = by_size
+    return out
