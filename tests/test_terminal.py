@@ -58,8 +58,8 @@ def test_columns_come_back_as_the_console_widens():
 
 def test_without_a_width_every_column_is_there():
     table = ops_table(small_record())
-    assert [c.header for c in table.columns] == ["op", "phase", "module", "source", "×", "FLOPs", "bytes", "FLOP/B",
-                                                 "bound", "time", "% step"]
+    assert [c.header for c in table.columns] == ["op", "phase", "module", "source", "calls", "kernels", "FLOPs",
+                                                 "bytes", "FLOP/B", "bound", "time", "% step"]
 
 
 def test_progress_display_only_on_a_terminal():

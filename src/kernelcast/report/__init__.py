@@ -224,14 +224,18 @@ OPS_COLUMNS = (
     Column("% step", "right", 2, lambda g, share: f"{share:.1%}"),
     Column("bound", "left", 3, lambda g, share: g.bound),
     Column("module", "left", 4, lambda g, share: tail(g.module, MODULE_WIDTH) if g.module else "-"),
-    Column("×", "right", 5, lambda g, share: str(g.count)),
-    Column("phase", "left", 6, lambda g, share: g.phase),
-    Column("FLOP/B", "right", 7, lambda g, share: f"{g.intensity:.1f}"),
-    Column("FLOPs", "right", 8, lambda g, share: si(g.flops)),
-    Column("bytes", "right", 9, lambda g, share: si(g.bytes, "B")),
+    # calls: how many ops the group holds; kernels: the GPU work items they launch in all (launch-bound ops show
+    # many kernels for little time)
+    Column("calls", "right", 5, lambda g, share: str(g.count)),
+    Column("kernels", "right", 6, lambda g, share: str(g.kernels)),
+    Column("phase", "left", 7, lambda g, share: g.phase),
+    Column("FLOP/B", "right", 8, lambda g, share: f"{g.intensity:.1f}"),
+    Column("FLOPs", "right", 9, lambda g, share: si(g.flops)),
+    Column("bytes", "right", 10, lambda g, share: si(g.bytes, "B")),
 )
 # The order columns appear in, left to right (op first, then these).
-COLUMN_ORDER = ("phase", "module", "source", "×", "FLOPs", "bytes", "FLOP/B", "bound", "time", "% step")
+COLUMN_ORDER = ("phase", "module", "source", "calls", "kernels", "FLOPs", "bytes", "FLOP/B", "bound", "time",
+                "% step")
 
 
 def _op_width(rows: list[tuple[OpGroup, float]], source_column: bool) -> int:

@@ -112,14 +112,15 @@ def _summary(rec: PredictionRecord) -> str:
 
 
 def _ops_table(rec: PredictionRecord, top: int) -> str:
-    head = ("op", "phase", "module", "source", "×", "FLOPs", "bytes", "FLOP/B", "bound", "time", "% step")
+    head = ("op", "phase", "module", "source", "calls", "kernels", "FLOPs", "bytes", "FLOP/B", "bound", "time",
+            "% step")
     rows = []
     for g in group_ops(rec.ops)[:top]:
         share = g.time_us / rec.step_time_us if rec.step_time_us else 0.0
         dot = f'<span class="bound" style="background:{BOUND_COLOURS.get(g.bound, "#bbb")}"></span>'
         rows.append(
             f"<tr><td>{_e(short_op(g.op))}</td><td>{_e(g.phase)}</td><td>{_e(g.module or '-')}</td>"
-            f'<td class="src">{_e(g.source or "-")}</td><td class="num">{g.count}</td>'
+            f'<td class="src">{_e(g.source or "-")}</td><td class="num">{g.count}</td><td class="num">{g.kernels}</td>'
             f'<td class="num">{_e(si(g.flops))}</td><td class="num">{_e(si(g.bytes, "B"))}</td>'
             f'<td class="num">{g.intensity:.1f}</td><td class="boundcell">{dot}{_e(g.bound)}</td>'
             f'<td class="num">{_e(time_text(g.time_us))}</td><td class="num">{share:.1%}</td></tr>')
