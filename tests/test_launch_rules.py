@@ -304,3 +304,22 @@ def test_scans_topk_roll_and_losses():
 def test_single_kernel_ops(name, args, kernels):
     out = contiguous((2, 36), "int64") if "tril" in name else contiguous((64, 16, 56, 56))
     assert cost_of(op(name, args, [out]), DEFAULT_CONTEXT).kernels == kernels
+
+
+def test_grad_scaler_unscale_and_update_are_costed():
+    # H200, zoo amp_fp16_gradscaler_train: GradScaler.unscale_ ran one multi_tensor_apply launch
+    # (_amp_foreach_non_finite_check_and_unscale_), update one kernel (_amp_update_scale_)
+    with capture("h200") as cap:
+        with cap.paused():
+            model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Linear(64, 8)).cuda()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            scaler = torch.amp.GradScaler("cuda")
+            x = torch.randn(8, 64, device="cuda")
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = model(x).float().square().mean()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+    assert _kernels(cap, "_amp_foreach_non_finite_check_and_unscale_") == [1]
+    assert _kernels(cap, "_amp_update_scale_") == [1]
+    assert not cap.predict("h200").uncosted
