@@ -16,15 +16,16 @@ over all rows.
 
 from __future__ import annotations
 
-import argparse
-import collections
 import json
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BASE_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.json.gz")
+sys.path.insert(0, str(ROOT / "scripts"))
+
+# the launch probes' shared parts, and the same designed runs to fit on
+from probe_gemm_launches import BASE_RUNS, probe_main, rule_errors  # noqa: E402
 
 
 def run_on_device(out: str) -> int:
@@ -63,21 +64,10 @@ def evaluate(path: str) -> int:
              "classifier": LaunchTable((), tuple(map(tuple, base)),
                                        conv_model=TreeClassifier.from_dict(section["classifier"]))}
     print(f"fitted on {len(base)} convolutions of the designed sweep; held out: {len(held)} drawn ones")
-    groups = collections.defaultdict(list)
-    for row in held:
-        groups[f"{row[0]} {row[1]}"].append(row)
-    result = {"base_rows": len(base), "held_out_rows": len(held), "by_pass_dtype": {}}
-    print(f"{'pass dtype':26} {'rows':>5} " + " ".join(f"{name + ' wrong':>20} {'items off':>9}" for name in rules))
-    for name_, rows in sorted(groups.items()) + [("all", held)]:
-        line, entry = f"{name_:26} {len(rows):5d} ", {"rows": len(rows)}
-        for name, table in rules.items():
-            predicted = [table.conv_items(tuple(r[:12])) or 1 for r in rows]
-            wrong = sum(p != r[12] for p, r in zip(predicted, rows))
-            off = sum(abs(p - r[12]) for p, r in zip(predicted, rows)) / max(sum(r[12] for r in rows), 1)
-            line += f"{wrong:>13d} ({wrong / len(rows):5.1%}) {off:9.1%}"
-            entry[name] = {"wrong": wrong, "items_off": round(off, 4)}
-        result["by_pass_dtype"][name_] = entry
-        print(line)
+    result = {"base_rows": len(base), "held_out_rows": len(held),
+              "by_pass_dtype": rule_errors(held, lambda r: f"{r[0]} {r[1]}", rules,
+                                           lambda table, r: table.conv_items(tuple(r[:12])), lambda r: r[12],
+                                           "pass dtype", 26)}
     both = launch_model.fit_conv_model(base + held)
     result["ten_fold_all_rows"] = both["held_out"]
     print("10-fold over both sets:", both["held_out"])
@@ -88,18 +78,5 @@ def evaluate(path: str) -> int:
     return 0
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", help="run the probe on this machine's GPU and write the raw run here")
-    parser.add_argument("--evaluate", help="a raw run of the probe: the rules' held-out error on it")
-    args = parser.parse_args()
-    if args.out:
-        return run_on_device(args.out)
-    if args.evaluate:
-        return evaluate(args.evaluate)
-    parser.error("give --out (on the GPU) or --evaluate")
-    return 2
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(probe_main(__doc__, run_on_device, evaluate))

@@ -19,6 +19,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.json.gz")
@@ -51,21 +52,9 @@ def evaluate(path: str) -> int:
              "classifier": LaunchTable(tuple(map(tuple, base)), (),
                                        gemm_model=TreeClassifier.from_dict(section["classifier"]))}
     print(f"fitted on {len(base)} GEMMs of the designed sweep; held out: {len(held)} log-uniform GEMMs")
-    by_dtype = collections.defaultdict(list)
-    for row in held:
-        by_dtype[row[0]].append(row)
-    result = {"base_rows": len(base), "held_out_rows": len(held), "by_dtype": {}}
-    print(f"{'dtype':10} {'rows':>5} " + " ".join(f"{name + ' wrong':>20} {'items off':>9}" for name in rules))
-    for dtype, rows in sorted(by_dtype.items()) + [("all", held)]:
-        line, entry = f"{dtype:10} {len(rows):5d} ", {"rows": len(rows)}
-        for name, table in rules.items():
-            predicted = [table.gemm_items(*r[:7]) or 1 for r in rows]
-            wrong = sum(p != r[7] for p, r in zip(predicted, rows))
-            off = sum(abs(p - r[7]) for p, r in zip(predicted, rows)) / max(sum(r[7] for r in rows), 1)
-            line += f"{wrong:>13d} ({wrong / len(rows):5.1%}) {off:9.1%}"
-            entry[name] = {"wrong": wrong, "items_off": round(off, 4)}
-        result["by_dtype"][dtype] = entry
-        print(line)
+    result = {"base_rows": len(base), "held_out_rows": len(held),
+              "by_dtype": rule_errors(held, lambda r: r[0], rules, lambda table, r: table.gemm_items(*r[:7]),
+                                      lambda r: r[7], "dtype", 10)}
     both = launch_model.fit_gemm_model(base + held)
     result["ten_fold_all_rows"] = both["held_out"]
     print("10-fold over both sets:", both["held_out"])
@@ -76,8 +65,33 @@ def evaluate(path: str) -> int:
     return 0
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def rule_errors(held: list, group_of: Callable, rules: dict, items: Callable, truth: Callable, label: str,
+                width: int) -> dict:
+    """Per group of the held-out rows (and for all of them): how many each rule (a LaunchTable) gets wrong and
+    its items off (summed |predicted - measured| over the measured items); printed as a table and returned.
+    items(table, row) is the rule's answer (None counts as 1), truth(row) the measured work items."""
+    groups = collections.defaultdict(list)
+    for row in held:
+        groups[group_of(row)].append(row)
+    print(f"{label:{width}} {'rows':>5} " + " ".join(f"{name + ' wrong':>20} {'items off':>9}" for name in rules))
+    result = {}
+    for group, rows in sorted(groups.items()) + [("all", held)]:
+        line, entry = f"{group:{width}} {len(rows):5d} ", {"rows": len(rows)}
+        measured = [truth(r) for r in rows]
+        for name, table in rules.items():
+            predicted = [items(table, r) or 1 for r in rows]
+            wrong = sum(p != m for p, m in zip(predicted, measured))
+            off = sum(abs(p - m) for p, m in zip(predicted, measured)) / max(sum(measured), 1)
+            line += f"{wrong:>13d} ({wrong / len(rows):5.1%}) {off:9.1%}"
+            entry[name] = {"wrong": wrong, "items_off": round(off, 4)}
+        result[group] = entry
+        print(line)
+    return result
+
+
+def probe_main(doc: str, run_on_device: Callable[[str], int], evaluate: Callable[[str], int]) -> int:
+    """The command line of a launch probe: --out runs it on the GPU, --evaluate scores the rules on a run."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--out", help="run the probe on this machine's GPU and write the raw run here")
     parser.add_argument("--evaluate", help="a raw run of the probe: the rules' held-out error on it")
     args = parser.parse_args()
@@ -90,4 +104,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(probe_main(__doc__, run_on_device, evaluate))

@@ -911,16 +911,23 @@ def kernel_models_section(launch: dict | None, shapes: dict | None) -> list[str]
                   "--out ...` there):", "", "```", launch["command"], "```", "",
                   "| dtype | GEMMs | nearest row: wrong / items off | classifier: wrong / items off |",
                   "|---|---:|---|---|"]
-        for dtype, d in launch["by_dtype"].items():
-            lines.append(f"| {dtype} | {d['rows']} | {d['nearest row']['wrong'] / d['rows']:.1%} / "
-                         f"{d['nearest row']['items_off']:.1%} | {d['classifier']['wrong'] / d['rows']:.1%} / "
-                         f"{d['classifier']['items_off']:.1%} |")
-        ten = launch.get("ten_fold_all_rows")
-        if ten:
-            lines += ["", f"10 folds over all {ten['rows']} GEMMs (the profile's model is fitted on all of them): "
-                      f"classifier {ten['wrong_classifier'] / ten['rows']:.1%} wrong, nearest row "
-                      f"{ten['wrong_nearest_row'] / ten['rows']:.1%}."]
+        lines += _launch_rule_rows(launch["by_dtype"])
+        if launch.get("ten_fold_all_rows"):
+            lines += _ten_fold_lines(launch["ten_fold_all_rows"], "GEMMs")
     return lines
+
+
+def _launch_rule_rows(groups: dict) -> list[str]:
+    """Table rows of a launch probe's evaluation: per group, each rule's share wrong and items off."""
+    return [f"| {name} | {d['rows']} | {d['nearest row']['wrong'] / d['rows']:.1%} / "
+            f"{d['nearest row']['items_off']:.1%} | {d['classifier']['wrong'] / d['rows']:.1%} / "
+            f"{d['classifier']['items_off']:.1%} |" for name, d in groups.items()]
+
+
+def _ten_fold_lines(ten: dict, what: str) -> list[str]:
+    return ["", f"10 folds over all {ten['rows']} {what} (the profile's model is fitted on all of them): "
+            f"classifier {ten['wrong_classifier'] / ten['rows']:.1%} wrong, nearest row "
+            f"{ten['wrong_nearest_row'] / ten['rows']:.1%}."]
 
 
 def conv_launch_section(launch: dict) -> list[str]:
@@ -934,15 +941,7 @@ def conv_launch_section(launch: dict) -> list[str]:
              "from it: both rules miss about half of it.", "", "```", launch["command"], "```", "",
              "| pass, dtype | passes | nearest row: wrong / items off | classifier: wrong / items off |",
              "|---|---:|---|---|"]
-    for name, d in launch["by_pass_dtype"].items():
-        lines.append(f"| {name} | {d['rows']} | {d['nearest row']['wrong'] / d['rows']:.1%} / "
-                     f"{d['nearest row']['items_off']:.1%} | {d['classifier']['wrong'] / d['rows']:.1%} / "
-                     f"{d['classifier']['items_off']:.1%} |")
-    ten = launch["ten_fold_all_rows"]
-    lines += ["", f"10 folds over all {ten['rows']} passes (the profile's model is fitted on all of them): "
-              f"classifier {ten['wrong_classifier'] / ten['rows']:.1%} wrong, nearest row "
-              f"{ten['wrong_nearest_row'] / ten['rows']:.1%}."]
-    return lines
+    return lines + _launch_rule_rows(launch["by_pass_dtype"]) + _ten_fold_lines(launch["ten_fold_all_rows"], "passes")
 
 
 def norm_blocks_section(timings: dict) -> list[str]:

@@ -27,9 +27,10 @@ from __future__ import annotations
 import math
 import statistics
 
-from kernelcast.costs.tree_model import TreeRegressor
 from kernelcast.predict.calibrated import BATCH_NORM_CORRECTION_FEATURES, batch_norm_blocks_us as predict_us
 from kernelcast.predict.calibrated import batch_norm_correction_features, batch_norm_prior_us
+
+from .time_model import _regressor, export_regressor, relative_least_squares
 
 BLOCKS_PER_SM_CANDIDATES = (1, 2, 3, 4, 8)
 # calibration case kinds and the op whose input they key by, per pass; the kinds timed with L2 left as the
@@ -71,15 +72,12 @@ def block_points(cases: list[dict], pass_: str = "backward",
 
 
 def _least_squares(points: list, concurrent: int) -> tuple[float, dict]:
-    """floor_us and ns per element by item size, minimizing the relative error (rows weighted by 1/time)."""
-    import numpy as np
-
+    """floor_us and ns per element by item size, minimizing the relative error."""
     sizes = sorted({p[3] for p in points})
     rows = [[1.0, *((p[1] * p[2] * math.ceil(p[0] / concurrent) / 1000.0) if p[3] == s else 0.0 for s in sizes)]
             for p in points]
-    y = np.array([p[4] for p in points])
-    coef, *_ = np.linalg.lstsq(np.array(rows) / y[:, None], np.ones(len(points)), rcond=None)
-    return float(coef[0]), {str(s): float(c) for s, c in zip(sizes, coef[1:])}
+    coef = relative_least_squares(rows, [p[4] for p in points])
+    return coef[0], {str(s): c for s, c in zip(sizes, coef[1:])}
 
 
 def fit_prior(points: list, sm_count: int) -> dict:
@@ -94,23 +92,12 @@ def fit_prior(points: list, sm_count: int) -> dict:
     return best[1]
 
 
-def _regressor():
-    from .time_model import _regressor as time_regressor
-    return time_regressor()
-
-
 def _correction(prior: dict, points: list, sm_count: int):
     import numpy as np
 
     x = np.array([batch_norm_correction_features(prior, c, n, hw, s, sm_count) for c, n, hw, s, _ in points])
     y = np.array([math.log(t / batch_norm_prior_us(prior, c, n, hw, s, sm_count)) for c, n, hw, s, t in points])
     return x, y
-
-
-def _export(reg) -> TreeRegressor:
-    from .launch_model import export_tree
-    return TreeRegressor(BATCH_NORM_CORRECTION_FEATURES, float(reg._baseline_prediction.ravel()[0]),
-                         tuple(export_tree(per_iteration[0]) for per_iteration in reg._predictors))
 
 
 def fit(cases: list[dict], sm_count: int, pass_: str = "backward") -> dict | None:
@@ -146,7 +133,7 @@ def fit_points(points: list, sm_count: int) -> dict | None:
     for train, test in KFold(FOLDS, shuffle=True, random_state=0).split(x):
         held[test] = _regressor().fit(x[train], y[train]).predict(x[test])
     held_errors = [abs(math.exp(h - t) - 1) for h, t in zip(held, y)]  # predicted / measured - 1
-    section["correction"] = _export(_regressor().fit(x, y)).to_dict()
+    section["correction"] = export_regressor(_regressor().fit(x, y), BATCH_NORM_CORRECTION_FEATURES).to_dict()
     section["held_out"] = {"folds": FOLDS, "prior_median_error": section["prior_median_error"],
                            "median_error": round(statistics.median(held_errors), 4),
                            "p90_error": round(sorted(held_errors)[int(0.9 * len(held_errors))], 4)}

@@ -210,11 +210,12 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
         },
         "host": raw.get("host", {}),  # CPU µs per eager op on the machine that calibrated (see calibrate/host.py)
     }
-    rates = unit_rates.fit([c for c in raw["cases"] if "error" not in c])
-    if rates:  # row gathers and index_add_: a time per unit under the bytes (calibrate/unit_rates.py)
+    measured = [c for c in raw["cases"] if "error" not in c]  # the unit and block fits use the L2-resident cases too
+    rates = unit_rates.fit(measured)
+    if rates:  # row gathers and index_add_: a time per unit as well as the bytes (calibrate/unit_rates.py)
         profile["timings"]["unit_rates"] = rates
     for pass_, section in (("forward", "batch_norm_blocks"), ("backward", "batch_norm_backward_blocks")):
-        blocks = norm_blocks.fit([c for c in raw["cases"] if "error" not in c], get_gpu(gpu).sm_count, pass_)
+        blocks = norm_blocks.fit(measured, get_gpu(gpu).sm_count, pass_)
         if blocks:  # NCHW batch norm in training: one block per channel (calibrate/norm_blocks.py)
             profile["timings"][section] = blocks
     fitted = _fitted_time_models(profile, gpu)

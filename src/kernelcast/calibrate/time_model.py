@@ -74,9 +74,24 @@ def _regressor():
                                          learning_rate=LEARNING_RATE, early_stopping=False, random_state=0)
 
 
-def _export(reg, kind: str) -> TreeRegressor:
-    return TreeRegressor((FEATURE_NAMES[kind],), float(reg._baseline_prediction.ravel()[0]),
+def export_regressor(reg, features: tuple[str, ...]) -> TreeRegressor:
+    """A fitted scikit-learn HistGradientBoostingRegressor's trees as data."""
+    return TreeRegressor(features, float(reg._baseline_prediction.ravel()[0]),
                          tuple(export_tree(per_iteration[0]) for per_iteration in reg._predictors))
+
+
+def _export(reg, kind: str) -> TreeRegressor:
+    return export_regressor(reg, (FEATURE_NAMES[kind],))
+
+
+def relative_least_squares(rows: list[list[float]], times: list[float]) -> list[float]:
+    """Coefficients c minimizing sum((rows . c) / time - 1)^2: least squares on the relative error, so that
+    microsecond and millisecond measurements count alike."""
+    import numpy as np
+
+    y = np.array(times, dtype=float)
+    coef, *_ = np.linalg.lstsq(np.array(rows, dtype=float) / y[:, None], np.ones(len(times)), rcond=None)
+    return [float(c) for c in coef]
 
 
 def training_set(model, kind: str) -> tuple[list[tuple], list[list[float]], list[float]]:

@@ -1,5 +1,5 @@
 """Ops whose time follows a count of units, not their bytes (the profile's `timings.unit_rates`, read by
-predict/calibrated.py as a floor under the bytes-based time).
+predict/calibrated.py, which takes the longer of the units' time and the bytes at the streaming copy's rate).
 
 - Row gathers (index_select, and index / embedding with one index tensor: vectorized_gather_kernel): a fixed
   time per index. On the H200 500k indices took 302 µs whether the rows were 128 fp32, 128 bf16 or 256 fp32
@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 import statistics
 
+from .time_model import relative_least_squares
+
 GATHER_OPS = ("aten.index_select.", "aten.index.Tensor", "aten.embedding.")
 INDEX_ADD_OPS = ("aten.index_add_.", "aten.index_add.")
 MIN_POINTS = 3
@@ -26,11 +28,7 @@ def _line(points: list[tuple[float, float]]) -> dict | None:
     """time = floor_us + us_per_unit x units, weighted by 1/time (relative error)."""
     if len(points) < MIN_POINTS:
         return None
-    import numpy as np
-
-    y = np.array([t for _, t in points])
-    a = np.array([[1.0, u] for u, _ in points]) / y[:, None]
-    (floor_us, per_unit), *_ = np.linalg.lstsq(a, np.ones(len(points)), rcond=None)
+    floor_us, per_unit = relative_least_squares([[1.0, u] for u, _ in points], [t for _, t in points])
     errors = [abs((floor_us + per_unit * u) / t - 1) for u, t in points]
     return {"floor_us": round(float(floor_us), 4), "us_per_unit": float(per_unit), "points": len(points),
             "median_error": round(statistics.median(errors), 4), "worst_error": round(max(errors), 4)}

@@ -39,7 +39,7 @@ def gather_cost(op: OpRecord, kernels: int = 1) -> Cost:
 
 
 # Row gathers (vectorized_gather_kernel on the H200) take a fixed time per index as well as their bytes
-# (calibrate/unit_rates.py): keyed ("rows", indices, item size) for the calibrated model's per-row floor.
+# (calibrate/unit_rates.py): keyed ("rows", indices, item size) for the calibrated model's time per row.
 ROW_GATHERS = ("aten.embedding", "aten.index_select")
 ROWS_KEY = "rows"
 

@@ -223,7 +223,7 @@ def index_add_or_copy(op: OpRecord, ctx: CostContext) -> Cost:
         return scatter_cost(op, _copy_of_self(op))
     cost = scatter_cost(op, _copy_of_self(op) + 1)
     if op.packet.startswith("aten.index_add") and source is not None:
-        # an atomicAdd per element (indexFuncLargeIndex): a per-element floor (calibrate/unit_rates.py)
+        # an atomicAdd per element (indexFuncLargeIndex): a time per element (calibrate/unit_rates.py)
         return dataclasses.replace(cost, key=(ATOMICS_KEY, source.numel, source.itemsize))
     return cost
 

@@ -60,14 +60,19 @@ def _tensor(op: OpRecord, name: str) -> TensorMeta | None:
     return value if isinstance(value, TensorMeta) and value.on_gpu else None
 
 
+def _strided(*tensors: TensorMeta | None) -> list[TensorMeta]:
+    """The defined tensors that `.contiguous()` / `expect_contiguous()` copy: the strided ones."""
+    return [t for t in tensors if t is not None and not row_major(t)]
+
+
 def _copy_unless_contiguous(*tensors: TensorMeta | None) -> int:
     """Kernels of `.contiguous()` / `expect_contiguous()` on each defined tensor: one copy per strided one."""
-    return len(_contiguous_copies(*tensors))
+    return len(_strided(*tensors))
 
 
 def _contiguous_copies(*tensors: TensorMeta | None) -> tuple[Cost, ...]:
     """The copies `.contiguous()` / `expect_contiguous()` make of the strided ones among the tensors."""
-    return tuple(contiguous_copy(t) for t in tensors if t is not None and not row_major(t))
+    return tuple(contiguous_copy(t) for t in _strided(*tensors))
 
 
 def _with_copies(base: Cost, kernels: int, copies: tuple[Cost, ...]) -> Cost:
