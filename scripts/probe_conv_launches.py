@@ -18,29 +18,18 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
 # the launch probes' shared parts, and the same designed runs to fit on
-from probe_gemm_launches import BASE_RUNS, probe_main, rule_errors  # noqa: E402
+from probe_gemm_launches import (BASE_RUNS, evaluate_command, evaluation_path, probe_main, rule_errors,  # noqa: E402
+                                 run_section)
 
 
-def run_on_device(out: str) -> int:
-    from kernelcast.calibrate import run_meta, write_raw
-    from kernelcast.calibrate.sweep import run_sweep, sweep_cases
-
-    t0 = time.perf_counter()
-    results = run_sweep(sweep_cases(["conv_log_uniform"]))
-    raw = {"meta": run_meta("PYTHONPATH=src python3 scripts/probe_conv_launches.py --out "
-                            "h200_conv_log_uniform_raw.json.gz", t0),
-           "cases": [], "sweep": results, "host": {}}
-    write_raw(raw, out)
-    errors = sum("error" in r for r in results)
-    print(f"{len(results)} cases, {errors} errors, {raw['meta']['seconds']} s")
-    return 0
+def run_on_device(out: str, draw: int = 1) -> int:
+    return run_section("conv_log_uniform", "probe_conv_launches.py", out, draw)
 
 
 def _conv_rows(path: Path) -> list:
@@ -53,17 +42,18 @@ def _conv_rows(path: Path) -> list:
     return _conv_launch_rows(raw.get("sweep", ()), cases)
 
 
-def evaluate(path: str) -> int:
+def evaluate(path: str, fit_on: list[str] = ()) -> int:
     from kernelcast.calibrate import launch_model
     from kernelcast.costs.launch_table import LaunchTable, TreeClassifier
 
-    base = [row for p in BASE_RUNS for row in _conv_rows(ROOT / p)]
+    base = [row for p in [*(ROOT / b for b in BASE_RUNS), *map(Path, fit_on)] for row in _conv_rows(p)]
     held = _conv_rows(Path(path))
     section = launch_model.fit_conv_model(base)
     rules = {"nearest row": LaunchTable((), tuple(map(tuple, base))),
              "classifier": LaunchTable((), tuple(map(tuple, base)),
                                        conv_model=TreeClassifier.from_dict(section["classifier"]))}
-    print(f"fitted on {len(base)} convolutions of the designed sweep; held out: {len(held)} drawn ones")
+    print(f"fitted on {len(base)} convolutions of the designed sweep{' and earlier draws' if fit_on else ''}; "
+          f"held out: {len(held)} drawn ones")
     result = {"base_rows": len(base), "held_out_rows": len(held),
               "by_pass_dtype": rule_errors(held, lambda r: f"{r[0]} {r[1]}", rules,
                                            lambda table, r: table.conv_items(tuple(r[:12])), lambda r: r[12],
@@ -71,8 +61,8 @@ def evaluate(path: str) -> int:
     both = launch_model.fit_conv_model(base + held)
     result["ten_fold_all_rows"] = both["held_out"]
     print("10-fold over both sets:", both["held_out"])
-    out = ROOT / "validation/conv_launch_model.json"
-    out.write_text(json.dumps({"command": "python3 scripts/probe_conv_launches.py --evaluate " + path,
+    out = evaluation_path("conv", fit_on)
+    out.write_text(json.dumps({"command": evaluate_command("probe_conv_launches.py", path, fit_on),
                                **result}, indent=1) + "\n")
     print("wrote", out.relative_to(ROOT))
     return 0

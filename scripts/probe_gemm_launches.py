@@ -25,14 +25,20 @@ ROOT = Path(__file__).resolve().parent.parent
 BASE_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.json.gz")
 
 
-def run_on_device(out: str) -> int:
+def run_on_device(out: str, draw: int = 1) -> int:
+    return run_section("gemm_log_uniform", "probe_gemm_launches.py", out, draw)
+
+
+def run_section(name: str, script: str, out: str, draw: int) -> int:
+    """Run the `draw`-th sample of the drawn sweep section `name` on this machine's GPU; write the raw run."""
     from kernelcast.calibrate import run_meta, write_raw
-    from kernelcast.calibrate.sweep import run_sweep, sweep_cases
+    from kernelcast.calibrate.sweep import drawn_section, run_sweep, sweep_cases
 
     t0 = time.perf_counter()
-    results = run_sweep(sweep_cases(["gemm_log_uniform"]))
-    raw = {"meta": run_meta("PYTHONPATH=src python3 scripts/probe_gemm_launches.py --out "
-                            "h200_gemm_log_uniform_raw.json.gz", t0),
+    section = drawn_section(name, draw)
+    results = run_sweep(sweep_cases([section]))
+    raw = {"meta": run_meta(f"PYTHONPATH=src python3 scripts/{script} --draw {draw} --out "
+                            f"h200_{section}_raw.json.gz", t0),
            "cases": [], "sweep": results, "host": {}}
     write_raw(raw, out)
     errors = sum("error" in r for r in results)
@@ -40,26 +46,34 @@ def run_on_device(out: str) -> int:
     return 0
 
 
-def evaluate(path: str) -> int:
+def evaluation_path(kind: str, fit_on: list[str]) -> Path:
+    """Where an evaluation is written: validation/KIND_launch_model.json for the first held-out draw (fitted on
+    the designed sweep alone), KIND_launch_model_N.json for draw N (fitted on the draws before it too)."""
+    return ROOT / f"validation/{kind}_launch_model{'_' + str(len(fit_on) + 1) if fit_on else ''}.json"
+
+
+def evaluate(path: str, fit_on: list[str] = ()) -> int:
     from kernelcast.calibrate import launch_model, read_raw
     from kernelcast.calibrate.profile import _sweep_rows
     from kernelcast.costs.launch_table import LaunchTable, TreeClassifier
 
-    base = [row[:8] for p in BASE_RUNS for row in _sweep_rows(read_raw(str(ROOT / p)).get("sweep", ()))[0]]
+    base = [row[:8] for p in [*(str(ROOT / b) for b in BASE_RUNS), *fit_on]
+            for row in _sweep_rows(read_raw(p).get("sweep", ()))[0]]
     held = [row[:8] for row in _sweep_rows(read_raw(path).get("sweep", ()))[0]]
     section = launch_model.fit_gemm_model(base)
     rules = {"nearest row": LaunchTable(tuple(map(tuple, base)), ()),
              "classifier": LaunchTable(tuple(map(tuple, base)), (),
                                        gemm_model=TreeClassifier.from_dict(section["classifier"]))}
-    print(f"fitted on {len(base)} GEMMs of the designed sweep; held out: {len(held)} log-uniform GEMMs")
+    print(f"fitted on {len(base)} GEMMs of the designed sweep{' and earlier draws' if fit_on else ''}; "
+          f"held out: {len(held)} log-uniform GEMMs")
     result = {"base_rows": len(base), "held_out_rows": len(held),
               "by_dtype": rule_errors(held, lambda r: r[0], rules, lambda table, r: table.gemm_items(*r[:7]),
                                       lambda r: r[7], "dtype", 10)}
     both = launch_model.fit_gemm_model(base + held)
     result["ten_fold_all_rows"] = both["held_out"]
     print("10-fold over both sets:", both["held_out"])
-    out = ROOT / "validation/gemm_launch_model.json"
-    out.write_text(json.dumps({"command": "python3 scripts/probe_gemm_launches.py --evaluate " + path,
+    out = evaluation_path("gemm", fit_on)
+    out.write_text(json.dumps({"command": evaluate_command("probe_gemm_launches.py", path, fit_on),
                                **result}, indent=1) + "\n")
     print("wrote", out.relative_to(ROOT))
     return 0
@@ -89,16 +103,24 @@ def rule_errors(held: list, group_of: Callable, rules: dict, items: Callable, tr
     return result
 
 
-def probe_main(doc: str, run_on_device: Callable[[str], int], evaluate: Callable[[str], int]) -> int:
-    """The command line of a launch probe: --out runs it on the GPU, --evaluate scores the rules on a run."""
+def evaluate_command(script: str, path: str, fit_on: list[str]) -> str:
+    return f"python3 scripts/{script} --evaluate {path}" + "".join(f" --fit-on {p}" for p in fit_on)
+
+
+def probe_main(doc: str, run_on_device: Callable[[str, int], int], evaluate: Callable[[str, list[str]], int]) -> int:
+    """The command line of a launch probe: --out runs it on the GPU (--draw N: the section's N-th sample),
+    --evaluate scores the rules on a run, fitted on the designed sweep and the runs given with --fit-on."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--out", help="run the probe on this machine's GPU and write the raw run here")
+    parser.add_argument("--draw", type=int, default=1, help="which sample of the drawn section to run (default 1)")
     parser.add_argument("--evaluate", help="a raw run of the probe: the rules' held-out error on it")
+    parser.add_argument("--fit-on", action="append", default=[],
+                        help="an earlier raw run to fit on besides the designed sweep (repeatable)")
     args = parser.parse_args()
     if args.out:
-        return run_on_device(args.out)
+        return run_on_device(args.out, args.draw)
     if args.evaluate:
-        return evaluate(args.evaluate)
+        return evaluate(args.evaluate, args.fit_on)
     parser.error("give --out (on the GPU) or --evaluate")
     return 2
 

@@ -99,3 +99,23 @@ def test_back_to_back_timing_divides_each_events_span_by_the_steps(monkeypatch):
     assert back_to_back_ms(call, steps=5, repeats=3, after_each=lambda: after.append(1)) == [2.0, 2.0, 2.0]
     assert len(after) == 3
     assert len(synced_ms(call, 4)) == 4
+
+
+def test_profiler_spans_of_record_function_ranges_are_not_work_items():
+    # Every training step with a torch.optim optimizer has the profiler's device-side span of
+    # "Optimizer.step#SGD.step" (a gpu_user_annotation); the H200 zoo run of 2026-11-30 counted it as a 53rd
+    # work item of optim_sgd, whose 52 kernels the profiler listed (validation/zoo_measured.json.gz).
+    from types import SimpleNamespace
+
+    from torch.autograd import DeviceType
+
+    from kernelcast.measure import MODULE_PREFIX, is_work_item
+
+    def event(name, device=DeviceType.CUDA, annotation=False):
+        return SimpleNamespace(name=name, device_type=device, is_user_annotation=annotation)
+
+    assert is_work_item(event("void at::native::vectorized_elementwise_kernel<4>"))
+    assert is_work_item(event("Memcpy HtoD (Pageable -> Device)"))
+    assert not is_work_item(event("Optimizer.step#SGD.step", annotation=True))
+    assert not is_work_item(event(MODULE_PREFIX + "Sequential.0"))
+    assert not is_work_item(event("aten::mm", device=DeviceType.CPU))

@@ -579,10 +579,36 @@ def bn_grid(results: list, quick: bool) -> None:
             _record_batch_norm(results, n, c, hw, cl, dtype, True, warm=not cl)
 
 
+# Weight normalization's fused CUDA kernels (aten/src/ATen/native/cuda/WeightNorm.cu), forward and backward: over
+# the first dim a block of 256 threads per row; over the last dim blocks of 16 x 64 threads, one per 16 columns,
+# each walking every row, so few columns leave most SMs idle (wav2vec2's positional conv, (768, 48, 128) fp32
+# normed over dim 2: 79 us forward on the H200 in the zoo, 8 blocks for 4.7 M elements).
+WEIGHT_NORM_FIRST = [(rows, row) for rows in (32, 256, 1024, 4096) for row in (64, 768, 4096, 49152)]
+WEIGHT_NORM_LAST = [(slower, cols) for slower in (64, 1024, 36864, 262144) for cols in (16, 128, 1024, 8192)]
+WEIGHT_NORM_MAX_ELEMENTS = 1 << 26
+
+
+def weight_norm_grid(results: list, quick: bool) -> None:
+    grid = [(0, shape) for shape in WEIGHT_NORM_FIRST] + [(1, shape) for shape in WEIGHT_NORM_LAST]
+    for (dim, (outer, inner)), dtype in itertools.product(grid[::3] if quick else grid,
+                                                          (torch.float32, torch.bfloat16, torch.float16)):
+        if outer * inner > WEIGHT_NORM_MAX_ELEMENTS:
+            continue
+        v = randn(outer, inner, dtype=dtype)
+        g = randn(outer, 1, dtype=dtype) if dim == 0 else randn(1, inner, dtype=dtype)
+        w, norms = torch._weight_norm_interface(v, g, dim)
+        grad = torch.randn_like(w)
+        base = {"shape": [outer, inner], "dim": dim, "dtype": str(dtype)[6:]}
+        record(results, "weight_norm", base, lambda: torch._weight_norm_interface(v, g, dim))
+        record(results, "weight_norm_backward", base,
+               lambda: aten._weight_norm_interface_backward(grad, v, g, norms, dim))
+
+
 SECTIONS = {"gemm": gemms, "conv": convs, "reduce": reductions, "attention": attention, "norms": norms_and_more,
             "elementwise": elementwise, "extras": extras, "extras2": extras2}
 # Not in the default run: by name (`kernelcast calibrate --sections reduce_grid`).
-EXTRA_SECTIONS = {"reduce_grid": reductions_grid, "row_grid": row_grid, "bn_grid": bn_grid}
+EXTRA_SECTIONS = {"reduce_grid": reductions_grid, "row_grid": row_grid, "bn_grid": bn_grid,
+                  "weight_norm_grid": weight_norm_grid}
 
 
 def run_all(quick: bool = False, sections: list[str] | None = None, log: Callable[[str], None] = print) -> list:

@@ -182,6 +182,10 @@ LOG_UNIFORM_MAX = 16384
 LOG_UNIFORM_ROUNDING = (64, 8, 1)
 LOG_UNIFORM_PLAN = {"float32": 130, "tf32": 70, "bfloat16": 130, "float16": 70}  # cases per layout
 LOG_UNIFORM_SEED = 20261201
+# A later draw of a drawn section (gemm_log_uniform_2, ...) seeds its generator this much further on: a sample the
+# classifiers fitted on the earlier draws have not seen, to hold out first and then to fit on.
+DRAW_SEED_STEP = 1000
+DRAWS = 3
 
 
 def _log_uniform_size(rng: random.Random) -> int:
@@ -190,10 +194,11 @@ def _log_uniform_size(rng: random.Random) -> int:
     return max(multiple, int(round(raw / multiple)) * multiple)
 
 
-def gemm_log_uniform_cases(pool: Pool, scale: float = 1.0) -> Iterator[Case]:
+def gemm_log_uniform_cases(pool: Pool, scale: float = 1.0, draw: int = 1) -> Iterator[Case]:
+    """GEMMs at log-uniform sizes (LOG_UNIFORM_PLAN); each `draw` is another sample from the same law."""
     import torch
 
-    rng = random.Random(LOG_UNIFORM_SEED)
+    rng = random.Random(LOG_UNIFORM_SEED + DRAW_SEED_STEP * (draw - 1))
     for dtype_name, count in LOG_UNIFORM_PLAN.items():
         dtype = torch.float32 if dtype_name == "tf32" else getattr(torch, dtype_name)
         itemsize = 4 if dtype_name in ("float32", "tf32") else 2
@@ -347,8 +352,9 @@ def _conv_lu_params(rng: random.Random) -> dict:
                     "groups": groups, "size": size, "dtype": dtype, "channels_last": channels_last}
 
 
-def conv_log_uniform_cases(device: str, scale: float = 1.0) -> Iterator[Case]:
-    rng = random.Random(CONV_LU_SEED)
+def conv_log_uniform_cases(device: str, scale: float = 1.0, draw: int = 1) -> Iterator[Case]:
+    """Convolutions drawn as _conv_lu_params draws them, each in its three passes; each `draw` is another sample."""
+    rng = random.Random(CONV_LU_SEED + DRAW_SEED_STEP * (draw - 1))
     for _ in range(max(1, int(CONV_LU_CASES * scale))):
         params = _conv_lu_params(rng)
         for pass_ in CONV_PASSES:
@@ -455,11 +461,19 @@ def _attention_call(p: dict, device: str) -> Callable[[], object]:
     return backward
 
 
+def drawn_section(name: str, draw: int) -> str:
+    """The sweep section of a drawn design's `draw`-th sample: the name itself for the first, name_2 and on after."""
+    return name if draw == 1 else f"{name}_{draw}"
+
+
 SECTIONS = {"gemm": lambda dev, scale: gemm_cases(Pool(dev), scale),
             "conv": conv_cases, "attention": attention_cases}
 # Not in the default design: run by name (scripts/probe_gemm_launches.py, scripts/probe_conv_launches.py).
-EXTRA_SECTIONS = {"gemm_log_uniform": lambda dev, scale: gemm_log_uniform_cases(Pool(dev), scale),
-                  "conv_log_uniform": conv_log_uniform_cases}
+EXTRA_SECTIONS = {
+    **{drawn_section("gemm_log_uniform", draw): (lambda dev, scale, draw=draw: gemm_log_uniform_cases(Pool(dev), scale, draw))
+       for draw in range(1, DRAWS + 1)},
+    **{drawn_section("conv_log_uniform", draw): (lambda dev, scale, draw=draw: conv_log_uniform_cases(dev, scale, draw))
+       for draw in range(1, DRAWS + 1)}}
 
 
 def sweep_cases(sections: list[str] | None = None, device: str = "cuda", scale: float = 1.0) -> list[Case]:

@@ -166,13 +166,21 @@ def _own_kernels(events) -> list:
     return own
 
 
+def is_work_item(event) -> bool:
+    """Whether a profiler event is GPU work (a kernel, memset or memcpy). The profiler also draws a device-side
+    span for every record_function range that launched work (gpu_user_annotation): our module ranges, and
+    torch.optim's "Optimizer.step#SGD.step", which every training step with an optimizer has. Those are not
+    work; counting them had put one work item too many in each such step (all 33 of the zoo's, 2026-11-30)."""
+    from torch.autograd import DeviceType
+
+    return (event.device_type == DeviceType.CUDA and not getattr(event, "is_user_annotation", False)
+            and not event.name.startswith(MODULE_PREFIX))
+
+
 def attribute(events, recorded_ops: set[str] | None = None) -> tuple[list[KernelTime], int]:
     """Each GPU work item -> (aten op, module). The op is the outermost aten op on the launch stack that a
     capture records (recorded_ops), or the innermost aten op when none is known."""
-    from torch.autograd import DeviceType
-
-    # GPU-side events, less the device spans the profiler draws for record_function ranges (our module ranges)
-    total = sum(1 for e in events if e.device_type == DeviceType.CUDA and not e.name.startswith(MODULE_PREFIX))
+    total = sum(1 for e in events if is_work_item(e))
     out: list[KernelTime] = []
     for event, kernels in _own_kernels(events):
         chain, module = [], ""
