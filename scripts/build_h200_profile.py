@@ -23,6 +23,12 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
 - h200_conv_log_uniform_raw.json.gz: 2700 convolution passes drawn across the shapes models use (groups 1-64,
   kernels up to 128 in 1-D, patch embeddings; scripts/probe_conv_launches.py), rows for the conv launch counts
   and their classifier only.
+- h200_weight_norm_grid_raw.json.gz: weight normalization's fused kernels, forward and backward, over the first
+  and the last dim, fp32 / bf16 / fp16 (`kernelcast calibrate --gpu h200 --out h200_weight_norm_grid.json --raw
+  h200_weight_norm_grid_raw.json.gz --sections weight_norm_grid`), which their block models are fitted on;
+- h200_gemm_log_uniform_2_raw.json.gz, h200_conv_log_uniform_2_raw.json.gz: a second draw of each (the probes
+  with --draw 2), held out against the classifiers fitted on the first (validation/*_launch_model_2.json),
+  then fitted on with them.
 - probes/rnn_time_fit.json: the cuDNN RNN time fit (scripts/fit_rnn_times.py from probes/probe_rnn.json, run
   on the H200 by scripts/probe_rnn.py), the profile's timings `rnn` section as it is.
 - compile/compile_measured.json.gz: compiled zoo steps (scripts/compile_measure.py), whose generated Triton
@@ -49,9 +55,11 @@ from kernelcast.calibrate.generated import generated_fits
 ROOT = Path(__file__).resolve().parent.parent
 RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.json.gz",
             "validation/h200_memory_grid_raw.json.gz", "validation/h200_row_grid_raw.json.gz",
-            "validation/h200_attention_backward_raw.json.gz", "validation/h200_bn_grid_raw.json.gz")
+            "validation/h200_attention_backward_raw.json.gz", "validation/h200_bn_grid_raw.json.gz",
+            "validation/h200_weight_norm_grid_raw.json.gz")
 # launch counts only (calibrate/profile.py says why)
-LAUNCH_RUNS = ("validation/h200_gemm_log_uniform_raw.json.gz", "validation/h200_conv_log_uniform_raw.json.gz")
+LAUNCH_RUNS = ("validation/h200_gemm_log_uniform_raw.json.gz", "validation/h200_conv_log_uniform_raw.json.gz",
+               "validation/h200_gemm_log_uniform_2_raw.json.gz", "validation/h200_conv_log_uniform_2_raw.json.gz")
 RNN_FIT = "validation/probes/rnn_time_fit.json"
 COMPILE_RUN = "validation/compile/compile_measured.json.gz"
 FOREACH_PROBE = "validation/probes/foreach_probe.json"

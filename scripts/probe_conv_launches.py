@@ -42,6 +42,55 @@ def _conv_rows(path: Path) -> list:
     return _conv_launch_rows(raw.get("sweep", ()), cases)
 
 
+SUM_SIZE = 40  # convolutions per simulated step
+SUM_DRAWS = 2000
+
+
+class ExpectedCount:
+    """A rule tried against the classifier's likeliest class: its expected count, the probability-weighted mean
+    of its classes' work items (a per-group loop's classes left out for ungrouped and depthwise passes),
+    rounded. LaunchTable.conv_items says why predictions keep the likeliest class."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def conv_items(self, key: tuple) -> int:
+        from kernelcast.costs.launch_table import conv_features, conv_label_items
+
+        probabilities = self.model.probabilities(conv_features(key))
+        if not 2 <= key[8] < key[3]:
+            probabilities = {label: p for label, p in probabilities.items() if label > 0}
+        total = sum(probabilities.values())
+        return max(1, round(sum(p * conv_label_items(int(label), key[8]) for label, p in probabilities.items())
+                            / total))
+
+
+def sum_errors(held: list, rules: dict, kinds: dict) -> dict:
+    """Per kind of convolution (a predicate on a row) and rule: |predicted - measured| / measured of the work
+    items summed over SUM_SIZE random held-out passes (a step's convolutions), median and 90th percentile over
+    SUM_DRAWS draws; printed and returned."""
+    import random
+    import statistics
+
+    result = {}
+    for kind, keep in kinds.items():
+        rows = [r for r in held if keep(r)]
+        if len(rows) < SUM_SIZE:
+            continue
+        answers = {name: [table.conv_items(tuple(r[:12])) or 1 for r in rows] for name, table in rules.items()}
+        rng = random.Random(0)
+        draws = [rng.sample(range(len(rows)), SUM_SIZE) for _ in range(SUM_DRAWS)]
+        result[kind] = {}
+        for name, predicted in answers.items():
+            errors = sorted(abs(sum(predicted[i] for i in d) - sum(rows[i][12] for i in d))
+                            / sum(rows[i][12] for i in d) for d in draws)
+            result[kind][name] = {"median": round(statistics.median(errors), 4),
+                                  "p90": round(errors[int(0.9 * len(errors))], 4)}
+            print(f"sums over {SUM_SIZE} {kind} passes, {name}: median {errors[len(errors) // 2]:.1%}, "
+                  f"90th percentile {errors[int(0.9 * len(errors))]:.1%}")
+    return result
+
+
 def evaluate(path: str, fit_on: list[str] = ()) -> int:
     from kernelcast.calibrate import launch_model
     from kernelcast.costs.launch_table import LaunchTable, TreeClassifier
@@ -49,15 +98,18 @@ def evaluate(path: str, fit_on: list[str] = ()) -> int:
     base = [row for p in [*(ROOT / b for b in BASE_RUNS), *map(Path, fit_on)] for row in _conv_rows(p)]
     held = _conv_rows(Path(path))
     section = launch_model.fit_conv_model(base)
+    model = TreeClassifier.from_dict(section["classifier"])
     rules = {"nearest row": LaunchTable((), tuple(map(tuple, base))),
-             "classifier": LaunchTable((), tuple(map(tuple, base)),
-                                       conv_model=TreeClassifier.from_dict(section["classifier"]))}
+             "classifier": LaunchTable((), tuple(map(tuple, base)), conv_model=model),
+             "expected count": ExpectedCount(model)}
     print(f"fitted on {len(base)} convolutions of the designed sweep{' and earlier draws' if fit_on else ''}; "
           f"held out: {len(held)} drawn ones")
     result = {"base_rows": len(base), "held_out_rows": len(held),
               "by_pass_dtype": rule_errors(held, lambda r: f"{r[0]} {r[1]}", rules,
                                            lambda table, r: table.conv_items(tuple(r[:12])), lambda r: r[12],
                                            "pass dtype", 26)}
+    result["sums"] = sum_errors(held, rules, {"dense": lambda r: r[8] == 1, "depthwise": lambda r: r[8] == r[3],
+                                              "all": lambda r: True})
     both = launch_model.fit_conv_model(base + held)
     result["ten_fold_all_rows"] = both["held_out"]
     print("10-fold over both sets:", both["held_out"])

@@ -919,13 +919,59 @@ def kernel_models_section(launch: dict | None, shapes: dict | None) -> list[str]
 
 def _launch_rule_rows(groups: dict) -> list[str]:
     """Table rows of a launch probe's evaluation: per group, each rule's share wrong and items off."""
-    return [f"| {name} | {d['rows']} | {d['nearest row']['wrong'] / d['rows']:.1%} / "
-            f"{d['nearest row']['items_off']:.1%} | {d['classifier']['wrong'] / d['rows']:.1%} / "
-            f"{d['classifier']['items_off']:.1%} |" for name, d in groups.items()]
+    return [f"| {name} | {d['rows']} | " + " | ".join(f"{d[rule]['wrong'] / d['rows']:.1%} / {d[rule]['items_off']:.1%}"
+                                                      for rule in _rules(groups)) + " |" for name, d in groups.items()]
+
+
+def _rules(groups: dict) -> list[str]:
+    return [k for k in next(iter(groups.values())) if k != "rows"]
+
+
+def _launch_rule_header(what: str, groups: dict) -> list[str]:
+    rules = _rules(groups)
+    return ["| " + what + " | " + " | ".join(f"{r}: wrong / items off" for r in rules) + " |",
+            "|---|---:|" + "---|" * len(rules)]
+
+
+def _sum_lines(sums: dict) -> list[str]:
+    """A step's count is a sum over its convolutions: the evaluation's errors of sums over random passes."""
+    if not sums:
+        return []
+    kinds = list(sums)
+    rules = list(sums[kinds[0]])
+    return ["", "Summed over 40 random held-out passes of a kind (a step's convolutions; 2000 draws), "
+            "|predicted - measured| / measured, median / 90th percentile:", "",
+            "| passes | " + " | ".join(rules) + " |", "|---|" + "---|" * len(rules),
+            *(f"| {kind} | " + " | ".join(f"{sums[kind][r]['median']:.1%} / {sums[kind][r]['p90']:.1%}" for r in rules)
+              + " |" for kind in kinds)]
+
+
+def later_draw_section(folder: Path) -> list[str]:
+    """The launch classifiers held out on a second draw, fitted on the designed sweep and the first draw."""
+    lines = []
+    for what, name, group_key in (("GEMMs", "gemm", "by_dtype"), ("convolution passes", "conv", "by_pass_dtype")):
+        path = folder / f"{name}_launch_model_2.json"
+        if not path.exists():
+            continue
+        d = json.loads(path.read_text())
+        groups = d[group_key]
+        lines += ["", f"A second draw of {d['held_out_rows']} {what} (the probe with `--draw 2` on the H200), held "
+                  f"out from classifiers fitted on the designed sweep and the first draw ({d['base_rows']} rows); "
+                  "\"expected count\" is the conv classifier's probability-weighted count, tried against its "
+                  "likeliest class, which predictions keep (costs/launch_table.py, LaunchTable.conv_items says "
+                  "why):" if name == "conv" else
+                  f"A second draw of {d['held_out_rows']} {what} (the probe with `--draw 2` on the H200), held out "
+                  f"from classifiers fitted on the designed sweep and the first draw ({d['base_rows']} rows):",
+                  "", "```", d["command"], "```", ""]
+        lines += _launch_rule_header("dtype | GEMMs" if name == "gemm" else "pass, dtype | passes", groups)
+        lines += _launch_rule_rows(groups) + _sum_lines(d.get("sums", {}))
+        if d.get("ten_fold_all_rows"):
+            lines += _ten_fold_lines(d["ten_fold_all_rows"], what)
+    return lines
 
 
 def _ten_fold_lines(ten: dict, what: str) -> list[str]:
-    return ["", f"10 folds over all {ten['rows']} {what} (the profile's model is fitted on all of them): "
+    return ["", f"10 folds over all {ten['rows']} {what} of the fit and the held-out draw together: "
             f"classifier {ten['wrong_classifier'] / ten['rows']:.1%} wrong, nearest row "
             f"{ten['wrong_nearest_row'] / ten['rows']:.1%}."]
 
@@ -939,9 +985,9 @@ def conv_launch_section(launch: dict) -> list[str]:
              "H200 (`PYTHONPATH=src python3 scripts/probe_conv_launches.py --out ...` there). The designed sweep "
              "has groups of 32 only, so the drawn set (groups 2-64, kernels to 128, patch embeddings) is far "
              "from it: both rules miss about half of it.", "", "```", launch["command"], "```", "",
-             "| pass, dtype | passes | nearest row: wrong / items off | classifier: wrong / items off |",
-             "|---|---:|---|---|"]
-    return lines + _launch_rule_rows(launch["by_pass_dtype"]) + _ten_fold_lines(launch["ten_fold_all_rows"], "passes")
+             *_launch_rule_header("pass, dtype | passes", launch["by_pass_dtype"])]
+    return (lines + _launch_rule_rows(launch["by_pass_dtype"]) + _sum_lines(launch.get("sums", {}))
+            + _ten_fold_lines(launch["ten_fold_all_rows"], "passes"))
 
 
 def norm_blocks_section(timings: dict) -> list[str]:
@@ -1003,6 +1049,7 @@ def write_report(folder: str, out: str) -> None:
                                        json.loads(shape_eval.read_text()) if shape_eval.exists() else None)
     if (folder / "conv_launch_model.json").exists():
         lines += conv_launch_section(json.loads((folder / "conv_launch_model.json").read_text()))
+    lines += later_draw_section(folder)
     profile = folder.parent / "src/kernelcast/profiles/h200.json"
     if profile.exists():
         lines += norm_blocks_section(json.loads(profile.read_text())["timings"])

@@ -69,3 +69,35 @@ def test_an_input_still_in_l2_runs_at_the_l2_resident_fit():
     warm = batch_norm_blocks_us(fit, 16, 32, 112 * 112, 2, 132, l2_warm=1.0)
     assert 280 < cold < 400 and 140 < warm < 220
     assert batch_norm_blocks_us(fit, 16, 32, 112 * 112, 2, 132, l2_warm=0.5) == pytest.approx((cold + warm) / 2)
+
+
+def _weight_norm_ops(shape, dim, dtype="float32"):
+    v = contiguous(shape, dtype)
+    g_shape = [shape[0]] + [1] * (len(shape) - 1) if dim == 0 else [1] * (len(shape) - 1) + [shape[-1]]
+    g, norms = contiguous(g_shape, dtype), contiguous(g_shape, "float32")
+    forward = op("aten._weight_norm_interface.default", {"v": v, "g": g, "dim": dim}, [v, norms])
+    backward = op("aten._weight_norm_interface_backward.default",
+                  {"grad_w": v, "saved_v": v, "saved_g": g, "saved_norms": norms, "dim": dim}, [v, g])
+    return forward, backward
+
+
+def test_weight_norm_runs_one_kernel_each_way_keyed_by_its_blocks():
+    # H200, zoo wav2vec2_train (torch 2.11): the positional conv's weight (768, 48, 128) normed over dim 2 ran
+    # weight_norm_fwd_last_dim_kernel once forward and weight_norm_bwd_last_dim_kernel once backward.
+    forward, backward = _weight_norm_ops((768, 48, 128), 2)
+    for record, kind in ((forward, "weight_norm_columns"), (backward, "weight_norm_columns_backward")):
+        cost = cost_of(record)
+        assert cost.kernels == 1 and cost.kind == kind
+        # WeightNorm.cu: a block of 16 x 64 threads per 16 columns, walking all 768 x 48 rows
+        assert cost.key == ("blocks", 8, 1, 768 * 48 * 16, 4)
+    rows = cost_of(_weight_norm_ops((512, 256, 7), 0, "bfloat16")[0])
+    assert rows.kind == "weight_norm_rows" and rows.key == ("blocks", 512, 1, 256 * 7, 2)
+
+
+def test_few_weight_norm_blocks_take_as_long_as_their_walk():
+    # H200 (validation/h200_weight_norm_grid_raw.json.gz): (36864, 128) fp32 over the last dim, 8 blocks,
+    # 335 us forward for 38 MB, where the bytes at the norm curve's rate would take ~15 us.
+    gpu = get_gpu("h200")
+    model = CalibratedModel(gpu, CaptureSettings(), load_profile("h200").data, gpu)
+    forward, _ = _weight_norm_ops((36864, 128), 1)
+    assert model.estimate(cost_of(forward)).time_us == pytest.approx(335.3, rel=0.2)

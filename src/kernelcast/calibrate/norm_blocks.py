@@ -27,8 +27,10 @@ from __future__ import annotations
 import math
 import statistics
 
+from kernelcast.costs import DEFAULT_CONTEXT, cost_of
 from kernelcast.predict.calibrated import BATCH_NORM_CORRECTION_FEATURES, batch_norm_blocks_us as predict_us
 from kernelcast.predict.calibrated import batch_norm_correction_features, batch_norm_prior_us
+from kernelcast.records import OpRecord
 
 from .time_model import _regressor, export_regressor, relative_least_squares
 
@@ -69,6 +71,34 @@ def block_points(cases: list[dict], pass_: str = "backward",
         if blocks is not None:
             points.append((*blocks, case["device_us"]))
     return points
+
+
+# Weight normalization's fused kernels walk a row (or 16 columns) per block the same way (costs/norms.py,
+# weight_norm_blocks); each kind is fitted by the same model on calibrate's weight_norm_grid cases, with the
+# block count as C, N = 1 and the elements a block walks as H*W.
+WEIGHT_NORM_CASE_KINDS = ("weight_norm", "weight_norm_backward")  # microbench.weight_norm_grid
+WEIGHT_NORM_KINDS = ("weight_norm_rows", "weight_norm_rows_backward", "weight_norm_columns",
+                     "weight_norm_columns_backward")
+
+
+def cost_block_points(cases: list[dict], kind: str) -> list[tuple[int, int, int, int, float]]:
+    """(blocks, N, elements per block, item size, device µs) of each weight-norm case whose op costs.norms prices
+    as `kind` (its cost key: ("blocks", blocks, N, elements per block, item size))."""
+    points = []
+    for case in cases:
+        if case.get("kind") not in WEIGHT_NORM_CASE_KINDS or "error" in case:
+            continue
+        costs = [cost_of(OpRecord.from_json(o), DEFAULT_CONTEXT) for o in case.get("ops", ())]
+        keys = [c.key for c in costs if c is not None and c.kind == kind and c.key[:1] == ("blocks",)]
+        if len(keys) == 1:
+            points.append((*keys[0][1:], case["device_us"]))
+    return points
+
+
+def fit_cost_blocks(cases: list[dict], sm_count: int) -> dict[str, dict]:
+    """{kind: fit} for each weight-norm kind the run measured (the profile's `timings.<kind>_blocks`)."""
+    fits = {kind: fit_points(cost_block_points(cases, kind), sm_count) for kind in WEIGHT_NORM_KINDS}
+    return {kind: fit for kind, fit in fits.items() if fit}
 
 
 def _least_squares(points: list, concurrent: int) -> tuple[float, dict]:
@@ -133,10 +163,12 @@ def fit_points(points: list, sm_count: int) -> dict | None:
     for train, test in KFold(FOLDS, shuffle=True, random_state=0).split(x):
         held[test] = _regressor().fit(x[train], y[train]).predict(x[test])
     held_errors = [abs(math.exp(h - t) - 1) for h, t in zip(held, y)]  # predicted / measured - 1
-    section["correction"] = export_regressor(_regressor().fit(x, y), BATCH_NORM_CORRECTION_FEATURES).to_dict()
     section["held_out"] = {"folds": FOLDS, "prior_median_error": section["prior_median_error"],
                            "median_error": round(statistics.median(held_errors), 4),
                            "p90_error": round(sorted(held_errors)[int(0.9 * len(held_errors))], 4)}
+    if section["held_out"]["median_error"] >= section["prior_median_error"]:
+        return section  # the correction does not hold out better than the prior: the prior alone
+    section["correction"] = export_regressor(_regressor().fit(x, y), BATCH_NORM_CORRECTION_FEATURES).to_dict()
     check = [abs(predict_us(section, c, n, hw, s, sm_count) / t - 1) for c, n, hw, s, t in points]
     section["fitted_median_error"] = round(statistics.median(check), 4)
     return section

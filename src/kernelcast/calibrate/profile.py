@@ -12,6 +12,7 @@ from collections import defaultdict
 
 from kernelcast.costs import DEFAULT_CONTEXT, Cost, cost_of
 from kernelcast.devices import get_gpu
+from kernelcast.predict.calibrated import BATCH_NORM_BLOCK_SECTIONS
 from kernelcast.profiles import PROFILE_FORMAT
 from kernelcast.records import OpRecord
 from . import norm_blocks, unit_rates
@@ -218,6 +219,8 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
         blocks = norm_blocks.fit(measured, get_gpu(gpu).sm_count, pass_)
         if blocks:  # NCHW batch norm in training: one block per channel (calibrate/norm_blocks.py)
             profile["timings"][section] = blocks
+    for kind, blocks in norm_blocks.fit_cost_blocks(measured, get_gpu(gpu).sm_count).items():
+        profile["timings"][BATCH_NORM_BLOCK_SECTIONS[kind]] = blocks  # weight norm: a block per row or 16 columns
     fitted = _fitted_time_models(profile, gpu)
     if fitted:  # the tree regressors of the kernel-time corrections (calibrate/time_model.py)
         profile["timings"]["fitted"] = fitted

@@ -221,3 +221,47 @@ def native_group_norm_backward(op: OpRecord, ctx: CostContext) -> Cost:
         return base
     kernels = group_norm_backward_kernels(hxw, _tensor(op, "weight") is not None, _output_mask(op, 3))
     return dataclasses.replace(base, kernels=kernels)
+
+
+# Weight normalization's fused kernels (aten/src/ATen/native/cuda/WeightNorm.cu, torch 2.11), one each way; the
+# composite torch._weight_norm calls them for a norm over the first or the last dim. Over the first dim
+# (weight_norm_{fwd,bwd}_first_dim_kernel): a block of 256 threads per row, v.size(0) blocks, each walking its
+# row. Over the last dim (*_last_dim_kernel): blocks of TILE_W x TILE_H = 16 x 64 threads, one per 16 columns,
+# each walking every row. Their time follows the elements a block walks and how many blocks run at once
+# (calibrate/norm_blocks.py fits it from calibrate's weight_norm_grid), not the bytes: on the H200 a (36864, 128)
+# fp32 forward over the last dim (8 blocks) took 335 us for 38 MB.
+WEIGHT_NORM_TILE_COLUMNS = 16
+WEIGHT_NORM_FLOPS_PER_ELEMENT = 4.0  # square and sum; scale by g / norm
+WEIGHT_NORM_BACKWARD_FLOPS_PER_ELEMENT = 6.0
+
+
+def weight_norm_blocks(v: TensorMeta, dim: int) -> tuple[str, int, int]:
+    """("rows" or "columns", thread blocks, elements each block walks) of the fused weight-norm kernels for v
+    normed over every dim but `dim` (0: a block per row of v.size(0); the last: a block per 16 columns)."""
+    numel = max(math.prod(v.shape), 1)
+    if len(v.shape) > 1 and dim in (len(v.shape) - 1, -1):
+        columns = v.shape[-1]
+        blocks = max(math.ceil(columns / WEIGHT_NORM_TILE_COLUMNS), 1)
+        return "columns", blocks, numel // max(columns, 1) * min(columns, WEIGHT_NORM_TILE_COLUMNS)
+    rows = v.shape[0] if v.shape else 1
+    return "rows", max(rows, 1), numel // max(rows, 1)
+
+
+def _weight_norm(op: OpRecord, v: TensorMeta, backward: bool) -> Cost:
+    dim = op.args.get("dim", 0)
+    layout, blocks, per_block = weight_norm_blocks(v, dim if isinstance(dim, int) else 0)
+    kind = f"weight_norm_{layout}" + ("_backward" if backward else "")
+    base = memory_op(op, WEIGHT_NORM_BACKWARD_FLOPS_PER_ELEMENT if backward else WEIGHT_NORM_FLOPS_PER_ELEMENT,
+                     kind=kind)
+    # keyed as batch norm's block-per-channel kernels are: ("blocks", blocks, 1, elements per block, item size)
+    return dataclasses.replace(base, key=("blocks", blocks, 1, per_block, v.itemsize))
+
+
+@register("aten._weight_norm_interface")
+def weight_norm_interface(op: OpRecord, ctx: CostContext) -> Cost:
+    return _weight_norm(op, _tensor(op, "v") or op.tensors_in()[0], backward=False)
+
+
+@register("aten._weight_norm_interface_backward")
+def weight_norm_interface_backward(op: OpRecord, ctx: CostContext) -> Cost:
+    return _weight_norm(op, _tensor(op, "saved_v") or op.tensors_in()[1], backward=True)

@@ -12,6 +12,7 @@ the score, a classifier the class of the largest score.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 LEAF = -1  # the feature index that marks a leaf
@@ -50,15 +51,31 @@ class TreeClassifier:
     baseline: tuple[float, ...]
     trees: tuple[tuple[Tree, ...], ...]  # per boosting iteration, one tree per class
 
-    def predict(self, x: list[float]) -> int:
-        """The class of one feature vector (len(x) == len(features))."""
+    def _scores(self, x: list[float]) -> list[float]:
         scores = list(self.baseline)
         for per_class in self.trees:
             for i, tree in enumerate(per_class):
                 scores[i] += tree.value_at(x)
+        return scores
+
+    def predict(self, x: list[float]) -> int:
+        """The class of one feature vector (len(x) == len(features))."""
+        scores = self._scores(x)
         if len(scores) == 1:
             return self.classes[1] if scores[0] > 0 else self.classes[0]
         return self.classes[max(range(len(scores)), key=scores.__getitem__)]
+
+    def probabilities(self, x: list[float]) -> dict[int, float]:
+        """{class: probability} of one feature vector: the softmax of the scores (the logistic of the one score
+        with two classes), as scikit-learn's predict_proba gives them."""
+        scores = self._scores(x)
+        if len(scores) == 1:
+            p = 1.0 / (1.0 + math.exp(-scores[0]))
+            return {self.classes[0]: 1.0 - p, self.classes[1]: p}
+        top = max(scores)
+        weights = [math.exp(s - top) for s in scores]
+        total = sum(weights)
+        return {c: w / total for c, w in zip(self.classes, weights)}
 
     def to_dict(self) -> dict:
         return {"features": list(self.features), "classes": list(self.classes), "baseline": list(self.baseline),

@@ -187,7 +187,11 @@ def _attention_point(key: tuple) -> tuple[tuple, tuple]:
 # costs/indexing.py ATOMICS_KEY)
 UNIT_KEYS = (("rows",), ("atomics",))
 # cost kind -> the profile's timings section of its per-channel block fit
-BATCH_NORM_BLOCK_SECTIONS = {"batch_norm": "batch_norm_blocks", "batch_norm_backward": "batch_norm_backward_blocks"}
+# Kernels whose time follows a block's serial walk and how many blocks run at once (calibrate/norm_blocks.py),
+# keyed ("blocks", blocks, N, elements per block along N, item size): the profile section fitted for each kind.
+BLOCK_KINDS = ("batch_norm", "batch_norm_backward", "weight_norm_rows", "weight_norm_rows_backward",
+               "weight_norm_columns", "weight_norm_columns_backward")
+BATCH_NORM_BLOCK_SECTIONS = {kind: f"{kind}_blocks" for kind in BLOCK_KINDS}
 BATCH_NORM_CORRECTION_FEATURES = ("log2 C", "log2 N", "log2 H*W", "2-byte elements", "log2 C / concurrent blocks")
 _BN_CORRECTIONS: dict[int, tuple[dict, TreeRegressor]] = {}  # parsed once per profile section
 
@@ -323,6 +327,9 @@ MEMORY_FALLBACK = {
     "cudnn_batch_norm": ("batch_norm",), "cudnn_batch_norm_channels_last": ("cudnn_batch_norm", "batch_norm_channels_last"),
     "cudnn_batch_norm_backward": ("batch_norm_backward",),
     "cudnn_batch_norm_backward_channels_last": ("cudnn_batch_norm_backward", "batch_norm_backward_channels_last"), "group_norm": ("norm",), "group_norm_backward": ("norm_backward",),
+    # without their block fit (a profile calibrated before weight_norm_grid): a norm's rows
+    "weight_norm_rows": ("norm",), "weight_norm_columns": ("norm",),
+    "weight_norm_rows_backward": ("norm_backward",), "weight_norm_columns_backward": ("norm_backward",),
 }
 
 
@@ -601,7 +608,7 @@ class CalibratedModel:
             _, channels, n, hw, itemsize = cost.key
             time_us = batch_norm_blocks_us(self.profile["timings"][BATCH_NORM_BLOCK_SECTIONS[cost.kind]], channels,
                                            n, hw, itemsize, self.gpu.sm_count, l2_warm)
-            source, uncertainty = "fitted (a block per channel)", MEMORY_CURVE_UNCERTAINTY
+            source, uncertainty = "fitted (blocks walking rows or channels)", MEMORY_CURVE_UNCERTAINTY
         elif cost.key[:1] in UNIT_KEYS and "unit_rates" in self.profile["timings"]:
             time_us = self._unit_rate_time_us(cost)
         elif cost.kind in self.profile["timings"].get("generated", {}):
