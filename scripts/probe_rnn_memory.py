@@ -59,6 +59,7 @@ def measure(c: dict) -> dict:
     dtype = getattr(torch, c["dtype"])
     rnn = MODES[c["mode"]](c["input"], c["hidden"], num_layers=c["layers"], bidirectional=c["bidirectional"],
                            dropout=c["dropout"], batch_first=True).cuda().to(dtype)
+    rnn.flatten_parameters()  # .to(dtype) left the weights in separate storages: cuDNN would copy them each call
     rnn.train(c["train"])
     x = torch.randn(c["batch"], c["steps"], c["input"], device="cuda", dtype=dtype, requires_grad=c["train"])
     lengths = torch.linspace(c["steps"], max(c["steps"] // 4, 1), c["batch"]).long()

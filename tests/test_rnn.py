@@ -351,3 +351,18 @@ def test_a_cudnn_rnn_call_is_priced_part_by_part():
                               {**profile, "timings": {k: v for k, v in profile["timings"].items() if k != "rnn"}},
                               get_gpu("h200"))
     assert without.estimate(cost).source == "datasheet"  # a profile without an `rnn` fit: the roofline, said so
+
+
+def test_training_keeps_cudnns_reserve_space_and_each_call_takes_a_workspace():
+    # H200, cuDNN 9.19 (validation/probes/probe_rnn_memory.json): nn.LSTM(256, 512, num_layers=2) on a (32, 128)
+    # batch in training kept a reserve of 92274944 bytes from forward to backward, and each call took a
+    # workspace of 78905856 bytes, freed as it returned; torch's meta kernel gives the reserve 0 bytes.
+    from kernelcast.predict.memory import INTERNAL_TEMPORARIES
+
+    cap = capture_workload(_lstm_train_build, "h200")
+    rnn = next(o for o in cap.ops if o.op == "aten._cudnn_rnn.default")
+    assert rnn.outputs[3].shape == (92274944,) and rnn.outputs[3].dtype == "uint8"
+    backward = next(o for o in cap.ops if o.op == "aten._cudnn_rnn_backward.default")
+    for record in (rnn, backward):
+        (workspace,) = INTERNAL_TEMPORARIES["_cudnn_rnn" if record is rnn else "_cudnn_rnn_backward"](record)
+        assert workspace == pytest.approx(78905856, rel=0.25)  # the fit's 10-fold median error

@@ -252,17 +252,55 @@ def _cpu_tensor(values: list[int]) -> torch.Tensor:
 # -- fake kernels for the length of a capture ------------------------------------------------------------
 
 
+# cuDNN's reserve space in training (cudnnGetRNNTempSpaceSizes; _cudnn_rnn returns it and autograd keeps it for
+# the backward): (factor x layers - 1) x directions x rows x hidden x item size + 256 bytes, rows the time steps
+# times the batch (a packed input: the sum of its batch sizes). Torch's meta kernel gives it 0 bytes. Measured on
+# the H200 (cuDNN 9.19, scripts/probe_rnn_memory.py; scripts/fit_rnn_memory.py checks it): exact on 102 of 108
+# training configurations (12 of them packed); 6 bf16 ones with batches of 1-8 or 8 time steps had reserves
+# 20-630% larger than it.
+RESERVE_FACTOR = {0: 2, 1: 2, 2: 6, 3: 7}  # per layer, by cudnnRNNMode_t (RNN_RELU, RNN_TANH, LSTM, GRU)
+RESERVE_EXTRA_BYTES = 256
+
+
+def cudnn_rnn_rows(input_shape: tuple, batch_first: bool, batch_sizes) -> tuple[int, int, int]:
+    """(time steps, batch, rows = steps x batch) of a _cudnn_rnn input; packed: rows is the sum of its batch
+    sizes, the batch the first of them."""
+    if batch_sizes:
+        return len(batch_sizes), int(batch_sizes[0]), int(sum(batch_sizes))
+    if len(input_shape) == 2:  # unbatched
+        return input_shape[0], 1, input_shape[0]
+    steps, batch = (input_shape[1], input_shape[0]) if batch_first else (input_shape[0], input_shape[1])
+    return steps, batch, steps * batch
+
+
+def cudnn_rnn_reserve_bytes(mode: int, hidden: int, layers: int, bidirectional: bool, rows: int,
+                            itemsize: int) -> int:
+    """Bytes of cuDNN's training reserve space (RESERVE_FACTOR's rule)."""
+    directions = 2 if bidirectional else 1
+    factor = RESERVE_FACTOR.get(mode, RESERVE_FACTOR[2])
+    return (factor * layers - 1) * directions * rows * hidden * itemsize + RESERVE_EXTRA_BYTES
+
+
 def cudnn_rnn_with_cuda_layout(func, args, kwargs):
     """The recorder's handler for `_cudnn_rnn`: torch's meta kernel returns a batch-first output contiguous,
     where CUDA writes it time-major and returns it transposed (`output.transpose_(0, 1)`), which decides
-    whether later ops copy it (a linear on it takes matmul's reshape copy, not addmm)."""
+    whether later ops copy it (a linear on it takes matmul's reshape copy, not addmm); and an empty reserve,
+    where CUDA's training call returns cuDNN's reserve space (cudnn_rnn_reserve_bytes), which autograd keeps
+    until the backward has run."""
     out = func(*args, **kwargs)
-    batch_first, batch_sizes = args[10], args[14]
+    # _cudnn_rnn(input, weight, weight_stride0, weight_buf, hx, cx, mode, hidden_size, proj_size, num_layers,
+    #            batch_first, dropout, train, bidirectional, batch_sizes, dropout_state)
+    mode, hidden, _, layers, batch_first, _, train, bidirectional, batch_sizes = args[6:15]
     output = out[0]
     if batch_first and not batch_sizes and output.dim() == 3:
         b, t, f = output.shape
         output = torch.empty_strided((b, t, f), (f, b * f, 1), dtype=output.dtype, device=output.device)
         out = (output, *out[1:])
+    if train:
+        rows = cudnn_rnn_rows(tuple(args[0].shape), batch_first, batch_sizes)[2]
+        reserve = out[3].new_empty((cudnn_rnn_reserve_bytes(mode, hidden, layers, bidirectional, rows,
+                                                            args[0].element_size()),), dtype=torch.uint8)
+        out = (*out[:3], reserve, *out[4:])
     return out, None
 
 
