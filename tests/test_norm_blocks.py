@@ -101,3 +101,19 @@ def test_few_weight_norm_blocks_take_as_long_as_their_walk():
     model = CalibratedModel(gpu, CaptureSettings(), load_profile("h200").data, gpu)
     forward, _ = _weight_norm_ops((36864, 128), 1)
     assert model.estimate(cost_of(forward)).time_us == pytest.approx(335.3, rel=0.2)
+
+
+def test_a_small_sort_and_topk_take_as_long_as_their_slices_blocks():
+    # H200, zoo mixtral_forward (torch 2.11): sorting one slice of 2048 int64 expert ids ran radixSortKVInPlace
+    # (28.8 us) with a copy, an arange and two memcpys: 32.2 us for 33 KB; the large-sort curve gave ~5 us.
+    gpu = get_gpu("h200")
+    model = CalibratedModel(gpu, CaptureSettings(), load_profile("h200").data, gpu)
+    ids = contiguous((2048,), "int64")
+    sort = cost_of(op("aten.sort.default", {"self": ids, "dim": -1}, [ids, ids]))
+    assert sort.kind == "sort_slices" and sort.key == ("blocks", 1, 1, 2048, 8)
+    assert model.estimate(sort).time_us == pytest.approx(32.2, rel=0.25)
+    # validation/h200_sort_grid_raw.json.gz: topk(k=2) over 4096 slices of 8 int64 took 26.0 us
+    x, values = contiguous((4096, 8), "int64"), contiguous((4096, 2), "int64")
+    topk = cost_of(op("aten.topk.default", {"self": x, "k": 2, "dim": -1}, [values, values]))
+    assert topk.kind == "topk_slices" and topk.key == ("blocks", 4096, 1, 8, 8)
+    assert model.estimate(topk).time_us == pytest.approx(26.0, rel=0.25)

@@ -604,11 +604,33 @@ def weight_norm_grid(results: list, quick: bool) -> None:
                lambda: aten._weight_norm_interface_backward(grad, v, g, norms, dim))
 
 
+# torch.sort and torch.topk over slices of up to 4096 elements: one thread block per slice (the in-place sort,
+# the single-block gatherTopK), so their time follows the slice and the slices in flight, not the bytes (zoo
+# mixtral_forward: sorting 2048 int64 expert ids took 29 us, 33 KB; the large-sort curve gave ~5 us).
+SORT_GRID_LENGTHS = (8, 64, 512, 2048, 4096)
+SORT_GRID_SLICES = (1, 16, 256, 4096, 65536)
+SORT_GRID_MAX_ELEMENTS = 1 << 24
+
+
+def sort_grid(results: list, quick: bool) -> None:
+    for n, slices, dtype in itertools.product(SORT_GRID_LENGTHS, SORT_GRID_SLICES[::2] if quick else SORT_GRID_SLICES,
+                                              (torch.float32, torch.int64, torch.bfloat16)):
+        if n * slices > SORT_GRID_MAX_ELEMENTS:
+            continue
+        x = (torch.randint(0, 1 << 30, (slices, n), device=DEV) if dtype == torch.int64
+             else randn(slices, n, dtype=dtype))
+        base = {"slices": slices, "length": n, "dtype": str(dtype)[6:]}
+        record(results, "sort_slices", base, lambda: torch.sort(x, dim=-1))
+        for k in (1, 2, 8):
+            if k <= n:
+                record(results, "topk_slices", {**base, "k": k}, lambda: torch.topk(x, k, dim=-1))
+
+
 SECTIONS = {"gemm": gemms, "conv": convs, "reduce": reductions, "attention": attention, "norms": norms_and_more,
             "elementwise": elementwise, "extras": extras, "extras2": extras2}
 # Not in the default run: by name (`kernelcast calibrate --sections reduce_grid`).
 EXTRA_SECTIONS = {"reduce_grid": reductions_grid, "row_grid": row_grid, "bn_grid": bn_grid,
-                  "weight_norm_grid": weight_norm_grid}
+                  "weight_norm_grid": weight_norm_grid, "sort_grid": sort_grid}
 
 
 def run_all(quick: bool = False, sections: list[str] | None = None, log: Callable[[str], None] = print) -> list:

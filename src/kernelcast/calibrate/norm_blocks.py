@@ -76,17 +76,20 @@ def block_points(cases: list[dict], pass_: str = "backward",
 # Weight normalization's fused kernels walk a row (or 16 columns) per block the same way (costs/norms.py,
 # weight_norm_blocks); each kind is fitted by the same model on calibrate's weight_norm_grid cases, with the
 # block count as C, N = 1 and the elements a block walks as H*W.
-WEIGHT_NORM_CASE_KINDS = ("weight_norm", "weight_norm_backward")  # microbench.weight_norm_grid
-WEIGHT_NORM_KINDS = ("weight_norm_rows", "weight_norm_rows_backward", "weight_norm_columns",
-                     "weight_norm_columns_backward")
+# The small in-place sort and top-k's single-block select also run a block per slice (costs/data_dependent.py,
+# costs/scans.py), fitted the same way on calibrate's sort_grid cases.
+BLOCK_CASE_KINDS = ("weight_norm", "weight_norm_backward",  # microbench.weight_norm_grid
+                    "sort_slices", "topk_slices")  # microbench.sort_grid
+BLOCK_FIT_KINDS = ("weight_norm_rows", "weight_norm_rows_backward", "weight_norm_columns",
+                   "weight_norm_columns_backward", "sort_slices", "topk_slices")
 
 
 def cost_block_points(cases: list[dict], kind: str) -> list[tuple[int, int, int, int, float]]:
-    """(blocks, N, elements per block, item size, device µs) of each weight-norm case whose op costs.norms prices
-    as `kind` (its cost key: ("blocks", blocks, N, elements per block, item size))."""
+    """(blocks, N, elements per block, item size, device µs) of each block case (BLOCK_CASE_KINDS) whose op the
+    cost registry prices as `kind` (its cost key: ("blocks", blocks, N, elements per block, item size))."""
     points = []
     for case in cases:
-        if case.get("kind") not in WEIGHT_NORM_CASE_KINDS or "error" in case:
+        if case.get("kind") not in BLOCK_CASE_KINDS or "error" in case:
             continue
         costs = [cost_of(OpRecord.from_json(o), DEFAULT_CONTEXT) for o in case.get("ops", ())]
         keys = [c.key for c in costs if c is not None and c.kind == kind and c.key[:1] == ("blocks",)]
@@ -96,8 +99,8 @@ def cost_block_points(cases: list[dict], kind: str) -> list[tuple[int, int, int,
 
 
 def fit_cost_blocks(cases: list[dict], sm_count: int) -> dict[str, dict]:
-    """{kind: fit} for each weight-norm kind the run measured (the profile's `timings.<kind>_blocks`)."""
-    fits = {kind: fit_points(cost_block_points(cases, kind), sm_count) for kind in WEIGHT_NORM_KINDS}
+    """{kind: fit} for each block kind the run measured (the profile's `timings.<kind>_blocks`)."""
+    fits = {kind: fit_points(cost_block_points(cases, kind), sm_count) for kind in BLOCK_FIT_KINDS}
     return {kind: fit for kind, fit in fits.items() if fit}
 
 

@@ -248,7 +248,7 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
         if blocks:  # NCHW batch norm in training: one block per channel (calibrate/norm_blocks.py)
             profile["timings"][section] = blocks
     for kind, blocks in norm_blocks.fit_cost_blocks(measured, get_gpu(gpu).sm_count).items():
-        profile["timings"][BATCH_NORM_BLOCK_SECTIONS[kind]] = blocks  # weight norm: a block per row or 16 columns
+        profile["timings"][BATCH_NORM_BLOCK_SECTIONS[kind]] = blocks  # weight norm, small sorts, top-k
     fitted = _fitted_time_models(profile, gpu)
     if fitted:  # the tree regressors of the kernel-time corrections (calibrate/time_model.py)
         profile["timings"]["fitted"] = fitted

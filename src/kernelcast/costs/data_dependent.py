@@ -22,6 +22,8 @@ work items follow ATen's CUDA implementations, which are built from CUB device-w
 
 from __future__ import annotations
 
+import dataclasses
+
 import math
 
 from kernelcast.records import OpRecord, TensorMeta
@@ -198,4 +200,13 @@ def sort(op: OpRecord, ctx: CostContext) -> Cost:
     """torch.sort / argsort on CUDA, every overload (sort_kernels). H200: zoo mixtral_forward, 2048 elements, 5
     per sort; validation/probes/cuda_path_probe.json, 1-D float32 of 4096 keys 5, 4097 to 2**20 keys 14, int64 5
     and 22."""
-    return _memory(op, sort_kernels(arg(op, "self"), int(op.args.get("dim", -1))), kind="sort")
+    x, dim = arg(op, "self"), int(op.args.get("dim", -1))
+    cost = _memory(op, sort_kernels(x, dim), kind="sort")
+    if x.shape and _dim_size(x, dim) <= SMALL_SORT_MAX_SLICE:
+        # the in-place sort runs a block per slice, whose time follows the slice, not the bytes: a block model
+        # (calibrate/norm_blocks.py) keyed ("blocks", slices, 1, slice length, item size). H200, zoo
+        # mixtral_forward: one slice of 2048 int64 keys, radixSortKVInPlace 29 us for 33 KB.
+        nsort = _dim_size(x, dim)
+        return dataclasses.replace(cost, kind="sort_slices", key=("blocks", x.numel // max(nsort, 1), 1, nsort,
+                                                                   x.itemsize))
+    return cost

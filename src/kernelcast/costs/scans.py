@@ -105,6 +105,13 @@ def topk(op: OpRecord, ctx: CostContext) -> Cost:
     base = memory_op(op, kind="sort")
     if x is None:
         return base
-    kernels = topk_kernels(x, int(op.args.get("k", 1)), int(op.args.get("dim", -1)),
-                           op.args.get("sorted", True) is not False)
+    dim = int(op.args.get("dim", -1))
+    kernels = topk_kernels(x, int(op.args.get("k", 1)), dim, op.args.get("sorted", True) is not False)
+    slice_size = x.shape[dim % len(x.shape)] if x.shape else 1
+    num_slices = x.numel // slice_size if slice_size else 0
+    if x.shape and not should_use_multiblock(num_slices, slice_size):
+        # gatherTopK runs a block per slice (then the in-slice sort): a block model, as for the small sort
+        # (costs/data_dependent.py); H200, zoo mixtral_forward: (tokens, 8) experts, k = 2, 8.5 + 5.3 us
+        return dataclasses.replace(base, kernels=kernels, kind="topk_slices",
+                                   key=("blocks", num_slices, 1, slice_size, x.itemsize))
     return dataclasses.replace(base, kernels=kernels)

@@ -190,7 +190,7 @@ UNIT_KEYS = (("rows",), ("atomics",))
 # Kernels whose time follows a block's serial walk and how many blocks run at once (calibrate/norm_blocks.py),
 # keyed ("blocks", blocks, N, elements per block along N, item size): the profile section fitted for each kind.
 BLOCK_KINDS = ("batch_norm", "batch_norm_backward", "weight_norm_rows", "weight_norm_rows_backward",
-               "weight_norm_columns", "weight_norm_columns_backward")
+               "weight_norm_columns", "weight_norm_columns_backward", "sort_slices", "topk_slices")
 BATCH_NORM_BLOCK_SECTIONS = {kind: f"{kind}_blocks" for kind in BLOCK_KINDS}
 BATCH_NORM_CORRECTION_FEATURES = ("log2 C", "log2 N", "log2 H*W", "2-byte elements", "log2 C / concurrent blocks")
 _BN_CORRECTIONS: dict[int, tuple[dict, TreeRegressor]] = {}  # parsed once per profile section
@@ -330,6 +330,7 @@ MEMORY_FALLBACK = {
     # without their block fit (a profile calibrated before weight_norm_grid): a norm's rows
     "weight_norm_rows": ("norm",), "weight_norm_columns": ("norm",),
     "weight_norm_rows_backward": ("norm_backward",), "weight_norm_columns_backward": ("norm_backward",),
+    "sort_slices": ("sort",), "topk_slices": ("sort",),
 }
 
 
