@@ -29,6 +29,10 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
 - h200_sort_grid_raw.json.gz: torch.sort and torch.topk over 1-65536 slices of 8-4096 elements, fp32 / int64 /
   bf16 (`kernelcast calibrate --gpu h200 --out h200_sort_grid.json --raw h200_sort_grid_raw.json.gz --sections
   sort_grid`), which the block models of the in-place slice sort and top-k's single-block select are fitted on;
+- h200_grouped_mm_grid_raw.json.gz: torch._grouped_mm in bf16 as MoE layers call it, forward and weight gradient,
+  4-128 groups of 1-1024 tokens (`kernelcast calibrate --gpu h200 --out h200_grouped_mm_grid.json --raw
+  h200_grouped_mm_grid_raw.json.gz --sections grouped_mm_grid`): the grouped GEMM's rates
+  (calibrate/grouped_gemm.py);
 - h200_gemm_log_uniform_2_raw.json.gz, h200_conv_log_uniform_2_raw.json.gz: a second draw of each (the probes
   with --draw 2), held out against the classifiers fitted on the first (validation/*_launch_model_2.json),
   then fitted on with them.
@@ -59,7 +63,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.json.gz",
             "validation/h200_memory_grid_raw.json.gz", "validation/h200_row_grid_raw.json.gz",
             "validation/h200_attention_backward_raw.json.gz", "validation/h200_bn_grid_raw.json.gz",
-            "validation/h200_weight_norm_grid_raw.json.gz", "validation/h200_sort_grid_raw.json.gz")
+            "validation/h200_weight_norm_grid_raw.json.gz", "validation/h200_sort_grid_raw.json.gz",
+            "validation/h200_grouped_mm_grid_raw.json.gz")
 # launch counts only (calibrate/profile.py says why)
 LAUNCH_RUNS = ("validation/h200_gemm_log_uniform_raw.json.gz", "validation/h200_conv_log_uniform_raw.json.gz",
                "validation/h200_gemm_log_uniform_2_raw.json.gz", "validation/h200_conv_log_uniform_2_raw.json.gz")

@@ -205,3 +205,26 @@ def test_kinds_from_cuda_source(call, name, items):
         call(x)
     ops = [op for op in cap.capture.ops if op.packet == name and op.parent < 0]
     assert ops and _items(cap)[ops[0].op] == items
+
+
+def test_grouped_mm_is_priced_by_the_grouped_gemm_fit():
+    # H200, torch 2.11 (validation/h200_grouped_mm_grid_raw.json.gz): 8 experts of 16 tokens, K = 1024,
+    # N = 2048, bf16: 20.8 us for the problem-table kernel and the CUTLASS grouped GEMM; its weights' 34 MB
+    # decide, where the GEMM roofline of its 0.5 GFLOP gave ~7 us (zoo mixtral_forward: 24-30 us measured).
+    from kernelcast.devices import get_gpu
+    from kernelcast.predict.calibrated import CalibratedModel
+    from kernelcast.profiles import load_profile
+    from kernelcast.records import CaptureSettings
+
+    with capture("h200") as cap:
+        with cap.paused():
+            tokens = torch.randn(128, 1024, device="cuda", dtype=torch.bfloat16)
+            weights = torch.randn(8, 2048, 1024, device="cuda", dtype=torch.bfloat16)
+            offs = torch.arange(16, 129, 16, device="cuda", dtype=torch.int32)
+        torch._grouped_mm(tokens, weights.transpose(-2, -1), offs=offs)
+    record = next(op for op in cap.capture.ops if op.op == "aten._grouped_mm.default")
+    cost = cost_of(record)
+    assert cost.kind == "grouped_gemm"
+    gpu = get_gpu("h200")
+    model = CalibratedModel(gpu, CaptureSettings(), load_profile("h200").data, gpu)
+    assert model.estimate(cost).time_us == pytest.approx(20.8, rel=0.15)

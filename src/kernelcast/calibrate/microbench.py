@@ -626,11 +626,37 @@ def sort_grid(results: list, quick: bool) -> None:
                 record(results, "topk_slices", {**base, "k": k}, lambda: torch.topk(x, k, dim=-1))
 
 
+# torch._grouped_mm as MoE layers call it (transformers' grouped experts): tokens (T, K) grouped by offsets
+# against per-expert weights (G, N, K) transposed, bf16 on the CUTLASS path (zoo mixtral_forward: 24-30 us per
+# call where the GEMM roofline gave ~7); and the 2D x 2D weight gradient, each group summing over its tokens.
+GROUPED_MM_GROUPS = (4, 8, 32, 128)
+GROUPED_MM_TOKENS_PER_GROUP = (1, 16, 128, 1024)
+GROUPED_MM_DIMS = ((256, 512), (1024, 2048), (4096, 1024), (4096, 14336))  # (K, N)
+GROUPED_MM_MAX_FLOPS = 2e12
+
+
+def grouped_mm_grid(results: list, quick: bool) -> None:
+    for g, t, (k, n) in itertools.product(GROUPED_MM_GROUPS, GROUPED_MM_TOKENS_PER_GROUP,
+                                          GROUPED_MM_DIMS[::2] if quick else GROUPED_MM_DIMS):
+        tokens = g * t
+        if 2.0 * tokens * k * n > GROUPED_MM_MAX_FLOPS or g * k * n * 2 > (4 << 30):
+            continue
+        x = randn(tokens, k)
+        w = randn(g, n, k)
+        offs = torch.arange(t, tokens + 1, t, device=DEV, dtype=torch.int32)
+        base = {"groups": g, "tokens_per_group": t, "k": k, "n": n, "dtype": "bfloat16"}
+        record(results, "grouped_mm", base, lambda: torch._grouped_mm(x, w.transpose(-2, -1), offs=offs))
+        grad = randn(tokens, n)
+        record(results, "grouped_mm_weight_grad", base,
+               lambda: torch._grouped_mm(grad.t(), x, offs=offs))
+
+
 SECTIONS = {"gemm": gemms, "conv": convs, "reduce": reductions, "attention": attention, "norms": norms_and_more,
             "elementwise": elementwise, "extras": extras, "extras2": extras2}
 # Not in the default run: by name (`kernelcast calibrate --sections reduce_grid`).
 EXTRA_SECTIONS = {"reduce_grid": reductions_grid, "row_grid": row_grid, "bn_grid": bn_grid,
-                  "weight_norm_grid": weight_norm_grid, "sort_grid": sort_grid}
+                  "weight_norm_grid": weight_norm_grid, "sort_grid": sort_grid,
+                  "grouped_mm_grid": grouped_mm_grid}
 
 
 def run_all(quick: bool = False, sections: list[str] | None = None, log: Callable[[str], None] = print) -> list:

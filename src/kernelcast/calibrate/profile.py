@@ -16,7 +16,7 @@ from kernelcast.devices import get_gpu
 from kernelcast.predict.calibrated import BATCH_NORM_BLOCK_SECTIONS
 from kernelcast.profiles import PROFILE_FORMAT
 from kernelcast.records import OpRecord
-from . import norm_blocks, unit_rates
+from . import grouped_gemm, norm_blocks, unit_rates
 from .launch_model import fit_conv_model, fit_gemm_model, per_group_items
 
 MEMORY_KINDS = {"pointwise", "pointwise_transpose", "pointwise_cast", "pointwise_strided", "copy_cast", "reduction", "reduction_outer", "reduction_all", "softmax", "softmax_backward",
@@ -247,6 +247,9 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
         blocks = norm_blocks.fit(measured, get_gpu(gpu).sm_count, pass_)
         if blocks:  # NCHW batch norm in training: one block per channel (calibrate/norm_blocks.py)
             profile["timings"][section] = blocks
+    grouped = grouped_gemm.fit(measured)
+    if grouped:  # torch._grouped_mm's CUTLASS path (calibrate/grouped_gemm.py)
+        profile["timings"]["grouped_gemm"] = grouped
     for kind, blocks in norm_blocks.fit_cost_blocks(measured, get_gpu(gpu).sm_count).items():
         profile["timings"][BATCH_NORM_BLOCK_SECTIONS[kind]] = blocks  # weight norm, small sorts, top-k
     fitted = _fitted_time_models(profile, gpu)

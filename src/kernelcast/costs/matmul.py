@@ -241,8 +241,11 @@ def grouped_mm(op: OpRecord, ctx: CostContext) -> Cost:
     a, b = arg(op, "self"), arg(op, "mat2")
     out = op.tensors_out()[0]
     fast = (a.dtype == b.dtype == out.dtype == "bfloat16" and ctx.capability[0] in GROUPED_MM_FAST_ARCH_MAJORS)
-    kernels = GROUPED_MM_FAST_ITEMS if fast else grouped_mm_fallback_items(op.args.get("offs"))
-    return _matmul_cost(op, grouped_mm_flops(a.shape, b.shape, out.shape), a.dtype, kernels)
+    if fast:  # CUTLASS's grouped GEMM, priced by its own fit (calibrate/grouped_gemm.py)
+        return _matmul_cost(op, grouped_mm_flops(a.shape, b.shape, out.shape), a.dtype, GROUPED_MM_FAST_ITEMS,
+                            kind="grouped_gemm")
+    return _matmul_cost(op, grouped_mm_flops(a.shape, b.shape, out.shape), a.dtype,
+                        grouped_mm_fallback_items(op.args.get("offs")))
 
 
 # Matrix-vector and vector products (aten/src/ATen/native/cuda/Blas.cpp): addmv copies `self` into the result

@@ -38,7 +38,7 @@ from .rnn_time import bias_grad_time_us, persist_time_us, step_time_us
 from .shape_model import ShapeEstimate, ShapePoint, ShapeTable, build_tables
 
 NEAREST = 4  # shapes blended per lookup
-COMPUTE_KINDS = {"gemm", "conv", "attention", ""}  # looked up by shape; without a shape: the datasheet
+COMPUTE_KINDS = {"gemm", "conv", "attention", "grouped_gemm", ""}  # looked up by shape; without a shape: the datasheet
 MIN_CURVE_POINTS = 2
 
 
@@ -194,6 +194,14 @@ BLOCK_KINDS = ("batch_norm", "batch_norm_backward", "weight_norm_rows", "weight_
 BATCH_NORM_BLOCK_SECTIONS = {kind: f"{kind}_blocks" for kind in BLOCK_KINDS}
 BATCH_NORM_CORRECTION_FEATURES = ("log2 C", "log2 N", "log2 H*W", "2-byte elements", "log2 C / concurrent blocks")
 _BN_CORRECTIONS: dict[int, tuple[dict, TreeRegressor]] = {}  # parsed once per profile section
+
+
+def grouped_gemm_us(fit: dict, flops: float, nbytes: float, flops_ratio: float = 1.0,
+                    bytes_ratio: float = 1.0) -> float:
+    """µs of one torch._grouped_mm on CUTLASS's grouped GEMM by the profile's fit (calibrate/grouped_gemm.py):
+    floor + max(FLOPs / rate, bytes / rate). On another GPU the rates are scaled by the datasheets' ratios
+    (flops_ratio, bytes_ratio: the profiled GPU's peak or bandwidth over this one's)."""
+    return fit["floor_us"] + max(flops / fit["flops_per_us"] * flops_ratio, nbytes / fit["bytes_per_us"] * bytes_ratio)
 
 
 def batch_norm_prior_us(fit: dict, channels: int, n: int, hw: int, itemsize: int, sm_count: int) -> float:
@@ -601,6 +609,11 @@ class CalibratedModel:
             if found is not None:
                 time_us = found[0] * self._compute_ratio(cost)
                 source, uncertainty = found[1].source, found[1].uncertainty
+        elif cost.kind == "grouped_gemm" and "grouped_gemm" in self.profile["timings"]:
+            bytes_ratio = self._bandwidth_ratio() if self.transferred else 1.0
+            time_us = grouped_gemm_us(self.profile["timings"]["grouped_gemm"], cost.flops, cost.bytes,
+                                      self._compute_ratio(cost), bytes_ratio)
+            source, uncertainty = "fitted (grouped GEMM rates)", MEMORY_CURVE_UNCERTAINTY
         elif cost.kind == "foreach" and "foreach_blocks" in self.profile["timings"] and cost.key[:1] == ("chunks",):
             time_us = self._foreach_time_us(cost)
             source, uncertainty = "fitted (multi_tensor_apply blocks)", MEMORY_CURVE_UNCERTAINTY
