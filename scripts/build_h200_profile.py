@@ -33,6 +33,10 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
   4-128 groups of 1-1024 tokens (`kernelcast calibrate --gpu h200 --out h200_grouped_mm_grid.json --raw
   h200_grouped_mm_grid_raw.json.gz --sections grouped_mm_grid`): the grouped GEMM's rates
   (calibrate/grouped_gemm.py);
+- h200_cat_strided_grid_raw.json.gz: torch.cat of inputs that are not contiguous (rotary halves, a partial
+  rotary's pass-through part, a transposed KV part), bf16 and fp32 (`kernelcast calibrate --gpu h200 --out
+  h200_cat_strided_grid.json --raw h200_cat_strided_grid_raw.json.gz --sections cat_strided_grid`): the
+  cat_strided memory curve;
 - h200_gemm_log_uniform_2_raw.json.gz, h200_conv_log_uniform_2_raw.json.gz: a second draw of each (the probes
   with --draw 2), held out against the classifiers fitted on the first (validation/*_launch_model_2.json),
   then fitted on with them.
@@ -64,7 +68,7 @@ RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.js
             "validation/h200_memory_grid_raw.json.gz", "validation/h200_row_grid_raw.json.gz",
             "validation/h200_attention_backward_raw.json.gz", "validation/h200_bn_grid_raw.json.gz",
             "validation/h200_weight_norm_grid_raw.json.gz", "validation/h200_sort_grid_raw.json.gz",
-            "validation/h200_grouped_mm_grid_raw.json.gz")
+            "validation/h200_grouped_mm_grid_raw.json.gz", "validation/h200_cat_strided_grid_raw.json.gz")
 # launch counts only (calibrate/profile.py says why)
 LAUNCH_RUNS = ("validation/h200_gemm_log_uniform_raw.json.gz", "validation/h200_conv_log_uniform_raw.json.gz",
                "validation/h200_gemm_log_uniform_2_raw.json.gz", "validation/h200_conv_log_uniform_2_raw.json.gz")

@@ -228,3 +228,25 @@ def test_grouped_mm_is_priced_by_the_grouped_gemm_fit():
     gpu = get_gpu("h200")
     model = CalibratedModel(gpu, CaptureSettings(), load_profile("h200").data, gpu)
     assert model.estimate(cost).time_us == pytest.approx(20.8, rel=0.15)
+
+
+def test_a_cat_of_strided_inputs_reads_them_element_by_element():
+    # H200, torch 2.11 (validation/h200_cat_strided_grid_raw.json.gz): rotate_half's cat of the two halves of a
+    # heads-transposed (4, 16, 512, 128) bf16 tensor ran CatArrayBatchedCopy at 0.8 TB/s, 20.1 us; a copy of
+    # the same bytes streams at ~3 TB/s (zoo gpt_neox_forward's 36 such cats: 374 us, 222 at the copy rate).
+    from kernelcast.devices import get_gpu
+    from kernelcast.predict.calibrated import CalibratedModel
+    from kernelcast.profiles import load_profile
+    from kernelcast.records import CaptureSettings
+
+    with capture("h200") as cap:
+        with cap.paused():
+            x = torch.randn(4, 512, 16, 128, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+        torch.cat((x[..., 64:], x[..., :64]), dim=-1)
+        torch.cat((x.contiguous(), x.contiguous()), dim=-1)
+    strided, contiguous = [cost_of(op) for op in cap.capture.ops if op.op == "aten.cat.default"]
+    assert strided.kind == "cat_strided" and strided.kernels == 1
+    assert contiguous.kind == "copy" and contiguous.kernels == 1
+    gpu = get_gpu("h200")
+    model = CalibratedModel(gpu, CaptureSettings(), load_profile("h200").data, gpu)
+    assert model.estimate(strided).time_us == pytest.approx(20.1, rel=0.15)

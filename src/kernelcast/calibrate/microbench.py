@@ -651,12 +651,37 @@ def grouped_mm_grid(results: list, quick: bool) -> None:
                lambda: torch._grouped_mm(grad.t(), x, offs=offs))
 
 
+# torch.cat of inputs that are not contiguous, as rotary embeddings and KV caches make them (halves of a head
+# dim, heads transposed): Cat.cu's batched kernel reads them element by element through their strides, slower
+# than a copy (zoo gpt_neox_forward: 36 such cats, 374 us measured, 222 us at the copy curve's rate).
+CAT_STRIDED_SHAPES = [(b, h, s, d) for b, h, s in ((1, 8, 128), (4, 16, 512), (8, 32, 1024), (16, 32, 2048))
+                      for d in (64, 128)]
+
+
+def cat_strided_grid(results: list, quick: bool) -> None:
+    for (b, h, s, d), dtype in itertools.product(CAT_STRIDED_SHAPES[::2] if quick else CAT_STRIDED_SHAPES,
+                                                 (torch.bfloat16, torch.float32)):
+        x = randn(b, s, h, d, dtype=dtype).transpose(1, 2)  # (B, H, S, D) heads-transposed view
+        half = d // 2
+        base = {"shape": [b, h, s, d], "dtype": str(dtype)[6:]}
+        # rotate_half: cat((-x2, x1)) of the two halves along the head dim
+        record(results, "cat_strided", {**base, "pattern": "halves"},
+               lambda: torch.cat((x[..., half:], x[..., :half]), dim=-1))
+        # partial rotary: the rotated part (contiguous) with the untouched strided rest
+        rot = randn(b, h, s, half, dtype=dtype)
+        record(results, "cat_strided", {**base, "pattern": "rot_pass"},
+               lambda: torch.cat((rot, x[..., half:]), dim=-1))
+        # a KV cache grown along the sequence from a transposed new part
+        record(results, "cat_strided", {**base, "pattern": "sequence"},
+               lambda: torch.cat((x, x), dim=2))
+
+
 SECTIONS = {"gemm": gemms, "conv": convs, "reduce": reductions, "attention": attention, "norms": norms_and_more,
             "elementwise": elementwise, "extras": extras, "extras2": extras2}
 # Not in the default run: by name (`kernelcast calibrate --sections reduce_grid`).
 EXTRA_SECTIONS = {"reduce_grid": reductions_grid, "row_grid": row_grid, "bn_grid": bn_grid,
                   "weight_norm_grid": weight_norm_grid, "sort_grid": sort_grid,
-                  "grouped_mm_grid": grouped_mm_grid}
+                  "grouped_mm_grid": grouped_mm_grid, "cat_strided_grid": cat_strided_grid}
 
 
 def run_all(quick: bool = False, sections: list[str] | None = None, log: Callable[[str], None] = print) -> list:

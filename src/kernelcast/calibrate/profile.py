@@ -24,7 +24,8 @@ MEMORY_KINDS = {"pointwise", "pointwise_transpose", "pointwise_cast", "pointwise
                 "batch_norm_backward_channels_last", "loss", "copy", "copy_transpose",
                 "fill", "embedding_backward", "foreach", "memcpy", "gather", "scatter", "sort", "scan", "select", "group_norm",
                 "group_norm_backward", "cudnn_batch_norm", "cudnn_batch_norm_channels_last",
-                "cudnn_batch_norm_backward", "cudnn_batch_norm_backward_channels_last", "batch_norm_eval", "batch_norm_eval_channels_last"} | {
+                "cudnn_batch_norm_backward", "cudnn_batch_norm_backward_channels_last", "batch_norm_eval", "batch_norm_eval_channels_last",
+                "cat_strided"} | {
     f"{pool}{suffix}" for pool in ("max_pool", "avg_pool", "adaptive_avg_pool", "max_pool_backward",
                                    "avg_pool_backward", "adaptive_avg_pool_backward")
     for suffix in ("", "_channels_last")}

@@ -245,25 +245,36 @@ CAT_ARRAY_MAX_INPUT_DIMS = 4
 INT32_MAX = 2**31 - 1
 
 
-def cat_kernels(inputs: list[TensorMeta], out: TensorMeta) -> int:
-    """Work items of one torch.cat, by the CUDA implementation's choice of path."""
+def cat_path(inputs: list[TensorMeta], out: TensorMeta) -> tuple[int, str]:
+    """(work items, path) of one torch.cat, by the CUDA implementation's choice: "batched" (contiguous inputs),
+    "batched_strided" (some input is not contiguous, read through its strides) or "copies" (one per input)."""
     parts = [t for t in inputs if t.numel > 0]
     batched = (len(inputs) > 1 and len(out.shape) <= CAT_ARRAY_MAX_INPUT_DIMS and out.numel <= INT32_MAX
                and all(t.dtype == out.dtype and t.numel <= INT32_MAX for t in inputs))
     if batched and all(row_major(t) or (channels_last(out) and channels_last(t)) for t in inputs):
-        return -(-len(parts) // CAT_ARRAY_BATCH_SIZE)
+        return -(-len(parts) // CAT_ARRAY_BATCH_SIZE), "batched"
     if batched and not channels_last(out):
-        return -(-len(parts) // (CAT_ARRAY_BATCH_SIZE // 2))
-    return len(parts)
+        return -(-len(parts) // (CAT_ARRAY_BATCH_SIZE // 2)), "batched_strided"
+    return len(parts), "copies"
+
+
+def cat_kernels(inputs: list[TensorMeta], out: TensorMeta) -> int:
+    """Work items of one torch.cat (cat_path)."""
+    return cat_path(inputs, out)[0]
 
 
 @register("aten.cat")
 def cat(op: OpRecord, ctx: CostContext) -> Cost:
+    """cat_path's work items; a batched cat of some input that is not contiguous is a kind of its own,
+    cat_strided (the batched kernel reads it element by element through its strides: calibrate's
+    cat_strided_grid)."""
     outs = op.tensors_out()
     inputs = [t for t in op.tensors_in() if t.on_gpu]
     if not outs or not inputs:
         return memory_op(op)
-    return dataclasses.replace(memory_op(op), kernels=max(cat_kernels(inputs, outs[0]), 1))
+    kernels, path = cat_path(inputs, outs[0])
+    cost = memory_op(op, kind="cat_strided") if path == "batched_strided" else memory_op(op)
+    return dataclasses.replace(cost, kernels=max(kernels, 1))
 
 
 # Backward of a slice or select, and constant padding: a fill of the whole output, then a copy of the input

@@ -339,6 +339,7 @@ MEMORY_FALLBACK = {
     "weight_norm_rows": ("norm",), "weight_norm_columns": ("norm",),
     "weight_norm_rows_backward": ("norm_backward",), "weight_norm_columns_backward": ("norm_backward",),
     "sort_slices": ("sort",), "topk_slices": ("sort",),
+    "cat_strided": ("copy_transpose", "copy"),
 }
 
 
