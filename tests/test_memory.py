@@ -273,3 +273,22 @@ def test_fit_cli_finds_the_largest_batch(tmp_path):
     # x and x * 2 are 2 GiB per batch element; 16e9 - 512 MiB = 15.46e9 usable: 7 x 2 GiB = 15.03e9 fits, 8 does not
     assert (data["max_batch"], data["first_oom_batch"]) == (7, 8)
     assert data["prediction"]["peak_memory_bytes"] == 7 * 2 * 1024 * MIB
+
+
+def test_set_up_in_a_capture_block_is_resident_and_labelled():
+    # the README's `with kernelcast.capture(...)` example: the model built in cap.paused() before the step had
+    # been counted as the step's activations and temporaries (a new user's trial, 2026-12-01)
+    import torch
+
+    from kernelcast.capture import capture
+
+    with capture("h100") as cap:
+        with cap.paused():
+            model = torch.nn.Linear(1024, 1024).cuda()
+            x = torch.randn(64, 1024, device="cuda")
+        model(x).sum().backward()
+    memory = cap.predict("h100").memory
+    weight_and_bias = (1024 * 1024 + 1024) * 4
+    assert memory.by_category["parameters"] >= weight_and_bias
+    assert memory.by_category["gradients"] >= weight_and_bias
+    assert memory.resident_bytes >= weight_and_bias

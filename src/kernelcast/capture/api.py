@@ -11,6 +11,7 @@ import torch
 from kernelcast import progress
 from kernelcast.devices import GPU, get_gpu
 from kernelcast.errors import CaptureError
+from kernelcast.memory_trace import BUILD
 from kernelcast.records import Capture
 
 from .compiled import compiled_in
@@ -179,13 +180,23 @@ class CaptureBlock:
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
-        """Run set-up code (building the model, a warm-up step) without recording it."""
-        was = self._session.recording
-        self._session.recording = False
+        """Run set-up code (building the model, a warm-up step) without recording it. Before the block's first
+        recorded op, what it allocates is set-up, as a workload's build() is: resident before the step, and the
+        modules and optimizers it makes are found again as the step (re)starts, so their parameters, gradients
+        and state are labelled as such (they had been counted as the step's activations and temporaries)."""
+        session, storages = self._session, self._session.storages
+        setup = not session.recorder.ops
+        was = session.recording
+        session.recording = False
+        if setup:
+            storages.stage = BUILD
         try:
             yield
         finally:
-            self._session.recording = was
+            session.recording = was
+            if setup:
+                storages.forget_owners()
+                storages.start_step()
 
     @property
     def capture(self) -> Capture:

@@ -206,6 +206,10 @@ class StorageTracker:
             for v in values.values():
                 self.label_inputs(v)
 
+    def forget_owners(self) -> None:
+        """Look for the modules and optimizers alive again at the next label_owners (set-up made new ones)."""
+        self._owners = None
+
     # -- stages ----------------------------------------------------------------------------------------
     def start_warmup(self) -> None:
         self.stage = WARMUP
