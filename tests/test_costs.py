@@ -204,3 +204,16 @@ def test_conv_and_attention_match_torch_flop_counter():
 
 def test_default_context_has_no_launch_table():
     assert DEFAULT_CONTEXT.launches is None
+
+
+def test_an_elementwise_kernel_given_one_tensor_twice_reads_it_once():
+    # zoo (H200): Adam's exp_avg_sq.addcmul_(grad, grad) over a foreach list was priced +22% with grad read
+    # twice; the second load of each element hits cache. A cat of one tensor twice still reads it twice.
+    from kernelcast.records import TensorMeta
+
+    x = TensorMeta((1024, 1024), "float32", (1024, 1), "cuda", storage=7)
+    square = cost_of(op("aten.mul.Tensor", {"self": x, "other": x}, [contiguous((1024, 1024), "float32")],
+                        tags=("pointwise",)))
+    assert square.bytes_read == x.nbytes
+    doubled = cost_of(op("aten.cat.default", {"tensors": (x, x), "dim": 0}, [contiguous((2048, 1024), "float32")]))
+    assert doubled.bytes_read == 2 * x.nbytes

@@ -16,8 +16,26 @@ def gpu_tensors(tensors: list[TensorMeta]) -> list[TensorMeta]:
     return [t for t in tensors if t.on_gpu]
 
 
-def bytes_read(op: OpRecord) -> float:
-    return float(sum(t.touched_bytes for t in gpu_tensors(op.tensors_in())))
+def distinct(tensors: list[TensorMeta]) -> list[TensorMeta]:
+    """The tensors less repeats of the same view of the same storage. An elementwise kernel handed one tensor
+    twice (`x * x`, Adam's `exp_avg_sq.addcmul_(grad, grad)`) loads each element twice in the same thread at the
+    same moment, the second load from cache: its memory is read once from DRAM (zoo: _foreach_addcmul_ summed
+    +21.6% -> -3.2%). Not so for ops whose blocks read their inputs one after another (cat((x, x)) reads x twice)."""
+    seen: set[TensorMeta] = set()
+    out = []
+    for t in tensors:
+        if t.storage and t in seen:
+            continue
+        seen.add(t)
+        out.append(t)
+    return out
+
+
+def bytes_read(op: OpRecord, elementwise: bool = False) -> float:
+    """Bytes the op's kernels read: each input's touched bytes; for an elementwise kernel, each distinct input's
+    (distinct)."""
+    tensors = gpu_tensors(op.tensors_in())
+    return float(sum(t.touched_bytes for t in (distinct(tensors) if elementwise else tensors)))
 
 
 def bytes_written(op: OpRecord) -> float:
@@ -162,7 +180,7 @@ def memory_op(op: OpRecord, flops_per_element: float = 0.0, kernels: int = 1, ki
     """Read every input once, write every output once; math proportional to the largest tensor."""
     kind, key = memory_key(op, kind)
     return Cost(
-        flops=flops_per_element * largest_numel(op), bytes_read=bytes_read(op),
+        flops=flops_per_element * largest_numel(op), bytes_read=bytes_read(op, kind.startswith("pointwise")),
         bytes_written=bytes_written(op), kernels=kernels, dtype=out_dtype(op), kind=kind, key=key,
     )
 

@@ -13,7 +13,7 @@ import math
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import gpu_tensors
+from .common import distinct, gpu_tensors
 from .registry import Cost, CostContext, register
 
 CHUNK_ELEMENTS = 65536
@@ -62,7 +62,7 @@ def _foreach(op: OpRecord, ctx: CostContext, flops_per_element: float = FOREACH_
     depth = len(lists) + (0 if inplace or not outputs else 1)
     scalar_list = any(isinstance(v, tuple) and v and not isinstance(v[0], TensorMeta)
                       for v in op.args.values())
-    read = sum(t.touched_bytes for lst in lists for t in gpu_tensors(list(lst)))
+    read = sum(t.touched_bytes for t in distinct(gpu_tensors([t for lst in lists for t in lst])))
     written = sum(t.nbytes for t in (gpu_tensors(list(first)) if inplace else outputs))
     launches = multi_tensor_launches([t.numel for t in first], depth, scalar_list, ctx.multi_tensor_large_args)
     return Cost(
