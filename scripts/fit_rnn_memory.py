@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from kernelcast.capture.rnn import CUDNN_RNN_MODES, cudnn_rnn_reserve_bytes  # noqa: E402
 from kernelcast.predict.memory import cudnn_rnn_workspace_terms  # noqa: E402
+from kernelcast.records import DTYPE_BYTES  # noqa: E402
 
-ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
 FOLDS = 10
 
 
@@ -66,7 +66,7 @@ def rows_of(probe: dict) -> list[dict]:
 def terms(r: dict) -> list[float]:
     c = r["config"]
     return cudnn_rnn_workspace_terms(CUDNN_RNN_MODES[c["mode"]], c["hidden"], c["layers"], c["bidirectional"],
-                                     r["rows"], c["batch"], c["input"], ITEMSIZE[c["dtype"]])
+                                     r["rows"], c["batch"], c["input"], DTYPE_BYTES[c["dtype"]])
 
 
 def fit(rows: list[dict]) -> list[float]:
@@ -97,7 +97,7 @@ def main() -> int:
     coef = fit(measured)
     reserve = [(r, cudnn_rnn_reserve_bytes(CUDNN_RNN_MODES[r["config"]["mode"]], r["config"]["hidden"],
                                            r["config"]["layers"], r["config"]["bidirectional"], r["rows"],
-                                           ITEMSIZE[r["config"]["dtype"]])) for r in rows if r["reserve"]]
+                                           DTYPE_BYTES[r["config"]["dtype"]])) for r in rows if r["reserve"]]
     exact = sum(p == r["reserve"] for r, p in reserve)
     result = {"command": f"python3 scripts/fit_rnn_memory.py {args.probe}", "workspace_coefficients": coef,
               "workspace_points": len(measured),

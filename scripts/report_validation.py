@@ -909,8 +909,7 @@ def kernel_models_section(launch: dict | None, shapes: dict | None) -> list[str]
                   f"designed sweep's {launch['base_rows']} GEMMs and tested on {launch['held_out_rows']} GEMMs at "
                   "log-uniform sizes measured on the H200 (`PYTHONPATH=src python3 scripts/probe_gemm_launches.py "
                   "--out ...` there):", "", "```", launch["command"], "```", "",
-                  "| dtype | GEMMs | nearest row: wrong / items off | classifier: wrong / items off |",
-                  "|---|---:|---|---|"]
+                  *_launch_rule_header("dtype | GEMMs", launch["by_dtype"])]
         lines += _launch_rule_rows(launch["by_dtype"])
         if launch.get("ten_fold_all_rows"):
             lines += _ten_fold_lines(launch["ten_fold_all_rows"], "GEMMs")

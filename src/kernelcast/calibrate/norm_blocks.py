@@ -28,6 +28,7 @@ import math
 import statistics
 
 from kernelcast.costs import DEFAULT_CONTEXT, cost_of
+from kernelcast.costs.common import is_blocks_key
 from kernelcast.predict.calibrated import BATCH_NORM_CORRECTION_FEATURES, batch_norm_blocks_us as predict_us
 from kernelcast.predict.calibrated import batch_norm_correction_features, batch_norm_prior_us
 from kernelcast.records import OpRecord
@@ -86,13 +87,13 @@ BLOCK_FIT_KINDS = ("weight_norm_rows", "weight_norm_rows_backward", "weight_norm
 
 def cost_block_points(cases: list[dict], kind: str) -> list[tuple[int, int, int, int, float]]:
     """(blocks, N, elements per block, item size, device µs) of each block case (BLOCK_CASE_KINDS) whose op the
-    cost registry prices as `kind` (its cost key: ("blocks", blocks, N, elements per block, item size))."""
+    cost registry prices as `kind` (its cost key: costs.common.blocks_key)."""
     points = []
     for case in cases:
         if case.get("kind") not in BLOCK_CASE_KINDS or "error" in case:
             continue
         costs = [cost_of(OpRecord.from_json(o), DEFAULT_CONTEXT) for o in case.get("ops", ())]
-        keys = [c.key for c in costs if c is not None and c.kind == kind and c.key[:1] == ("blocks",)]
+        keys = [c.key for c in costs if c is not None and c.kind == kind and is_blocks_key(c.key)]
         if len(keys) == 1:
             points.append((*keys[0][1:], case["device_us"]))
     return points

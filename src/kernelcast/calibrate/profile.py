@@ -13,7 +13,7 @@ from collections import defaultdict
 from kernelcast.costs import DEFAULT_CONTEXT, Cost, cost_of
 from kernelcast.costs.launch_table import conv_shape
 from kernelcast.devices import get_gpu
-from kernelcast.predict.calibrated import BATCH_NORM_BLOCK_SECTIONS
+from kernelcast.predict.calibrated import BLOCK_SECTIONS
 from kernelcast.profiles import PROFILE_FORMAT
 from kernelcast.records import OpRecord
 from . import grouped_gemm, norm_blocks, unit_rates
@@ -244,15 +244,16 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
     rates = unit_rates.fit(measured)
     if rates:  # row gathers and index_add_: a time per unit as well as the bytes (calibrate/unit_rates.py)
         profile["timings"]["unit_rates"] = rates
+    sm_count = get_gpu(gpu).sm_count
     for pass_, section in (("forward", "batch_norm_blocks"), ("backward", "batch_norm_backward_blocks")):
-        blocks = norm_blocks.fit(measured, get_gpu(gpu).sm_count, pass_)
+        blocks = norm_blocks.fit(measured, sm_count, pass_)
         if blocks:  # NCHW batch norm in training: one block per channel (calibrate/norm_blocks.py)
             profile["timings"][section] = blocks
     grouped = grouped_gemm.fit(measured)
     if grouped:  # torch._grouped_mm's CUTLASS path (calibrate/grouped_gemm.py)
         profile["timings"]["grouped_gemm"] = grouped
-    for kind, blocks in norm_blocks.fit_cost_blocks(measured, get_gpu(gpu).sm_count).items():
-        profile["timings"][BATCH_NORM_BLOCK_SECTIONS[kind]] = blocks  # weight norm, small sorts, top-k
+    for kind, blocks in norm_blocks.fit_cost_blocks(measured, sm_count).items():
+        profile["timings"][BLOCK_SECTIONS[kind]] = blocks  # weight norm, small sorts, top-k
     fitted = _fitted_time_models(profile, gpu)
     if fitted:  # the tree regressors of the kernel-time corrections (calibrate/time_model.py)
         profile["timings"]["fitted"] = fitted

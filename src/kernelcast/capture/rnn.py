@@ -25,6 +25,8 @@ from unittest import mock
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
+from kernelcast.costs.rnn import GRU, LSTM, RNN_RELU, RNN_TANH
+
 aten = torch.ops.aten
 _VF = torch._C._VariableFunctions
 
@@ -258,7 +260,7 @@ def _cpu_tensor(values: list[int]) -> torch.Tensor:
 # the H200 (cuDNN 9.19, scripts/probe_rnn_memory.py; scripts/fit_rnn_memory.py checks it): exact on 102 of 108
 # training configurations (12 of them packed); 6 bf16 ones with batches of 1-8 or 8 time steps had reserves
 # 20-630% larger than it.
-RESERVE_FACTOR = {0: 2, 1: 2, 2: 6, 3: 7}  # per layer, by cudnnRNNMode_t (RNN_RELU, RNN_TANH, LSTM, GRU)
+RESERVE_FACTOR = {RNN_RELU: 2, RNN_TANH: 2, LSTM: 6, GRU: 7}  # per layer, by cudnnRNNMode_t
 RESERVE_EXTRA_BYTES = 256
 
 
@@ -277,7 +279,7 @@ def cudnn_rnn_reserve_bytes(mode: int, hidden: int, layers: int, bidirectional: 
                             itemsize: int) -> int:
     """Bytes of cuDNN's training reserve space (RESERVE_FACTOR's rule)."""
     directions = 2 if bidirectional else 1
-    factor = RESERVE_FACTOR.get(mode, RESERVE_FACTOR[2])
+    factor = RESERVE_FACTOR.get(mode, RESERVE_FACTOR[LSTM])
     return (factor * layers - 1) * directions * rows * hidden * itemsize + RESERVE_EXTRA_BYTES
 
 

@@ -16,6 +16,21 @@ def gpu_tensors(tensors: list[TensorMeta]) -> list[TensorMeta]:
     return [t for t in tensors if t.on_gpu]
 
 
+# Kernels whose time follows a thread block's serial walk and the blocks in flight, not the bytes (NCHW batch norm
+# in training, weight normalization, small sorts, top-k's single-block select): keyed
+# (BLOCKS_KEY, blocks, N, elements per block along N, item size) for the calibrated model's block fits
+# (calibrate/norm_blocks.py, predict/calibrated.py).
+BLOCKS_KEY = "blocks"
+
+
+def blocks_key(blocks: int, n: int, per_block: int, itemsize: int) -> tuple:
+    return (BLOCKS_KEY, blocks, n, per_block, itemsize)
+
+
+def is_blocks_key(key: tuple) -> bool:
+    return key[:1] == (BLOCKS_KEY,)
+
+
 def distinct(tensors: list[TensorMeta]) -> list[TensorMeta]:
     """The tensors less repeats of the same view of the same storage. An elementwise kernel handed one tensor
     twice (`x * x`, Adam's `exp_avg_sq.addcmul_(grad, grad)`) loads each element twice in the same thread at the

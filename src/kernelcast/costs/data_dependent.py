@@ -28,7 +28,7 @@ import math
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import arg, bytes_read, bytes_written, dense, row_major
+from .common import arg, blocks_key, bytes_read, bytes_written, dense, row_major
 from .cub import radix_sort_keys_kernels, radix_sort_pairs_kernels, segmented_radix_sort_kernels
 from .registry import Cost, CostContext, register
 
@@ -202,11 +202,11 @@ def sort(op: OpRecord, ctx: CostContext) -> Cost:
     and 22."""
     x, dim = arg(op, "self"), int(op.args.get("dim", -1))
     cost = _memory(op, sort_kernels(x, dim), kind="sort")
-    if x.shape and _dim_size(x, dim) <= SMALL_SORT_MAX_SLICE:
+    nsort = _dim_size(x, dim)
+    if x.shape and nsort <= SMALL_SORT_MAX_SLICE:
         # the in-place sort runs a block per slice, whose time follows the slice, not the bytes: a block model
-        # (calibrate/norm_blocks.py) keyed ("blocks", slices, 1, slice length, item size). H200, zoo
-        # mixtral_forward: one slice of 2048 int64 keys, radixSortKVInPlace 29 us for 33 KB.
-        nsort = _dim_size(x, dim)
-        return dataclasses.replace(cost, kind="sort_slices", key=("blocks", x.numel // max(nsort, 1), 1, nsort,
-                                                                   x.itemsize))
+        # (calibrate/norm_blocks.py). H200, zoo mixtral_forward: one slice of 2048 int64 keys,
+        # radixSortKVInPlace 29 us for 33 KB.
+        return dataclasses.replace(cost, kind="sort_slices", key=blocks_key(x.numel // max(nsort, 1), 1, nsort,
+                                                                             x.itemsize))
     return cost

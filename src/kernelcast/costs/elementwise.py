@@ -14,8 +14,8 @@ import math
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import (arg, bytes_written, channels_last, dense, gpu_tensors, host_transfer, memory_key, memory_op,
-                     out_dtype, row_major, write_only)
+from .common import (arg, blocks_key, bytes_written, channels_last, dense, gpu_tensors, host_transfer, memory_key,
+                     memory_op, out_dtype, row_major, write_only)
 from .reduce_config import REDUCE_SEMAPHORE_MEMSETS, is_global_reduce, reduced_dims, reduces_fastest_dim
 from .registry import Cost, CostContext, register, register_tag, register_zero_cost
 
@@ -36,7 +36,6 @@ NLL_LOSS_FORWARD_KERNELS = 1
 BATCH_NORM_TRAIN_KERNELS = {True: 4, False: 3}  # keyed by channels_last
 BATCH_NORM_EVAL_KERNELS = 3
 BATCH_NORM_BACKWARD_KERNELS = {True: 3, False: 1}
-BATCH_NORM_BLOCKS_KEY = "blocks"
 MAX_POOL_BACKWARD_KERNELS = 2  # zero the input gradient, then scatter into it (measured)
 
 
@@ -171,11 +170,10 @@ def native_batch_norm_backward(op: OpRecord, ctx: CostContext) -> Cost:
 
 def _channel_blocks(cost: Cost, x: TensorMeta) -> Cost:
     """An NCHW batch norm in training runs a thread block per channel (calibrate/norm_blocks.py): keyed
-    ("blocks", C, N, H*W, item size) for the calibrated model's block fit. channels_last: other kernels."""
+    blocks_key(C, N, H*W, item size) for the calibrated model's block fit. channels_last: other kernels."""
     if channels_last(x) or len(x.shape) < 3:
         return cost
-    return dataclasses.replace(cost, key=(BATCH_NORM_BLOCKS_KEY, x.shape[1], x.shape[0], math.prod(x.shape[2:]),
-                                          x.itemsize))
+    return dataclasses.replace(cost, key=blocks_key(x.shape[1], x.shape[0], math.prod(x.shape[2:]), x.itemsize))
 
 
 def _memory(op: OpRecord, ctx: CostContext) -> Cost:

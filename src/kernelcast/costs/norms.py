@@ -19,7 +19,7 @@ import math
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import contiguous_copy, memory_op, row_major
+from .common import blocks_key, contiguous_copy, memory_op, row_major
 from .reduce_config import is_global_reduce
 from .registry import Cost, CostContext, register
 
@@ -253,8 +253,7 @@ def _weight_norm(op: OpRecord, v: TensorMeta, backward: bool) -> Cost:
     kind = f"weight_norm_{layout}" + ("_backward" if backward else "")
     base = memory_op(op, WEIGHT_NORM_BACKWARD_FLOPS_PER_ELEMENT if backward else WEIGHT_NORM_FLOPS_PER_ELEMENT,
                      kind=kind)
-    # keyed as batch norm's block-per-channel kernels are: ("blocks", blocks, 1, elements per block, item size)
-    return dataclasses.replace(base, key=("blocks", blocks, 1, per_block, v.itemsize))
+    return dataclasses.replace(base, key=blocks_key(blocks, 1, per_block, v.itemsize))
 
 
 @register("aten._weight_norm_interface")

@@ -14,7 +14,7 @@ import dataclasses
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import memory_op, row_major
+from .common import blocks_key, memory_op, row_major
 from .cub import SCAN_KERNELS
 from .data_dependent import SMALL_SORT_MAX_SLICE, sort_kernels
 from .registry import Cost, CostContext, register
@@ -55,13 +55,18 @@ def should_use_multiblock(num_slices: int, slice_size: int) -> bool:
             or (num_slices > 4000 and slice_size >= 400))
 
 
+def _slices(x: TensorMeta, dim: int) -> tuple[int, int]:
+    """(slice length along dim, number of slices) of top-k's input."""
+    slice_size = x.shape[dim % len(x.shape)] if x.shape else 1
+    return slice_size, (x.numel // slice_size if slice_size else 0)
+
+
 def topk_kernels(x: TensorMeta, k: int, dim: int, sorted_: bool) -> int:
     """topk_out_cuda: nothing for k == 0; input.contiguous(); the single-block gatherTopK kernel, or the
     multi-block radix select for long slices; then, sorted and more than one value, the in-slice sort."""
     if k == 0:
         return 0
-    slice_size = x.shape[dim % len(x.shape)] if x.shape else 1
-    num_slices = x.numel // slice_size if slice_size else 0
+    slice_size, num_slices = _slices(x, dim)
     kernels = int(not row_major(x))
     if should_use_multiblock(num_slices, slice_size):
         passes = 8 * x.itemsize // TOPK_RADIX_BITS
@@ -107,11 +112,10 @@ def topk(op: OpRecord, ctx: CostContext) -> Cost:
         return base
     dim = int(op.args.get("dim", -1))
     kernels = topk_kernels(x, int(op.args.get("k", 1)), dim, op.args.get("sorted", True) is not False)
-    slice_size = x.shape[dim % len(x.shape)] if x.shape else 1
-    num_slices = x.numel // slice_size if slice_size else 0
+    slice_size, num_slices = _slices(x, dim)
     if x.shape and not should_use_multiblock(num_slices, slice_size):
         # gatherTopK runs a block per slice (then the in-slice sort): a block model, as for the small sort
         # (costs/data_dependent.py); H200, zoo mixtral_forward: (tokens, 8) experts, k = 2, 8.5 + 5.3 us
         return dataclasses.replace(base, kernels=kernels, kind="topk_slices",
-                                   key=("blocks", num_slices, 1, slice_size, x.itemsize))
+                                   key=blocks_key(num_slices, 1, slice_size, x.itemsize))
     return dataclasses.replace(base, kernels=kernels)

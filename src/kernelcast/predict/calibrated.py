@@ -24,8 +24,10 @@ import math
 from dataclasses import dataclass, field
 
 from kernelcast.costs import Cost
-from kernelcast.costs.common import TRANSFER_KINDS
+from kernelcast.costs.common import TRANSFER_KINDS, is_blocks_key
 from kernelcast.costs.conv_backend import NATIVE_DEPTHWISE, conv_backend
+from kernelcast.costs.gather import ROWS_KEY
+from kernelcast.costs.indexing import ATOMICS_KEY
 from kernelcast.costs.launch_table import gemm_alignment, gemm_features
 from kernelcast.costs.launch_table import log2_size as _log2
 from kernelcast.costs.rnn import RnnPart, part_from_key
@@ -185,13 +187,12 @@ def _attention_point(key: tuple) -> tuple[tuple, tuple]:
 
 # Keys of ops priced by a count of units as well as their bytes (calibrate/unit_rates.py, costs/gather.py ROWS_KEY,
 # costs/indexing.py ATOMICS_KEY)
-UNIT_KEYS = (("rows",), ("atomics",))
-# cost kind -> the profile's timings section of its per-channel block fit
+UNIT_KEYS = ((ROWS_KEY,), (ATOMICS_KEY,))
 # Kernels whose time follows a block's serial walk and how many blocks run at once (calibrate/norm_blocks.py),
-# keyed ("blocks", blocks, N, elements per block along N, item size): the profile section fitted for each kind.
+# keyed costs.common.blocks_key: the profile section fitted for each kind.
 BLOCK_KINDS = ("batch_norm", "batch_norm_backward", "weight_norm_rows", "weight_norm_rows_backward",
                "weight_norm_columns", "weight_norm_columns_backward", "sort_slices", "topk_slices")
-BATCH_NORM_BLOCK_SECTIONS = {kind: f"{kind}_blocks" for kind in BLOCK_KINDS}
+BLOCK_SECTIONS = {kind: f"{kind}_blocks" for kind in BLOCK_KINDS}
 BATCH_NORM_CORRECTION_FEATURES = ("log2 C", "log2 N", "log2 H*W", "2-byte elements", "log2 C / concurrent blocks")
 _BN_CORRECTIONS: dict[int, tuple[dict, TreeRegressor]] = {}  # parsed once per profile section
 
@@ -545,7 +546,7 @@ class CalibratedModel:
         if bytes_us is not None and self.transferred:
             bytes_us = self.floor_us + (bytes_us - self.floor_us) * self._bandwidth_ratio()
         rates = self.profile["timings"]["unit_rates"]
-        line = rates.get("gather_rows") if what == "rows" else rates.get("index_add_elements", {}).get(str(itemsize))
+        line = rates.get("gather_rows") if what == ROWS_KEY else rates.get("index_add_elements", {}).get(str(itemsize))
         if line is None:  # not calibrated: the op's own kind by its bytes
             return self._memory_time_us(dataclasses.replace(cost, key=(1, itemsize)))
         units_us = line["floor_us"] + line["us_per_unit"] * units + (cost.kernels - 1) * self.floor_us
@@ -618,10 +619,10 @@ class CalibratedModel:
         elif cost.kind == "foreach" and "foreach_blocks" in self.profile["timings"] and cost.key[:1] == ("chunks",):
             time_us = self._foreach_time_us(cost)
             source, uncertainty = "fitted (multi_tensor_apply blocks)", MEMORY_CURVE_UNCERTAINTY
-        elif cost.kind in BATCH_NORM_BLOCK_SECTIONS and cost.key[:1] == ("blocks",) and \
-                BATCH_NORM_BLOCK_SECTIONS[cost.kind] in self.profile["timings"]:
+        elif cost.kind in BLOCK_SECTIONS and is_blocks_key(cost.key) and \
+                BLOCK_SECTIONS[cost.kind] in self.profile["timings"]:
             _, channels, n, hw, itemsize = cost.key
-            time_us = batch_norm_blocks_us(self.profile["timings"][BATCH_NORM_BLOCK_SECTIONS[cost.kind]], channels,
+            time_us = batch_norm_blocks_us(self.profile["timings"][BLOCK_SECTIONS[cost.kind]], channels,
                                            n, hw, itemsize, self.gpu.sm_count, l2_warm)
             source, uncertainty = "fitted (blocks walking rows or channels)", MEMORY_CURVE_UNCERTAINTY
         elif cost.key[:1] in UNIT_KEYS and "unit_rates" in self.profile["timings"]:

@@ -17,6 +17,7 @@ import bisect
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from kernelcast.costs.rnn import GATES, LSTM
 from kernelcast.devices import GPU
 from kernelcast.memory_trace import (ACTIVATION, BUFFER, CATEGORIES, STEP, TEMPORARY, WARMUP, WORKSPACE, Allocation,
                                      MemoryTrace)
@@ -190,7 +191,6 @@ def _softmax_backward_tmp(op: OpRecord) -> list[int]:
 # events (cuDNN 9.19, validation/probes/rnn_memory_fit.json: 146 calls, 10-fold median error 25%, 90th percentile
 # 59%); other GPUs and cuDNN versions are assumed to ask the same.
 CUDNN_RNN_WORKSPACE_TERMS = (1.378e7, 0.962, 0.1378, 72.9, 1.674, 1.917)
-GATES = {0: 1, 1: 1, 2: 4, 3: 3}  # by cudnnRNNMode_t (RNN_RELU, RNN_TANH, LSTM, GRU)
 
 
 def cudnn_rnn_workspace_terms(mode: int, hidden: int, layers: int, bidirectional: bool, rows: int, batch: int,
@@ -198,7 +198,7 @@ def cudnn_rnn_workspace_terms(mode: int, hidden: int, layers: int, bidirectional
     """The sizes (bytes) the workspace is fitted over: a constant; one layer's input projections for every step;
     every layer's outputs; per-layer states; the recurrent weights; the input."""
     d = 2 if bidirectional else 1
-    g = GATES.get(mode, 4)
+    g = GATES.get(mode, GATES[LSTM])
     return [1.0, d * rows * g * hidden * itemsize, layers * d * rows * hidden * itemsize,
             layers * d * batch * hidden * itemsize, layers * d * g * hidden * hidden * itemsize,
             d * rows * input_size * itemsize]
