@@ -27,12 +27,11 @@ For each: compile_s (wall time of the warm-up calls until a call compiles nothin
 MAX_WARMUP_CALLS), graphs (Dynamo's unique graphs for this variant), graph_breaks, step_ms (REPEATS timings of
 STEPS back-to-back steps between CUDA events), synced_ms, frames Dynamo converted while timing (0 when warm),
 and one profiled step: every GPU work item with its name (Inductor's triton_poi_/triton_red_/triton_per_
-kernels, cuBLAS, ...), duration and aten launch chain, the work item count and GPU time. The module ranges
-the profile names kernels by are hooks kept out of Dynamo (kernelcast.measure._module_ranges); a profiled
-step that still compiled anything is profiled again without them (`profile_compiled_frames` says how many
-frames Dynamo converted in it). Inductor's byte count per generated kernel (`config.benchmark_kernel`, as
-the capture sets it) is read back from the loaded kernels: `triton_bytes` = {kernel name: [bytes, ...] over
-the graphs that define it}.
+kernels, cuBLAS, ...), duration and aten launch chain, the work item count and GPU time. A compiled step is
+profiled without the module ranges eager steps get (their hooks make Dynamo recompile; see _profiled), and
+`profile_compiled_frames` says how many frames Dynamo converted in it (0: the timed code ran). Inductor's
+byte count per generated kernel (`config.benchmark_kernel`, as the capture sets it) is read back from the
+loaded kernels: `triton_bytes` = {kernel name: [bytes, ...] over the graphs that define it}.
 """
 
 from __future__ import annotations
@@ -137,31 +136,28 @@ def _time(call) -> dict:
 
 def _inductor_bytes() -> dict[str, list[float]]:
     """Inductor's byte count of every generated kernel loaded so far: {kernel name: [bytes, ...]} (a name can
-    recur in another graph). Read from the kernels' inductor_meta (`kernel_num_gb`, written because
-    config.benchmark_kernel is on); anything unexpected gives an empty answer, never an error."""
-    out: dict[str, list[float]] = {}
-    try:
-        from torch._inductor.codecache import PyCodeCache
+    recur in another graph); see kernelcast.calibrate.triton_grid.inductor_kernel_facts."""
+    from kernelcast.calibrate.triton_grid import inductor_kernel_facts
 
-        modules = getattr(PyCodeCache, "modules", None) or list(getattr(PyCodeCache, "modules_no_attr", {}).values())
-        for module in modules:
-            for value in list(vars(module).values()):
-                meta = getattr(value, "inductor_meta", None)
-                if isinstance(meta, dict) and meta.get("kernel_name") and meta.get("kernel_num_gb") is not None:
-                    out.setdefault(meta["kernel_name"], []).append(round(float(meta["kernel_num_gb"]) * 1e9))
-    except Exception:  # diagnostic data only
-        return {}
+    out: dict[str, list[float]] = {}
+    for kernels in inductor_kernel_facts().values():
+        for name, facts in kernels.items():
+            out.setdefault(name, []).append(facts["bytes"])
     return out
 
 
 def _profiled(call, compiled: bool) -> dict:
+    """One profiled step. A compiled step is profiled without the module ranges: their global module hooks
+    make Dynamo compile the step again with a graph break at every module, and that entry then stays first in
+    its cache, so even a retry without the hooks ran the broken graphs (H200, torch 2.11, zoo bert_forward_fp16:
+    59 frames compiled in the profiled step, 126 kernels where the timed step ran 106).
+    `profile_compiled_frames`: frames Dynamo converted during the profiled step (0 when it ran the timed code)."""
     from zoo_measure import _profile
 
     before = _frames_compiled() if compiled else 0
-    prof = _profile(lambda: call(), ())
-    if compiled and (n := _frames_compiled() - before):  # the hooks changed what compiled: once more without them
-        prof = _profile(lambda: call(), (), module_ranges=False)
-        prof["profile_compiled_frames"] = n
+    prof = _profile(lambda: call(), (), module_ranges=not compiled)
+    if compiled:
+        prof["profile_compiled_frames"] = _frames_compiled() - before
         prof["profiled_without_module_ranges"] = True
     return prof
 

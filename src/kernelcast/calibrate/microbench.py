@@ -23,6 +23,7 @@ from kernelcast.capture.recorder import _Schema, _outputs
 from kernelcast.records import OpRecord
 
 from .norm_blocks import BN_WARM_KINDS
+from .triton_grid import triton_grid
 
 aten = torch.ops.aten
 REPEATS = 3
@@ -681,7 +682,8 @@ SECTIONS = {"gemm": gemms, "conv": convs, "reduce": reductions, "attention": att
 # Not in the default run: by name (`kernelcast calibrate --sections reduce_grid`).
 EXTRA_SECTIONS = {"reduce_grid": reductions_grid, "row_grid": row_grid, "bn_grid": bn_grid,
                   "weight_norm_grid": weight_norm_grid, "sort_grid": sort_grid,
-                  "grouped_mm_grid": grouped_mm_grid, "cat_strided_grid": cat_strided_grid}
+                  "grouped_mm_grid": grouped_mm_grid, "cat_strided_grid": cat_strided_grid,
+                  "triton_grid": lambda results, quick: triton_grid(results, quick, _flush_l2)}
 
 
 def run_all(quick: bool = False, sections: list[str] | None = None, log: Callable[[str], None] = print) -> list:
