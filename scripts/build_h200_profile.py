@@ -42,8 +42,12 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
   then fitted on with them.
 - probes/rnn_time_fit.json: the cuDNN RNN time fit (scripts/fit_rnn_times.py from probes/probe_rnn.json, run
   on the H200 by scripts/probe_rnn.py), the profile's timings `rnn` section as it is.
-- compile/compile_measured.json.gz: compiled zoo steps (scripts/compile_measure.py), whose generated Triton
-  kernels give the `generated` timings: a launch floor and bandwidth per kernel class (calibrate/generated.py).
+- h200_triton_grid_raw.json.gz: Inductor's generated Triton kernels of 191 compiled microbenchmarks (pointwise
+  chains, broadcasts, transposes, layout changes, row / column / full reductions, softmax, layer norm forward
+  and backward, atomic scatter-adds; `kernelcast calibrate --gpu h200 --out triton_grid.json --raw
+  h200_triton_grid_raw.json.gz --sections triton_grid`), which give the `generated` timings: a launch floor
+  and bandwidth per kernel class and the atomics fit (calibrate/generated.py). The compiled zoo steps
+  (compile/compile_measured.json.gz) are not fitted on: they are the check (scripts/triton_rates_eval.py).
 - probes/foreach_probe.json: multi_tensor_apply launches over few and many chunks (scripts/probe_foreach.py),
   whose block time per chunk gives `foreach_blocks` (calibrate/foreach_blocks.py).
 The host section is the per-case median over the calibration runs so far (validation/host_calibration_runs.json,
@@ -54,26 +58,24 @@ Each op in the raw runs is costed again here, so a change to a cost formula reac
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 from pathlib import Path
 
 from kernelcast.calibrate import build_profile, read_raw
 from kernelcast.calibrate.foreach_blocks import profile_section as foreach_blocks_section
-from kernelcast.calibrate.generated import generated_fits
 
 ROOT = Path(__file__).resolve().parent.parent
 RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.json.gz",
             "validation/h200_memory_grid_raw.json.gz", "validation/h200_row_grid_raw.json.gz",
             "validation/h200_attention_backward_raw.json.gz", "validation/h200_bn_grid_raw.json.gz",
             "validation/h200_weight_norm_grid_raw.json.gz", "validation/h200_sort_grid_raw.json.gz",
-            "validation/h200_grouped_mm_grid_raw.json.gz", "validation/h200_cat_strided_grid_raw.json.gz")
+            "validation/h200_grouped_mm_grid_raw.json.gz", "validation/h200_cat_strided_grid_raw.json.gz",
+            "validation/h200_triton_grid_raw.json.gz")
 # launch counts only (calibrate/profile.py says why)
 LAUNCH_RUNS = ("validation/h200_gemm_log_uniform_raw.json.gz", "validation/h200_conv_log_uniform_raw.json.gz",
                "validation/h200_gemm_log_uniform_2_raw.json.gz", "validation/h200_conv_log_uniform_2_raw.json.gz")
 RNN_FIT = "validation/probes/rnn_time_fit.json"
-COMPILE_RUN = "validation/compile/compile_measured.json.gz"
 FOREACH_PROBE = "validation/probes/foreach_probe.json"
 
 
@@ -94,8 +96,6 @@ def main() -> int:
     profile = build_profile(raw, "h200", launch_sweep)
     profile["command"] += " + " + " + ".join(read_raw(str(ROOT / p))["meta"]["command"] for p in LAUNCH_RUNS)
     profile["timings"]["rnn"] = json.loads((ROOT / RNN_FIT).read_text())
-    compiled = json.loads(gzip.open(ROOT / COMPILE_RUN).read())
-    profile["timings"]["generated"] = {**generated_fits(compiled), "source": COMPILE_RUN + ": " + compiled["command"]}
     probe = json.loads((ROOT / FOREACH_PROBE).read_text())
     profile["timings"]["foreach_blocks"] = foreach_blocks_section(probe, FOREACH_PROBE)
     current = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}

@@ -70,9 +70,10 @@ def main() -> int:
                    "gpu_us": pred.gpu_time_us, "gpu_us_measured": measured["gpu_time_us"],
                    "step_us": pred.step_time_us, "step_us_measured": measured["step_ms_median"] * 1e3,
                    "capture_s": round(time.perf_counter() - t0, 1)}
-            # A profiled step in which Dynamo compiled frames again (transformers' models: a guard on the cache
-            # object's state fails each call) holds the recompilation's kernels too: its kernel count and GPU time
-            # are not the compiled step's, so they are not compared (the timed steps compiled nothing).
+            # A profiled step in which Dynamo compiled frames again holds the recompilation's kernels too: its
+            # kernel count and GPU time are not the compiled step's, so they are not compared (the timed steps
+            # compiled nothing). Measurements before compile_measure profiled compiled steps without the
+            # module-range hooks had such steps (transformers' models); the current one has none.
             row["profile_recompiled"] = measured.get("profile_compiled_frames", 0) > 0
             rows.append(row)
             ek, eg, es = (_err(row["kernels"], row["kernels_measured"]), _err(row["gpu_us"], row["gpu_us_measured"]),

@@ -57,6 +57,21 @@ def test_kernel_metadata_is_read_from_inductors_source():
     assert meta.num_bytes == pytest.approx(16777216 + 16384 + 16777216)
 
 
+def test_atomic_adds_in_a_kernel_are_counted_per_element_launched():
+    """Inductor writes one tl.atomic_add per store in atomic_add mode (codegen/triton.py): each runs once per
+    element of the launch's iteration space."""
+    source = GELU_KERNEL_SOURCE.replace("xnumel = 4194304", "xnumel = 4194304\n    tl.atomic_add(out_ptr0 + (x0), "
+                                        "tmp0, xmask, sem='relaxed')")
+    meta = TritonKernelMeta.from_source("triton_poi_fused_index_put_0", source)
+    assert meta.atomic_adds == 1
+    x, b, out = (torch.empty(1024, 4096, device="meta"), torch.empty(4096, device="meta"),
+                 torch.empty(1024, 4096, device="meta"))
+    record, _ = launch_record(meta, (x, b, out, 1024 * 4096))
+    assert record["atomic_elements"] == 1024 * 4096
+    plain, _ = launch_record(TritonKernelMeta.from_source("k", GELU_KERNEL_SOURCE), (x, b, out, 1024 * 4096))
+    assert "atomic_elements" not in plain
+
+
 def test_generated_kernel_cost_uses_inductors_bytes():
     meta = TritonKernelMeta.from_source("triton_poi_fused_add_gelu_mul_0", GELU_KERNEL_SOURCE)
     x, b, out = (torch.empty(1024, 4096, device="meta"), torch.empty(4096, device="meta"),

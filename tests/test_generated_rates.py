@@ -1,20 +1,30 @@
 """Generated (Inductor Triton) kernel rates: points from a device run, the per-class fit, the model's lookup, and
 the host-run merge that scales a case only some runs measured."""
 
+import dataclasses
 import importlib.util
 from pathlib import Path
 
 import pytest
 
-from kernelcast.calibrate.generated import (fit_launch_and_bandwidth, generated_fits, generated_memory_points,
-                                            kind_of)
-from kernelcast.costs import Cost
+from kernelcast.calibrate.generated import (atomics_fit, fit_launch_and_bandwidth, generated_fits,
+                                            generated_memory_points, grid_fits, kind_of)
+from kernelcast.costs import Cost, cost_of
+from kernelcast.costs.generated import atomics_time_us
 from kernelcast.devices import get_gpu
 from kernelcast.predict.calibrated import GENERATED_FIT_NOTE, CalibratedModel
 from kernelcast.profiles import load_profile
-from kernelcast.records import CaptureSettings
+from kernelcast.records import CaptureSettings, OpRecord, TensorMeta
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _meta(shape, dtype="float32"):
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return TensorMeta(tuple(shape), dtype, tuple(reversed(strides)))
 
 
 def _workload(name, kernels, triton_bytes):
@@ -65,13 +75,70 @@ def test_the_model_times_a_generated_kernel_by_its_class_fit_and_says_so():
 
 
 def test_a_fitted_profile_section_is_rebuilt_from_the_committed_device_run():
+    """The shipped rates come from the grid of compiled microbenchmarks, not from the compiled zoo (the check)."""
     import gzip
     import json
 
-    measured = json.loads(gzip.open(ROOT / "validation/compile/compile_measured.json.gz").read())
+    raw = json.loads(gzip.open(ROOT / "validation/h200_triton_grid_raw.json.gz").read())
     shipped = load_profile("h200").data["timings"]["generated"]
-    for kind, fit in generated_fits(measured).items():
+    fits = grid_fits(raw, get_gpu("h200").l2_bytes)
+    assert set(fits) == {"triton_pointwise", "triton_reduction", "triton_persistent_reduction", "atomics"}
+    for kind, fit in fits.items():
         assert fit == shipped[kind]
+    measured = json.loads(gzip.open(ROOT / "validation/compile/compile_measured.json.gz").read())
+    assert generated_fits(measured)["triton_pointwise"] != shipped["triton_pointwise"]
+
+
+def test_atomic_adds_are_priced_by_the_elements_added_where_they_land_and_the_indices():
+    l2_bytes = 50e6
+    coef = (1.0, 2e-6, 4e-6, 2e-5)  # floor, per element in L2, per element in DRAM, per index
+    points = []
+    for elements, indices, destination in ((1e6, 1e6, 4e4), (3e7, 5e5, 1.2e7), (1.3e8, 5e5, 5e7),
+                                           (5e7, 6.5e4, 1.5e8), (6.7e7, 1.6e4, 5.2e8), (4e6, 6.5e4, 2.6e5)):
+        share = min(1.0, l2_bytes / destination)
+        t = coef[0] + coef[1] * elements * share + coef[2] * elements * (1 - share) + coef[3] * indices
+        points.append((elements, indices, destination, t))
+    fit = atomics_fit(points, l2_bytes)
+    assert fit["us_per_element_l2"] == pytest.approx(coef[1], rel=1e-6)
+    assert fit["us_per_element_dram"] == pytest.approx(coef[2], rel=1e-6)
+    assert fit["us_per_index"] == pytest.approx(coef[3], rel=1e-6) and fit["median_error"] < 1e-9
+    assert atomics_fit(points[:3], l2_bytes) is None
+    # a destination 4x the L2 adds three quarters of its elements at the DRAM rate
+    assert atomics_time_us(fit, 1e6, 0, 2e8) == pytest.approx(1.0 + 1e6 * (0.25 * 2e-6 + 0.75 * 4e-6), rel=1e-6)
+
+
+def test_a_generated_kernel_that_adds_atomically_is_timed_by_its_atomics():
+    """Inductor's scatter-add (zoo gcn_train compiled): 128M fp32 atomic adds from 500k edges into a 51 MB
+    table, counted by Inductor as 112 MB, ran 312 us on the H200, not the ~30 us its bytes take."""
+    from kernelcast.costs.generated import GENERATED_ATOMICS_KEY
+
+    edges, width, nodes = 500_000, 256, 50_000
+    op = OpRecord(0, "triton.pointwise.triton_poi_fused_index_add_0",
+                  {"kernel": "triton_poi_fused_index_add_0",
+                   "reads": (_meta((edges,), "int64"), _meta((nodes, width)), _meta((edges,))),
+                   "xnumel": edges * width, "inductor_bytes": 112.4e6, "atomic_elements": edges * width},
+                  (_meta((nodes, width)),))
+    cost = cost_of(op)
+    assert cost.key == (GENERATED_ATOMICS_KEY, edges * width, edges, nodes * width * 4.0)
+    profile = load_profile("h200").data
+    model = CalibratedModel(get_gpu("h200"), CaptureSettings(), profile, get_gpu("h200"))
+    est = model.estimate(cost)
+    assert 250 < est.time_us < 400 and est.source == "fitted (generated kernels)"
+    plain = model.estimate(dataclasses.replace(cost, key=(1, 4)))
+    assert plain.time_us < est.time_us / 5
+
+
+def test_a_kernel_storing_into_part_of_a_buffer_writes_what_inductor_counts():
+    """An embedding's backward compiled: 2048 rows of 256 fp32 gradients added into a 50000 x 256 buffer. Inductor
+    counts 4.2 MB; the whole 51.2 MB buffer is not written (a fresh user's LM step priced it as if it were)."""
+    tokens, width, vocab = 2048, 256, 50_000
+    op = OpRecord(0, "triton.pointwise.triton_poi_fused_embedding_dense_backward_0",
+                  {"kernel": "triton_poi_fused_embedding_dense_backward_0",
+                   "reads": (_meta((tokens,), "int64"), _meta((tokens, width))), "xnumel": tokens * width,
+                   "inductor_bytes": 4210688.0, "atomic_elements": tokens * width},
+                  (_meta((vocab, width)),))
+    cost = cost_of(op)
+    assert cost.bytes_written + cost.bytes_read == 4210688.0
 
 
 def _merge_module():

@@ -17,6 +17,7 @@ from kernelcast.predict.calibrated import BLOCK_SECTIONS
 from kernelcast.profiles import PROFILE_FORMAT
 from kernelcast.records import OpRecord
 from . import grouped_gemm, norm_blocks, unit_rates
+from .generated import grid_fits
 from .launch_model import fit_conv_model, fit_gemm_model, per_group_items
 
 MEMORY_KINDS = {"pointwise", "pointwise_transpose", "pointwise_cast", "pointwise_strided", "copy_cast", "reduction", "reduction_outer", "reduction_all", "softmax", "softmax_backward",
@@ -254,6 +255,9 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
         profile["timings"]["grouped_gemm"] = grouped
     for kind, blocks in norm_blocks.fit_cost_blocks(measured, sm_count).items():
         profile["timings"][BLOCK_SECTIONS[kind]] = blocks  # weight norm, small sorts, top-k
+    generated = grid_fits({"cases": measured}, get_gpu(gpu).l2_bytes)
+    if generated:  # Inductor's Triton kernels, from the compiled microbenchmarks (calibrate/triton_grid.py)
+        profile["timings"]["generated"] = {**generated, "source": "calibrate section triton_grid"}
     fitted = _fitted_time_models(profile, gpu)
     if fitted:  # the tree regressors of the kernel-time corrections (calibrate/time_model.py)
         profile["timings"]["fitted"] = fitted

@@ -54,6 +54,10 @@ COMPILED_TAG = "compiled"  # an op run by Inductor's generated wrapper
 GRAPHED_TAG = "graphed"  # an op replayed inside a CUDA graph (no host work of its own)
 _DECORATOR = re.compile(r"@triton_heuristics\.(\w+)\(")
 _SIGNATURE_POINTER = ("in_ptr", "out_ptr", "in_out_ptr")
+# Inductor's Triton codegen stores with mode "atomic_add" as one such call per store (codegen/triton.py, store)
+_ATOMIC_ADD = "tl.atomic_add("
+# The launch-size arguments of a Triton kernel that multiply to the elements one store statement writes.
+_ITERATION_NUMELS = ("xnumel", "ynumel", "znumel")
 
 
 def triton_missing() -> str | None:
@@ -83,6 +87,7 @@ class TritonKernelMeta:
     num_bytes: float | None  # Inductor's estimate of the bytes it moves (inductor_meta["kernel_num_gb"])
     flops: float | None  # Inductor's estimate of its FLOPs (inductor_meta["kernel_flop"]), where it has one
     mutated: tuple[str, ...] = ()
+    atomic_adds: int = 0  # `tl.atomic_add` statements in its body (index_put/index_add with accumulate, scatter_add)
 
     @staticmethod
     def from_source(name: str, source: str) -> "TritonKernelMeta":
@@ -100,7 +105,8 @@ class TritonKernelMeta:
         return TritonKernelMeta(name=name, kind=kind, arg_names=args,
                                 num_bytes=None if gb is None else float(gb) * 1e9,
                                 flops=inductor_meta.get("kernel_flop"),
-                                mutated=tuple(inductor_meta.get("mutated_arg_names", ())))
+                                mutated=tuple(inductor_meta.get("mutated_arg_names", ())),
+                                atomic_adds=source.count(_ATOMIC_ADD))
 
 
 def _decorator_call(source: str, open_paren: int) -> str:
@@ -158,7 +164,8 @@ class TritonKernelStub:
 
 def launch_record(meta: TritonKernelMeta, args: tuple) -> tuple[dict, tuple[torch.Tensor, ...]]:
     """(op args, tensors written) for one launch: the pointer arguments by name, the sizes it iterates over
-    (xnumel, r0_numel, ...), and Inductor's bytes and FLOPs."""
+    (xnumel, r0_numel, ...), Inductor's bytes and FLOPs, and the elements it adds atomically (each atomic_add
+    statement runs once per element of the iteration space: `atomic_elements`)."""
     named = dict(zip(meta.arg_names, args))
     reads: list[torch.Tensor] = []
     writes: list[torch.Tensor] = []
@@ -176,6 +183,11 @@ def launch_record(meta: TritonKernelMeta, args: tuple) -> tuple[dict, tuple[torc
         record["inductor_bytes"] = meta.num_bytes
     if meta.flops is not None:
         record["inductor_flops"] = float(meta.flops)
+    if meta.atomic_adds:
+        elements = 1
+        for name in _ITERATION_NUMELS:
+            elements *= numels.get(name, 1)
+        record["atomic_elements"] = meta.atomic_adds * elements
     return record, tuple(writes)
 
 
