@@ -48,6 +48,9 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
   h200_triton_grid_raw.json.gz --sections triton_grid`), which give the `generated` timings: a launch floor
   and bandwidth per kernel class and the atomics fit (calibrate/generated.py). The compiled zoo steps
   (compile/compile_measured.json.gz) are not fitted on: they are the check (scripts/triton_rates_eval.py).
+- probes/compiled_host_fit.json: the host cost of compiled code per unit (graph call, tensor input, Triton
+  launch, wrapper allocation; CUDA graph replay and its inputs), fitted by scripts/fit_compiled_host.py to
+  probes/compiled_host.json (scripts/probe_compiled_host.py on the H200), the host section's `compiled`.
 - probes/foreach_probe.json: multi_tensor_apply launches over few and many chunks (scripts/probe_foreach.py),
   whose block time per chunk gives `foreach_blocks` (calibrate/foreach_blocks.py).
 The host section is the per-case median over the calibration runs so far (validation/host_calibration_runs.json,
@@ -77,6 +80,7 @@ LAUNCH_RUNS = ("validation/h200_gemm_log_uniform_raw.json.gz", "validation/h200_
                "validation/h200_gemm_log_uniform_2_raw.json.gz", "validation/h200_conv_log_uniform_2_raw.json.gz")
 RNN_FIT = "validation/probes/rnn_time_fit.json"
 FOREACH_PROBE = "validation/probes/foreach_probe.json"
+COMPILED_HOST_FIT = "validation/probes/compiled_host_fit.json"
 
 
 def merged_raw(paths: list[str]) -> dict:
@@ -101,6 +105,8 @@ def main() -> int:
     current = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
     if current.get("host"):
         profile["host"] = {**current["host"], "copies": raw["host"]["copies"]}
+    compiled_host = json.loads((ROOT / COMPILED_HOST_FIT).read_text())
+    profile["host"]["compiled"] = {**compiled_host["units_us"], "source": COMPILED_HOST_FIT + ": " + compiled_host["command"]}
     Path(args.out).write_text(json.dumps(profile, separators=(",", ":")) + "\n")
     t = profile["timings"]
     print(f"{len(t['gemm'])} GEMM, {len(t['conv'])} conv, {len(t['attention'])} attention rows; memory kinds: "

@@ -50,6 +50,8 @@ KERNEL_CLASSES = ("pointwise", "reduction", "persistent_reduction", "cooperative
                   "template", "foreach", "user_autotune", "fixed_config")
 TRITON_OP_PREFIX = "triton."
 CUDAGRAPH_REPLAY_OP = "host.cudagraph_replay"
+COMPILED_CALL_OP = "host.compiled_call"  # a call of compiled code begins (the caller's Python is before it)
+COMPILED_GRAPH_OP = "host.compiled_graph"  # Inductor's wrapper for one graph begins (guards, AOT wrapper before)
 COMPILED_TAG = "compiled"  # an op run by Inductor's generated wrapper
 GRAPHED_TAG = "graphed"  # an op replayed inside a CUDA graph (no host work of its own)
 _DECORATOR = re.compile(r"@triton_heuristics\.(\w+)\(")

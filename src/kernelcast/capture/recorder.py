@@ -407,9 +407,15 @@ class Recorder(TorchDispatchMode):
             self.clock.ours_end()
 
     def run_compiled(self, call, args: list) -> Any:
-        """Inductor's generated wrapper for one graph: the ops it runs are tagged as compiled code."""
-        from .inductor import COMPILED_TAG
+        """Inductor's generated wrapper for one graph: the ops it runs are tagged as compiled code. Outside a
+        CUDA graph a marker op (COMPILED_GRAPH_OP, with the graph's tensor inputs) opens it: the Python timed
+        before it since the compiled call began is Dynamo's guards and AOTAutograd's wrapper, as they ran here
+        on fake tensors, which the host model prices by its own calibration instead."""
+        from .inductor import COMPILED_GRAPH_OP, COMPILED_TAG, GRAPHED_TAG
 
+        if self.recording and GRAPHED_TAG not in self.region_tags:
+            inputs = sum(isinstance(a, torch.Tensor) for a in args)
+            self._record_marker(COMPILED_GRAPH_OP, {"inputs": inputs}, tags=("host", COMPILED_TAG))
         saved = self.region_tags
         self.region_tags = tuple(dict.fromkeys((*saved, COMPILED_TAG)))
         try:
@@ -432,9 +438,10 @@ class Recorder(TorchDispatchMode):
 
     def replay_graph(self, model, inputs: list, call) -> Any:
         """A call of a graph Inductor put under CUDA graphs, as CUDA graph trees replay it
-        (torch/_inductor/cudagraph_trees.py, CUDAGraphNode.run): the inputs that are not static (parameters,
-        buffers, outputs of earlier graphs) copied into the graph's own buffers with one _foreach_copy_, then
-        one graph launch (a host-only marker), then the graph's kernels, which have no host work of their own."""
+        (torch/_inductor/cudagraph_trees.py, CUDAGraphNode.run): a host-only marker for the replay (its launch
+        and checks), the inputs that are not static (parameters, buffers, outputs of earlier graphs) copied
+        into the graph's own buffers with one _foreach_copy_, then the graph's kernels, which have no host work
+        of their own."""
         from .inductor import COMPILED_TAG, CUDAGRAPH_REPLAY_OP, GRAPHED_TAG
 
         with self.clock.ours():  # kernelcast's bookkeeping, not the model's Python
@@ -446,14 +453,16 @@ class Recorder(TorchDispatchMode):
         if refused is not None:  # the trees run it without a graph, every call
             call.refused(refused)
             return model(list(inputs))
+        if self.recording:  # first: the Python before it (guards, the trees' checks) is priced by the marker
+            self._record_marker(CUDAGRAPH_REPLAY_OP, {"backward": call.is_backward, "copied_inputs": len(copies),
+                                                      "inputs": sum(isinstance(t, torch.Tensor) for t in inputs)},
+                                tags=("host", COMPILED_TAG))
         if copies:
             saved, self.region_tags = self.region_tags, tuple(dict.fromkeys((*self.region_tags, COMPILED_TAG)))
             try:
                 torch._foreach_copy_(buffers, [inputs[i] for i in copies])
             finally:
                 self.region_tags = saved
-        if self.recording:
-            self._record_marker(CUDAGRAPH_REPLAY_OP, {"backward": call.is_backward, "copied_inputs": len(copies)})
         saved = self.region_tags
         self.region_tags = tuple(dict.fromkeys((*saved, COMPILED_TAG, GRAPHED_TAG)))
         try:
@@ -465,6 +474,14 @@ class Recorder(TorchDispatchMode):
                 if isinstance(t, torch.Tensor):
                     self._graph_outputs.add(_storage_id(t))
         return out
+
+    def record_compiled_call(self) -> None:
+        """Where a call of torch.compile'd code begins, before Dynamo checks its guards: the Python timed
+        before it is the caller's own (COMPILED_CALL_OP)."""
+        from .inductor import COMPILED_CALL_OP
+
+        if self.recording:
+            self._record_marker(COMPILED_CALL_OP, {})
 
     def record_stream_marker(self, op: str, stream: int, event: int) -> None:
         """An event record or wait on a stream (torch.cuda.Event / Stream.wait_event / wait_stream)."""
@@ -492,13 +509,13 @@ class Recorder(TorchDispatchMode):
         self._record_marker(f"{HOST_OP_PREFIX}{kind}", {}, sync=kind)
 
     def _record_marker(self, op: str, args: dict, stream: int | None = None, sync: str | None = None,
-                       phase: str | None = None, module: str | None = None) -> None:
+                       phase: str | None = None, module: str | None = None, tags: tuple[str, ...] = ("host",)) -> None:
         """A host-only record, with the model's Python since the previous op (its own time is ours)."""
         self.clock.ours_begin()
         python_us, torch_calls, modules = self.clock.take()
         self.torch_calls.append(torch_calls)
         self.ops.append(OpRecord(
-            index=len(self.ops), op=op, args=args, outputs=(), tags=("host",),
+            index=len(self.ops), op=op, args=args, outputs=(), tags=tags,
             phase=self._phase_of() if phase is None else phase,
             module=self._module_of() if module is None else module, source=current_source(), sync=sync,
             python_us=python_us, modules=modules, stream=self.current_stream if stream is None else stream,

@@ -291,6 +291,7 @@ class CaptureSession:
         and the Router off the torch-function stack for the call."""
         if self.inductor_missing is not None or self.recorder is None:
             return
+        self.recorder.record_compiled_call()
         hide_router(self.router, wrapper_frame)
         if self.inductor is None:  # set up outside the capture's modes: Inductor's imports make real tensors
             from torch.utils._python_dispatch import _disable_current_modes

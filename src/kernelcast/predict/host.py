@@ -55,17 +55,26 @@ LIBRARY_LAUNCH_OPS = {"_cudnn_rnn", "_cudnn_rnn_backward"}
 LIBRARY_CASE_ITEMS = {"_cudnn_rnn": 2, "_cudnn_rnn_backward": 2}
 LIBRARY_LAUNCH_CASE = "library launch"
 RANGE_MARKERS = (RANGE_BEGIN_OP, RANGE_END_OP)
-# torch.compile'd code (capture/inductor.py). Stand-ins until the device calibrates them (scripts/
-# compile_measure.py measures compiled steps): a launch of an Inductor Triton kernel goes through its Python
-# launcher (CachingAutotuner.run) but not the dispatcher or autograd, so it is put a little under an eager op's
-# launch (8.6 µs above); a CUDA graph replay through cudagraph trees runs Python checks, then one
-# cudaGraphLaunch, of the order of a few eager launches.
+# torch.compile'd code (capture/inductor.py). A compiled graph's call is priced by units, not by the Python
+# timed before it at capture (Dynamo's guards and AOTAutograd's wrapper on fake tensors: 2-4x the H200 host's
+# time on scripts/probe_compiled_host.py's cases): a fixed cost and one per tensor input; a CUDA graph replay
+# likewise. Inductor's wrapper Python between its ops is timed as the model's is; a Triton launch and an
+# allocation or reinterpretation in the wrapper add a unit cost each. The defaults below are stand-ins for a
+# profile without its `host.compiled` fit (scripts/fit_compiled_host.py).
 GENERATED_LAUNCH_US = 6.0
 CUDAGRAPH_REPLAY_US = 25.0
+COMPILED_GRAPH_US = 20.0
+COMPILED_INPUT_US = 2.0
+COMPILED_VIEW_US = 1.0
+REPLAY_INPUT_US = 2.0
 TRITON_OP_PREFIX = "triton."
 CUDAGRAPH_REPLAY_OP = HOST_OP_PREFIX + "cudagraph_replay"
+COMPILED_GRAPH_OP = HOST_OP_PREFIX + "compiled_graph"
 GRAPHED_TAG = "graphed"
 COMPILED_TAG = "compiled"
+# The HostModel fields a profile's `host.compiled` fit sets (scripts/fit_compiled_host.py).
+COMPILED_HOST_FIELDS = ("generated_launch_us", "cudagraph_replay_us", "replay_input_us", "compiled_graph_us",
+                        "compiled_input_us", "compiled_view_us")
 
 
 @dataclass(frozen=True)
@@ -83,8 +92,12 @@ class HostModel:
     foreach_op_us: float = 8.6  # a foreach op, fixed part
     foreach_per_tensor_us: float = 0.0  # and per tensor in its lists
     extra_kernel_launch_us: float = EXTRA_KERNEL_LAUNCH_US
-    generated_launch_us: float = GENERATED_LAUNCH_US  # one Inductor Triton kernel launch (stand-in)
-    cudagraph_replay_us: float = CUDAGRAPH_REPLAY_US  # one CUDA graph replay of a compiled graph (stand-in)
+    generated_launch_us: float = GENERATED_LAUNCH_US  # one Inductor Triton kernel launch
+    cudagraph_replay_us: float = CUDAGRAPH_REPLAY_US  # one CUDA graph replay of a compiled graph, fixed part
+    replay_input_us: float = REPLAY_INPUT_US  # and per tensor input
+    compiled_graph_us: float = COMPILED_GRAPH_US  # one call of a compiled graph (guards, AOTAutograd), fixed
+    compiled_input_us: float = COMPILED_INPUT_US  # and per tensor input
+    compiled_view_us: float = COMPILED_VIEW_US  # an allocation or reinterpretation in Inductor's wrapper
     python_scale: float = 1.0  # target host's Python time / capture machine's (1: same speed or unknown)
     # The lowest and highest target/capture ratio over the benchmarks both machines ran: the model Python's
     # range on the target. One benchmark only: SINGLE_BENCHMARK_SPREAD either side of it.
@@ -144,6 +157,9 @@ class HostModel:
             values["library_call_us"] = library
         if (v := us(LIBRARY_LAUNCH_CASE)) is not None:
             values["library_launch_us"] = v
+        compiled = section.get("compiled")
+        if isinstance(compiled, dict):  # scripts/fit_compiled_host.py
+            values.update({k: float(v) for k, v in compiled.items() if k in COMPILED_HOST_FIELDS})
         chain = section.get("mixed chain")
         if isinstance(chain, dict) and chain.get("ops"):
             values.update(_chain_factors(chain, HostModel(**values)))
@@ -177,9 +193,13 @@ class HostModel:
         if GRAPHED_TAG in op.tags:  # replayed inside a CUDA graph: the replay's launch covers it
             return 0.0
         if op.op == CUDAGRAPH_REPLAY_OP:
-            return self.cudagraph_replay_us
+            return self.cudagraph_replay_us + self.replay_input_us * op.args.get("inputs", 0)
+        if op.op == COMPILED_GRAPH_OP:
+            return self.compiled_graph_us + self.compiled_input_us * op.args.get("inputs", 0)
         if op.op.startswith(TRITON_OP_PREFIX):
             return self.generated_launch_us
+        if COMPILED_TAG in op.tags and (cost is None or cost.kernels == 0) and "host" not in op.tags:
+            return self.compiled_view_us
         if op.op.startswith(HOST_OP_PREFIX):  # a sync outside aten (synchronize, tolist): its wait is the timeline's
             return 0.0
         # the autograd engine's own cost per node, paid at the node's first op whatever that op launches
@@ -223,8 +243,13 @@ class HostModel:
         return self.captured_python_us(op) + self.module_calls_us(op)
 
     def captured_python_us(self, op: OpRecord) -> float:
-        """The part timed on the capture machine, carried to the target by the Python benchmark's ratio."""
-        return 0.0 if GRAPHED_TAG in op.tags else op.python_us * self.python_scale
+        """The part timed on the capture machine, carried to the target by the Python benchmark's ratio. None
+        before a compiled graph's call or replay: Dynamo's guards and AOTAutograd's wrapper, timed here on
+        fake tensors, are priced by units instead (_tight_loop_us); Inductor's wrapper Python between its
+        ops is kept."""
+        if GRAPHED_TAG in op.tags or op.op in (COMPILED_GRAPH_OP, CUDAGRAPH_REPLAY_OP):
+            return 0.0
+        return op.python_us * self.python_scale
 
     def module_calls_us(self, op: OpRecord) -> float:
         return 0.0 if GRAPHED_TAG in op.tags else op.modules * self.module_call_us * self.cpu_scale
