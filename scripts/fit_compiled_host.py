@@ -11,9 +11,9 @@ CUDA graph replays and their inputs (host.cudagraph_replay). The rest of each ca
 such as cuBLAS, the static-input copies) is priced by the profile's eager host model, corrected by that model's
 miss on the same case run eagerly where the extern kernels are GEMMs (the eager model prices a 64x64 mm's
 launch at 13 µs, the probe's eager rows measured about 25: that miss is not the compiled code's); what the
-measurement leaves is fitted as units x per-unit costs by least squares on relative error, default and
-reduce-overhead apart. The fit goes into the profile's host section as `compiled` (scripts/build_h200_profile.py), which
-predict/host.py's HostModel reads.
+measurement leaves is fitted as units x per-unit costs, non-negative, by least squares on relative error
+(scipy's NNLS), default and reduce-overhead apart. The fit goes into the profile's host section as `compiled`
+(scripts/build_h200_profile.py), which predict/host.py's HostModel reads.
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ REPLAY_UNITS = ("cudagraph_replay_us", "replay_input_us")
 
 def units_of(capture) -> dict[str, float]:
     """The compiled units of one captured call (see the module docstring)."""
-    from kernelcast.predict.host import (COMPILED_GRAPH_OP, COMPILED_TAG, CUDAGRAPH_REPLAY_OP, GRAPHED_TAG,
-                                         TRITON_OP_PREFIX)
     from kernelcast.costs import cost_of
+    from kernelcast.predict.host import (COMPILED_GRAPH_OP, CUDAGRAPH_REPLAY_OP, GRAPHED_TAG, TRITON_OP_PREFIX,
+                                         is_compiled_view)
 
     units = dict.fromkeys(DEFAULT_UNITS + REPLAY_UNITS, 0.0)
     for op in capture.ops:
@@ -53,7 +53,7 @@ def units_of(capture) -> dict[str, float]:
             units["replay_input_us"] += op.args.get("inputs", 0)
         elif op.op.startswith(TRITON_OP_PREFIX):
             units["generated_launch_us"] += 1
-        elif COMPILED_TAG in op.tags and "host" not in op.tags and cost_of(op).kernels == 0:
+        elif is_compiled_view(op, cost_of(op)):
             units["compiled_view_us"] += 1
     return units
 
@@ -78,7 +78,9 @@ def _capture(name: str, size: int, mode: str):
 
 def _gemms(capture) -> int:
     """GEMM launches the host makes (none for those a CUDA graph replays)."""
-    return sum(1 for op in capture.ops if op.name in GEMM_OPS and "graphed" not in op.tags)
+    from kernelcast.predict.host import GRAPHED_TAG
+
+    return sum(1 for op in capture.ops if op.name in GEMM_OPS and GRAPHED_TAG not in op.tags)
 
 
 def _rest_us(capture) -> float:
@@ -104,7 +106,6 @@ def _nonnegative_relative_fit(rows: list[list[float]], targets: list[float], mea
 
 
 def fit(doc: dict) -> tuple[dict, list[dict]]:
-
     eager_miss = {}  # (case, size) -> µs per GEMM the eager model misses on this host
     for row in doc["rows"]:
         if "error" not in row and row["mode"] == "eager":

@@ -12,11 +12,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from helpers import subprocess_env
+from helpers import contiguous, subprocess_env
 from kernelcast.capture.inductor import TritonKernelMeta, launch_record, triton_missing
 from kernelcast.costs import cost_of
 from kernelcast.predict import HostModel, predict_capture
-from kernelcast.records import Capture, OpRecord, TensorMeta
+from kernelcast.records import Capture, OpRecord
 
 needs_triton = pytest.mark.skipif(triton_missing() is not None, reason="Inductor's CUDA backend needs triton")
 
@@ -39,13 +39,6 @@ def triton_poi_fused_add_gelu_mul_0(in_ptr0, in_ptr1, out_ptr0, xnumel, XBLOCK :
     xnumel = 4194304
 '''
 
-
-def _meta(shape, dtype="float32"):
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    return TensorMeta(tuple(shape), dtype, tuple(reversed(strides)))
 
 
 # -- pure: kernel metadata, costs, host side (no triton needed) ---------------------------------------------
@@ -79,8 +72,8 @@ def test_generated_kernel_cost_uses_inductors_bytes():
     record, writes = launch_record(meta, (x, b, out, 1024 * 4096))
     assert writes == (out,) and record["xnumel"] == 4194304 and len(record["reads"]) == 2
     op = OpRecord(0, "triton.pointwise.triton_poi_fused_add_gelu_mul_0",
-                  {"kernel": meta.name, "reads": (_meta((1024, 4096)), _meta((4096,))), "xnumel": 4194304,
-                   "inductor_bytes": meta.num_bytes}, (_meta((1024, 4096)),), tags=("compiled",))
+                  {"kernel": meta.name, "reads": (contiguous((1024, 4096)), contiguous((4096,))), "xnumel": 4194304,
+                   "inductor_bytes": meta.num_bytes}, (contiguous((1024, 4096)),), tags=("compiled",))
     cost = cost_of(op)
     assert cost.kernels == 1 and cost.kind == "triton_pointwise"
     assert cost.bytes_written == 16777216  # the output: 1024 * 4096 * 4
@@ -90,8 +83,8 @@ def test_generated_kernel_cost_uses_inductors_bytes():
 
 def test_reduction_kernel_is_keyed_by_its_reduced_length():
     op = OpRecord(0, "triton.reduction.triton_red_fused_mean_0",
-                  {"kernel": "triton_red_fused_mean_0", "reads": (_meta((640, 256)),), "xnumel": 1280,
-                   "r0_numel": 128}, (_meta((640, 2)),))
+                  {"kernel": "triton_red_fused_mean_0", "reads": (contiguous((640, 256)),), "xnumel": 1280,
+                   "r0_numel": 128}, (contiguous((640, 2)),))
     cost = cost_of(op)
     # no Inductor byte count here: the input read once (640 * 256 * 4 = 655360), the output written (640 * 2 * 4)
     assert cost.kind == "triton_reduction" and cost.key == (128, 4)
@@ -100,13 +93,13 @@ def test_reduction_kernel_is_keyed_by_its_reduced_length():
 
 def test_host_side_of_compiled_code():
     host = HostModel()
-    launch = OpRecord(0, "triton.pointwise.k", {"kernel": "k"}, (_meta((8,)),), tags=("compiled",),
+    launch = OpRecord(0, "triton.pointwise.k", {"kernel": "k"}, (contiguous((8,)),), tags=("compiled",),
                       python_us=3.0)
-    graphed = OpRecord(1, "triton.pointwise.k", {"kernel": "k"}, (_meta((8,)),), tags=("compiled", "graphed"),
+    graphed = OpRecord(1, "triton.pointwise.k", {"kernel": "k"}, (contiguous((8,)),), tags=("compiled", "graphed"),
                        python_us=3.0)
     replay = OpRecord(2, "host.cudagraph_replay", {"inputs": 3}, (), tags=("host", "compiled"), python_us=40.0)
     graph = OpRecord(3, "host.compiled_graph", {"inputs": 5}, (), tags=("host", "compiled"), python_us=500.0)
-    alloc = OpRecord(4, "aten.empty_strided.default", {"size": [8], "stride": [1]}, (_meta((8,)),),
+    alloc = OpRecord(4, "aten.empty_strided.default", {"size": [8], "stride": [1]}, (contiguous((8,)),),
                      tags=("compiled",), python_us=20.0)
     caller = OpRecord(5, "host.compiled_call", {}, (), tags=("host",), python_us=7.0)
     assert host.dispatch_us(launch, cost_of(launch)) == host.generated_launch_us

@@ -6,6 +6,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
+from helpers import contiguous
 
 from kernelcast.calibrate.generated import (atomics_fit, fit_launch_and_bandwidth, generated_fits,
                                             generated_memory_points, grid_fits, kind_of)
@@ -14,17 +15,10 @@ from kernelcast.costs.generated import atomics_time_us
 from kernelcast.devices import get_gpu
 from kernelcast.predict.calibrated import GENERATED_FIT_NOTE, CalibratedModel
 from kernelcast.profiles import load_profile
-from kernelcast.records import CaptureSettings, OpRecord, TensorMeta
+from kernelcast.records import CaptureSettings, OpRecord
 
 ROOT = Path(__file__).resolve().parent.parent
 
-
-def _meta(shape, dtype="float32"):
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    return TensorMeta(tuple(shape), dtype, tuple(reversed(strides)))
 
 
 def _workload(name, kernels, triton_bytes):
@@ -115,9 +109,9 @@ def test_a_generated_kernel_that_adds_atomically_is_timed_by_its_atomics():
     edges, width, nodes = 500_000, 256, 50_000
     op = OpRecord(0, "triton.pointwise.triton_poi_fused_index_add_0",
                   {"kernel": "triton_poi_fused_index_add_0",
-                   "reads": (_meta((edges,), "int64"), _meta((nodes, width)), _meta((edges,))),
+                   "reads": (contiguous((edges,), "int64"), contiguous((nodes, width)), contiguous((edges,))),
                    "xnumel": edges * width, "inductor_bytes": 112.4e6, "atomic_elements": edges * width},
-                  (_meta((nodes, width)),))
+                  (contiguous((nodes, width)),))
     cost = cost_of(op)
     assert cost.key == (GENERATED_ATOMICS_KEY, edges * width, edges, nodes * width * 4.0)
     profile = load_profile("h200").data
@@ -134,9 +128,9 @@ def test_a_kernel_storing_into_part_of_a_buffer_writes_what_inductor_counts():
     tokens, width, vocab = 2048, 256, 50_000
     op = OpRecord(0, "triton.pointwise.triton_poi_fused_embedding_dense_backward_0",
                   {"kernel": "triton_poi_fused_embedding_dense_backward_0",
-                   "reads": (_meta((tokens,), "int64"), _meta((tokens, width))), "xnumel": tokens * width,
+                   "reads": (contiguous((tokens,), "int64"), contiguous((tokens, width))), "xnumel": tokens * width,
                    "inductor_bytes": 4210688.0, "atomic_elements": tokens * width},
-                  (_meta((vocab, width)),))
+                  (contiguous((vocab, width)),))
     cost = cost_of(op)
     assert cost.bytes_written + cost.bytes_read == 4210688.0
 

@@ -77,6 +77,11 @@ COMPILED_HOST_FIELDS = ("generated_launch_us", "cudagraph_replay_us", "replay_in
                         "compiled_input_us", "compiled_view_us")
 
 
+def is_compiled_view(op: OpRecord, cost: Cost | None) -> bool:
+    """An allocation or reinterpretation Inductor's wrapper makes (no kernel): one compiled_view_us unit."""
+    return COMPILED_TAG in op.tags and "host" not in op.tags and (cost is None or cost.kernels == 0)
+
+
 @dataclass(frozen=True)
 class HostModel:
     """µs of CPU per eager event on one host."""
@@ -198,7 +203,7 @@ class HostModel:
             return self.compiled_graph_us + self.compiled_input_us * op.args.get("inputs", 0)
         if op.op.startswith(TRITON_OP_PREFIX):
             return self.generated_launch_us
-        if COMPILED_TAG in op.tags and (cost is None or cost.kernels == 0) and "host" not in op.tags:
+        if is_compiled_view(op, cost):
             return self.compiled_view_us
         if op.op.startswith(HOST_OP_PREFIX):  # a sync outside aten (synchronize, tolist): its wait is the timeline's
             return 0.0
