@@ -81,6 +81,65 @@ def sparse_embedding_sgd():
 
     return step, (ids, target)
 
+def _sparse_tables_step(opt, tables, dense_opt, ids, offsets, head, target):
+    def step(ids, offsets, target):
+        pooled = torch.cat([t(i, o) for t, i, o in zip(tables, ids, offsets)], dim=1)
+        loss = F.binary_cross_entropy_with_logits(head(pooled).squeeze(1), target)
+        loss.backward()
+        opt.step()
+        dense_opt.step()
+        opt.zero_grad(set_to_none=True)
+        dense_opt.zero_grad(set_to_none=True)
+
+    return step, (ids, offsets, target)
+
+
+def _sparse_tables(mode: str, rows: int, dim: int, tables: int, batch: int, bag: int):
+    tables_ = nn.ModuleList(nn.EmbeddingBag(rows, dim, mode=mode, sparse=True) for _ in range(tables)).cuda()
+    head = nn.Linear(tables * dim, 1).cuda()
+    ids = [torch.randint(0, rows, (batch * bag,), device="cuda") for _ in range(tables)]
+    offsets = [torch.arange(0, batch * bag, bag, device="cuda") for _ in range(tables)]
+    return tables_, head, ids, offsets, torch.rand(batch, device="cuda")
+
+
+def sparse_bag_adagrad():
+    """Four sparse EmbeddingBag tables (sum) trained with Adagrad's sparse path (coalesce, sparse_mask, dense +=
+    sparse), the head with SGD."""
+    torch.manual_seed(0)
+    tables, head, ids, offsets, target = _sparse_tables("sum", 200_000, 64, 4, 1024, 16)
+    opt = torch.optim.Adagrad(tables.parameters(), lr=0.05)
+    return _sparse_tables_step(opt, tables, torch.optim.SGD(head.parameters(), lr=0.05), ids, offsets, head, target)
+
+
+def sparse_bag_mean_sgd():
+    """Two sparse EmbeddingBag tables (mean) of 128-wide rows trained with plain SGD."""
+    torch.manual_seed(0)
+    tables, head, ids, offsets, target = _sparse_tables("mean", 300_000, 128, 2, 2048, 24)
+    opt = torch.optim.SGD(tables.parameters(), lr=0.1)
+    return _sparse_tables_step(opt, tables, torch.optim.SGD(head.parameters(), lr=0.1), ids, offsets, head, target)
+
+
+def sparse_embedding_sparse_adam():
+    """nn.Embedding(sparse=True) trained with torch.optim.SparseAdam, the MLP on top with Adam (foreach)."""
+    torch.manual_seed(0)
+    emb = nn.Embedding(100_000, 96, sparse=True).cuda()
+    mlp = nn.Sequential(nn.Linear(96, 256), nn.ReLU(), nn.Linear(256, 1)).cuda()
+    sparse_opt = torch.optim.SparseAdam(list(emb.parameters()), lr=1e-3)
+    dense_opt = torch.optim.Adam(mlp.parameters(), lr=1e-3)
+    ids = torch.randint(0, 100_000, (2048, 10), device="cuda")
+    target = torch.rand(2048, device="cuda")
+
+    def step(ids, target):
+        loss = F.mse_loss(mlp(emb(ids).sum(1)).squeeze(1), target)
+        loss.backward()
+        sparse_opt.step()
+        dense_opt.step()
+        sparse_opt.zero_grad(set_to_none=True)
+        dense_opt.zero_grad(set_to_none=True)
+
+    return step, (ids, target)
+
+
 # -- mixture of experts --------------------------------------------------------------------------------------
 
 

@@ -49,6 +49,9 @@ ZOO: list[tuple[str, str, str]] = [
     ("dlrm_train_adagrad", "recommender", _Z + "recsys_moe_graph.py:dlrm_train_adagrad"),
     ("dlrm_forward_mean", "recommender", _Z + "recsys_moe_graph.py:dlrm_forward_mean"),
     ("sparse_embedding_sgd", "recommender", _Z + "recsys_moe_graph.py:sparse_embedding_sgd"),
+    ("sparse_bag_adagrad", "recommender", _Z + "recsys_moe_graph.py:sparse_bag_adagrad"),
+    ("sparse_bag_mean_sgd", "recommender", _Z + "recsys_moe_graph.py:sparse_bag_mean_sgd"),
+    ("sparse_embedding_sparse_adam", "recommender", _Z + "recsys_moe_graph.py:sparse_embedding_sparse_adam"),
     # mixture of experts
     ("mixtral_forward", "moe", _Z + "transformers_zoo.py:mixtral_forward"),
     ("moe_train", "moe", _Z + "recsys_moe_graph.py:moe_train"),

@@ -19,6 +19,8 @@ from C++, pay nothing more (predict/host.py).
 Kept whole, with the reason:
 - ops the recorder answers itself (host reads, transfers, data-dependent shapes: recorder.py's handlers);
 - views and allocations (`empty_like`, `new_empty`), which launch nothing;
+- constructors of sparse tensors (`sparse_coo_tensor`, `_sparse_coo_tensor_unsafe`), which only alias their
+  indices and values, and any op given a sparse tensor: capture/sparse.py runs those as CUDA does;
 - convolution: its explicit kernel picks the backend (cuDNN, depthwise, ...) at run time from the device and
   cuDNN (ConvUtils.h, select_conv_backend); the capture keeps it whole and prices it by the measured launch
   table.
@@ -36,12 +38,16 @@ from __future__ import annotations
 import torch
 
 from .cuda_path import CudaOpTable, op_name
+from .sparse import SPARSE_CONSTRUCTORS
 
 # Explicit composite ops kept whole (see the docstring).
 KEPT_WHOLE = frozenset({
     "aten::convolution", "aten::_convolution", "aten::convolution_overrideable",
     "aten::convolution_backward_overrideable",
 })
+# Ops whose schema says they may alias their input, but which copy when asked for another dtype or device: their
+# formula decides (`bag_size.to(float)` in a sparse EmbeddingBag backward, called below autograd, is a copy).
+ALIAS_OR_COPY = frozenset({"aten::to"})
 # Allocations: their explicit kernels only allocate (empty_like -> empty_strided), launching nothing either way.
 ALLOCATIONS = ("aten::empty", "aten::new_empty")
 # Messages of a kernel that launched by itself where a decomposition was expected: a DispatchStub (whose CUDA
@@ -71,14 +77,19 @@ class Decomposer:
             return "explicit"
         implicit = self._implicit.get(func)
         if implicit is None:
-            implicit = self._implicit[func] = self._qualifies(func, self._table.decomposes_above_autograd) and \
+            rule = self._table.decomposes_above_autograd
+            if op_name(func).partition(".")[0] in ALIAS_OR_COPY:  # CompositeImplicit everywhere; not in the table
+                rule = lambda name: name.partition(".")[0] in ALIAS_OR_COPY  # noqa: E731
+            implicit = self._implicit[func] = self._qualifies(func, rule) and \
                 torch._C._dispatch_has_kernel_for_dispatch_key(op_name(func), "CompositeImplicitAutograd")
         return "implicit" if implicit else None
 
     def _qualifies(self, func: torch._ops.OpOverload, rule) -> bool:
         name = op_name(func)
         return (func.namespace == "aten" and rule(name) and name not in KEPT_WHOLE and func not in self._kept_whole
-                and not name.startswith(ALLOCATIONS) and not func.is_view and torch.Tag.inplace_view not in func.tags)
+                and not name.startswith(SPARSE_CONSTRUCTORS)
+                and not name.startswith(ALLOCATIONS) and (not func.is_view or name.partition(".")[0] in ALIAS_OR_COPY)
+                and torch.Tag.inplace_view not in func.tags)
 
     @staticmethod
     def run(func: torch._ops.OpOverload, how: str, args: tuple, kwargs: dict):

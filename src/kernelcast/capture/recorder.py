@@ -27,6 +27,7 @@ from .host_clock import HostClock
 from .lifetimes import StorageTracker
 from .rnn import cudnn_rnn_with_cuda_layout
 from .source import current_source
+from .sparse import SPARSE_INDICES_SUFFIX, SPARSE_VALUES_SUFFIX, SparseCuda, has_sparse, is_sparse
 
 aten = torch.ops.aten
 
@@ -163,6 +164,9 @@ class _Schema:
             else:
                 value = kwargs.get(name, default)
             bound[name] = _plain(value)
+            if is_sparse(value):  # its memory is its indices and values: costs read nnz from them
+                bound[f"{name}{SPARSE_INDICES_SUFFIX}"] = tensor_meta(value._indices())
+                bound[f"{name}{SPARSE_VALUES_SUFFIX}"] = tensor_meta(value._values())
         return bound
 
 
@@ -248,6 +252,9 @@ class Recorder(TorchDispatchMode):
         # Ops CUDA runs by calling other ops (capture/decompose.py); the ops being decomposed, innermost last.
         self._decomposer = Decomposer(op_table, set(self._sync_handlers))
         self._parents: list[int] = []
+        # Sparse COO ops (sparse gradients and their optimizers), run as their CUDA code does (sparse.py).
+        self.sparse = SparseCuda(self._run_children, self._note, self.hints)
+        self._sync_handlers[aten._coalesce.default] = self.sparse.coalesce
         self.storages: StorageTracker | None = None  # sees every CUDA storage made and freed (lifetimes.py)
         # torch.compile'd code (capture/inductor.py): Dynamo compiles with this mode popped when `compiles` is on,
         # and the ops Inductor's wrapper runs carry `region_tags` ("compiled", and "graphed" in a CUDA graph).
@@ -277,7 +284,9 @@ class Recorder(TorchDispatchMode):
         self._pending_tags = ()
         func, args, kwargs = self.in_place.rewrite(func, args, kwargs)
         handler = self._sync_handlers.get(func)
-        if handler is None and self.recording and func not in NO_DEVICE_WORK:
+        if handler is None and self.sparse.handles(func, args, kwargs):
+            return self._finish(func, args, kwargs, self.sparse.run(func, args, kwargs))
+        if handler is None and self.recording and func not in NO_DEVICE_WORK and not has_sparse(args, kwargs):
             how = self._decomposer.how(func)
             if how is not None and (self._parents or _targets_gpu(args, kwargs)):
                 out = self._decompose(func, how, args, kwargs)
@@ -305,6 +314,31 @@ class Recorder(TorchDispatchMode):
         """An op a handler ran on the way to its own result (the nonzero of a boolean index, ...)."""
         if self.recording:
             self._record(func, args, kwargs, out, sync)
+
+    def _finish(self, func, args: tuple, kwargs: dict, out: Any) -> Any:
+        """What _dispatch does after an op ran for one whose children were recorded (value hints)."""
+        self.hints.seed(func, args, kwargs, out)
+        self.hints.propagate(func, args, kwargs, out)
+        return out
+
+    def _run_children(self, func, args: tuple, kwargs: dict, body: Callable[[], Any]) -> Any:
+        """Record `func` as a decomposed op (it launches nothing itself), then run `body()` with this recorder
+        in force: the ops it calls are recorded as the op's children. Returns body's result. Outside a
+        recording, body just runs."""
+        if not self.recording:
+            with self:
+                return body()
+        index = len(self.ops)
+        self._record(func, args, kwargs, None, None, extra_tags=(DECOMPOSED_TAG,),
+                     on_gpu=bool(self._parents) or _targets_gpu(args, kwargs))
+        self._parents.append(index)
+        try:
+            with self:  # the ops it calls come back through this recorder
+                out = body()
+        finally:
+            self._parents.pop()
+        self.ops[index] = dataclasses.replace(self.ops[index], outputs=_outputs(out))
+        return out
 
     def _decompose(self, func, how: str, args: tuple, kwargs: dict) -> Any:
         """Record the op, then run it as CUDA does (decompose.py), recording the ops it calls as its

@@ -4,7 +4,7 @@ from . import (  # noqa: F401  (each registers its formulas)
     attention, collectives, composite, data_dependent, distance, elementwise, embedding, fft, foreach, gather,
     generated,
     histogram, index_ops, indexing, linalg, losses, matmul, norms, padding, pooling, reduce_ops, rnn, scans,
-    selection)
+    selection, sparse)
 from .registry import DEFAULT_CONTEXT, Cost, CostContext, cost_of, register, registered_ops
 
 __all__ = ["DEFAULT_CONTEXT", "Cost", "CostContext", "cost_of", "register", "registered_ops"]

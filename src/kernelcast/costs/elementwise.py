@@ -78,7 +78,9 @@ register_zero_cost(
     "aten.sym_constrain_range_for_size",
     # A sparse COO tensor made from given indices and values aliases them (SparseTensor.cpp,
     # new_with_dims_and_tensor_sparse): no kernel (none measured under it on the H200).
-    "aten._sparse_coo_tensor_with_dims_and_tensors",
+    "aten._sparse_coo_tensor_with_dims_and_tensors", "aten._sparse_coo_tensor_unsafe",
+    # A sparse tensor's metadata, read on the host.
+    "aten._nnz", "aten.sparse_dim", "aten.dense_dim", "aten.is_coalesced", "aten._coalesced_",
     # A zero tensor with no storage (the ZeroTensor dispatch key): ops on it are shortcut on the host.
     "aten._efficientzerotensor",
     # Splits into views of the input (TensorShape.cpp, unsafe_split: split without the view tracking).

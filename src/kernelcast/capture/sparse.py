@@ -1,0 +1,204 @@
+"""Sparse COO gradients as CUDA runs them: nn.Embedding / nn.EmbeddingBag(sparse=True) and the optimizers that
+take their gradients (SGD, Adagrad, SparseAdam).
+
+A CPU-only torch has no SparseCUDA kernels, and FakeTensorMode computes none of these ops, so the capture runs
+each one the way its CUDA code does (torch 2.11; checked op by op on the H200, validation/probes/sparse_probe.json,
+and in the zoo's sparse recommenders):
+
+- dense += sparse (`param.add_(grad, alpha=-lr)`, Adagrad's and SparseAdam's state updates;
+  sparse/cuda/SparseCUDATensorMath.cu, add_out_dense_sparse_cuda): for an uncoalesced sparse tensor with dense
+  dims, one `index_add_` of its value rows into the dense tensor viewed as rows (`indexFuncLargeIndex`, measured
+  alone under add_); a coalesced one runs one sparseElementwiseKernel over the same rows instead, recorded as
+  the index_add_ too. Out of place (`dense + sparse`) copies the dense tensor first.
+- coalesce (`_coalesce_sparse_cuda`, SparseCUDATensor.cu): sums duplicate indices. The number of distinct
+  indices is data: it comes from the indices' value hints where the capture has them (dynamic_shapes.py), else
+  every index is taken as distinct (an upper bound), and the capture says so. Thrust's unique_by_key returns
+  that count to the host: a sync point. Its kernels are priced by costs/sparse.py.
+- dense.sparse_mask(sparse) (SparseTensor.cpp: `ones_like(mask) * t`): a `ones` for the mask's values, then the
+  sparse-dense mul gathers the dense rows at the mask's indices (`index`), clones the indices and multiplies:
+  four work items, recorded as those ops.
+- clone of a sparse tensor copies its indices and values (two device copies). Where AccumulateGrad receives a
+  fresh sparse gradient it takes none: Case 1.2 of accumulate_grad.h steals it with a shallow
+  `_sparse_coo_tensor_unsafe(indices, values)` when indices and values are contiguous and referenced by that
+  tensor alone, as they are when the backward just made them; under the capture the recorder's references
+  defeat the use-count check and the clone branch would be taken instead.
+- The sparse backward of nn.EmbeddingBag (`_embedding_bag_backward` with sparse=True; EmbeddingBag.cpp,
+  _embedding_bag_sparse_backward) is CompositeImplicit: the grad rows of each index's bag (index_select), the
+  mean's 1 / bag size (a copy to float, a fill and a div, gathered per index, then a mul), per-sample weights'
+  mul, and a COO tensor of the indices and those rows. Recorded op by op through that formula.
+- Composite ops that build sparse tensors (`sparse_coo_tensor`, `_sparse_coo_tensor_unsafe`) are kept whole:
+  they only alias their indices and values.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+aten = torch.ops.aten
+
+SPARSE_ADDS = {aten.add_.Tensor, aten.add.Tensor}
+EMBEDDING_BAG_SPARSE_ARG = 9  # _embedding_bag_backward(grad, indices, offsets, offset2bag, bag_size,
+#                               maximum_indices, num_weights, scale_grad_by_freq, mode, sparse, ...)
+# The autograd node that stores a leaf's gradient (torch/csrc/autograd/functions/accumulate_grad.h).
+ACCUMULATE_GRAD_NODE = "torch::autograd::AccumulateGrad"
+# Constructors of sparse COO tensors: they alias their indices and values; the Decomposer keeps them whole (run
+# at the CUDA key on fake tensors, sparse_coo_tensor's explicit kernel fails its own layout check).
+SPARSE_CONSTRUCTORS = ("aten::sparse_coo_tensor", "aten::_sparse_coo_tensor")
+# A sparse argument `x` of a recorded op is recorded with its members beside it: `x_indices`, `x_values`.
+SPARSE_INDICES_SUFFIX, SPARSE_VALUES_SUFFIX = "_indices", "_values"
+COALESCE_NOTE = ("coalesce of a sparse gradient: every index assumed distinct (an upper bound on its size; the "
+                 "GPU reads the count back)")
+
+
+def is_sparse(t: Any) -> bool:
+    return isinstance(t, torch.Tensor) and t.layout == torch.sparse_coo
+
+
+def has_sparse(args: tuple, kwargs: dict) -> bool:
+    return any(is_sparse(a) for a in args) or any(is_sparse(v) for v in kwargs.values())
+
+
+def _alpha(args: tuple, kwargs: dict) -> Any:
+    return args[2] if len(args) > 2 else kwargs.get("alpha", 1)
+
+
+def _rows_view(dense: torch.Tensor, sparse: torch.Tensor) -> torch.Tensor:
+    """The dense tensor as (rows of the sparse dims, the rest): what index_add_ adds the value rows into."""
+    rows = 1
+    for size in dense.shape[:sparse.sparse_dim()]:
+        rows *= size
+    return dense.view(rows, -1)
+
+
+def _flat_indices(sparse: torch.Tensor) -> torch.Tensor:
+    """flatten_indices (SparseTensorUtils.cpp): one sparse dim is its row of indices, no kernel; more are
+    combined as a dot with the sizes' strides (a mul and a sum)."""
+    indices = sparse._indices()
+    if sparse.sparse_dim() == 1:
+        return indices.squeeze(0)
+    strides = [1] * sparse.sparse_dim()
+    for d in range(sparse.sparse_dim() - 2, -1, -1):
+        strides[d] = strides[d + 1] * sparse.shape[d + 1]
+    return (indices * torch.tensor(strides, device=indices.device).unsqueeze(1)).sum(0)
+
+
+def coo(indices: torch.Tensor, values: torch.Tensor, size, coalesced: bool) -> torch.Tensor:
+    """A sparse COO tensor aliasing `indices` (sparse dims x nnz) and `values` (nnz x dense dims), as
+    _sparse_coo_tensor_unsafe makes it (no kernel, no check)."""
+    return aten._sparse_coo_tensor_with_dims_and_tensors.default(
+        indices.shape[0], values.dim() - 1, list(size), indices, values, dtype=values.dtype,
+        layout=torch.sparse_coo, device=values.device, is_coalesced=coalesced)
+
+
+def _embedding_bag_sparse_backward(args: tuple, kwargs: dict) -> torch.Tensor:
+    """What _embedding_bag_backward's kernel runs for sparse=True (EmbeddingBag.cpp): promoteIndicesAndOffsets
+    (the narrower index dtype converted), then _embedding_bag_sparse_backward's CompositeImplicit formula."""
+    names = ("grad", "indices", "offsets", "offset2bag", "bag_size", "maximum_indices", "num_weights",
+             "scale_grad_by_freq", "mode", "sparse", "per_sample_weights", "padding_idx")
+    bound = dict(zip(names, args)) | kwargs
+    indices, offsets = bound["indices"], bound["offsets"]
+    if indices.dtype != offsets.dtype:
+        wide = torch.promote_types(indices.dtype, offsets.dtype)
+        indices, offsets = indices.to(wide), offsets.to(wide)
+    return aten._embedding_bag_sparse_backward.default.decompose(
+        bound["grad"], indices, offsets, bound["offset2bag"], bound["bag_size"], bound["num_weights"],
+        bound["scale_grad_by_freq"], bound["mode"], bound.get("per_sample_weights"), bound.get("padding_idx", -1))
+
+
+class SparseCuda:
+    """Runs the sparse ops of a step as CUDA does (see the module docstring), through the recorder.
+
+    `run_children(func, args, kwargs, body)` records `func` as a decomposed op and runs `body()` with the
+    recorder in force, so the ops it calls are recorded as its children; `note(text)` adds a capture note."""
+
+    def __init__(self, run_children: Callable, note: Callable[[str], None], hints: Any) -> None:
+        self._run_children = run_children
+        self._note = note
+        self._hints = hints
+
+    # -- the recorder's entry points ------------------------------------------------------------------------
+    def handles(self, func, args: tuple, kwargs: dict) -> bool:
+        if func in SPARSE_ADDS or func is aten.sparse_mask.default:  # a dense tensor and a sparse one
+            return len(args) > 1 and is_sparse(args[1]) and not is_sparse(args[0])
+        if func is aten._embedding_bag_backward.default:
+            return bool(args[EMBEDDING_BAG_SPARSE_ARG] if len(args) > EMBEDDING_BAG_SPARSE_ARG
+                        else kwargs.get("sparse"))
+        return func is aten.clone.default and bool(args) and is_sparse(args[0])
+
+    def run(self, func, args: tuple, kwargs: dict) -> Any:
+        if func is aten._embedding_bag_backward.default:
+            return self._run_children(func, args, kwargs, lambda: _embedding_bag_sparse_backward(args, kwargs))
+        if func in SPARSE_ADDS:
+            return self._add_dense_sparse(func, args, kwargs)
+        if func is aten.sparse_mask.default:
+            return self._sparse_mask(func, args, kwargs)
+        return self._clone(func, args, kwargs)
+
+    # -- the ops ----------------------------------------------------------------------------------------------
+    def _add_dense_sparse(self, func, args: tuple, kwargs: dict) -> torch.Tensor:
+        dense, sparse, alpha = args[0], args[1], _alpha(args, kwargs)
+
+        def body():
+            out = dense if func is aten.add_.Tensor else dense.clone()
+            if sparse._nnz() == 0:
+                return out
+            values = sparse._values()
+            # A coalesced tensor takes sparseElementwiseKernel instead: the same rows, one work item, recorded
+            # as the index_add_ (its own time is not modelled: 57-60 µs for 32768 rows measured, where
+            # index_add_ took 5-25; optimizers build their updates uncoalesced and take index_add_).
+            _rows_view(out, sparse).index_add_(0, _flat_indices(sparse), values.reshape(values.shape[0], -1),
+                                               alpha=alpha)
+            return out
+
+        return self._run_children(func, args, kwargs, body)
+
+    def _sparse_mask(self, func, args: tuple, kwargs: dict) -> torch.Tensor:
+        dense, mask = args[0], args[1]
+
+        def body():
+            indices = mask._indices()
+            torch.ones((1,), dtype=dense.dtype, device=dense.device)
+            rows = dense[tuple(indices)]
+            values = rows * 1  # the ones, expanded over the mask's values
+            return coo(indices.clone(), values, dense.shape, mask.is_coalesced())
+
+        return self._run_children(func, args, kwargs, body)
+
+    def _clone(self, func, args: tuple, kwargs: dict) -> torch.Tensor:
+        sparse = args[0]
+        if self._stolen_by_accumulate_grad(sparse):
+            return coo(sparse._indices(), sparse._values(), sparse.shape, sparse.is_coalesced())
+
+        def body():
+            return coo(sparse._indices().clone(), sparse._values().clone(), sparse.shape, sparse.is_coalesced())
+
+        return self._run_children(func, args, kwargs, body)
+
+    def coalesce(self, func, args: tuple, kwargs: dict) -> tuple[torch.Tensor, str | None]:
+        """A sync handler for `_coalesce`: the coalesced tensor, with as many rows as distinct indices."""
+        sparse = args[0]
+        nnz = sparse._nnz()
+        indices, values = sparse._indices(), sparse._values()
+        distinct = nnz
+        known = self._hints.use(indices) if self._hints else None
+        if known is not None and known.dim() == 2:
+            distinct = int(torch.unique(known, dim=1).shape[1])
+        elif nnz > 1:
+            self._note(COALESCE_NOTE)
+        out = coo(indices.new_empty((indices.shape[0], distinct)), values.new_empty((distinct, *values.shape[1:])),
+                  sparse.shape, True)
+        on_gpu = getattr(indices, "fake_device", indices.device).type == "cuda"
+        return out, ("coalesce" if on_gpu and nnz > 1 else None)
+
+    @staticmethod
+    def _stolen_by_accumulate_grad(sparse: torch.Tensor) -> bool:
+        """AccumulateGrad's Case 1.2: grad mode off, the leaf has no gradient yet, contiguous indices and
+        values (their use counts, which the capture inflates, are taken as a fresh backward leaves them)."""
+        node = torch._C._current_autograd_node()
+        if node is None or node.name() != ACCUMULATE_GRAD_NODE or torch.is_grad_enabled():
+            return False
+        variable = getattr(node, "variable", None)
+        return (variable is not None and variable.grad is None and sparse._indices().is_contiguous()
+                and sparse._values().is_contiguous())

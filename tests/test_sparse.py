@@ -1,0 +1,153 @@
+"""Sparse COO gradients (nn.Embedding / nn.EmbeddingBag with sparse=True) captured as CUDA runs them.
+
+Expected work items come from the H200 (torch 2.11, CUDA 13): the op-by-op probe
+validation/probes/sparse_probe.json (`PYTHONPATH=src python3 scripts/probe_sparse.py --out ...`) and the zoo's
+sparse recommenders in validation/zoo_measured.json.gz (sparse_embedding_sgd, sparse_bag_adagrad,
+sparse_embedding_sparse_adam, examples/zoo/recsys_moe_graph.py).
+"""
+
+import torch
+import torch.nn as nn
+
+from helpers import contiguous, op
+from kernelcast.capture import capture_workload
+from kernelcast.costs import cost_of
+from kernelcast.costs.sparse import coalesce_kernels, merge_passes
+
+ROWS = 50_000
+
+
+def _kernels(cap, name: str) -> list[int]:
+    """Work items of each recorded op of this name (children of decomposed ops counted, parents not)."""
+    return [cost_of(o).kernels for o in cap.ops if o.op == name and "decomposed" not in o.tags]
+
+
+def _descendants(cap, parent: int) -> list:
+    """Ops recorded under the decomposed op at `parent`, at any depth, that launch work themselves."""
+    def under(i):
+        while i >= 0:
+            if i == parent:
+                return True
+            i = cap.ops[i].parent
+        return False
+
+    return [o for o in cap.ops if o.parent >= 0 and under(o.parent) and "decomposed" not in o.tags]
+
+
+def _embedding_step(optimizer: str):
+    def build():
+        torch.manual_seed(0)
+        emb = nn.Embedding(ROWS, 32, sparse=True).cuda()
+        opt = {"sgd": lambda p: torch.optim.SGD(p, lr=0.1), "adagrad": lambda p: torch.optim.Adagrad(p, lr=0.1),
+               "sparse_adam": lambda p: torch.optim.SparseAdam(p, lr=1e-3)}[optimizer](list(emb.parameters()))
+        ids = torch.randint(0, ROWS, (512, 8), device="cuda")
+
+        def step(ids):
+            emb(ids).sum().backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+        return step, (ids,)
+    return build
+
+
+def test_sgd_adds_the_sparse_gradient_with_one_index_add_and_no_clone():
+    cap = capture_workload(_embedding_step("sgd"), "h200")
+    # zoo sparse_embedding_sgd on the H200: no clone (AccumulateGrad steals the fresh gradient), and the SGD
+    # update `param.add_(grad, alpha=-lr)` ran one indexFuncLargeIndex (add_ -> index_add_)
+    assert not [o for o in cap.ops if o.op == "aten.copy_.default" and o.phase == "backward"
+                and o.args["self"].shape == (ROWS, 32)]
+    assert _kernels(cap, "aten.index_add_.default") == [1]
+    adds = [o for o in cap.ops if o.op == "aten.add_.Tensor" and o.phase == "optimizer"]
+    assert adds and all("decomposed" in o.tags for o in adds)
+    assert not [o.op for o in cap.ops if cost_of(o) is None and o.args and "decomposed" not in o.tags
+                and not o.op.startswith("host.")]
+
+
+def test_adagrad_and_sparse_adam_capture_with_the_coalesce_sync():
+    for optimizer, masks, index_adds in (("adagrad", 1, 2), ("sparse_adam", 2, 3)):
+        cap = capture_workload(_embedding_step(optimizer), "h200")
+        coalesces = [o for o in cap.ops if o.op == "aten._coalesce.default"]
+        # thrust's unique_by_key reads the count back: a sync point (H200: a DtoH memcpy and
+        # cudaStreamSynchronize calls under coalesce)
+        assert [o.sync for o in coalesces] == ["coalesce"]
+        # 4096 indices, all distinct under the value hints' spread: 4096 rows out, 1 merge pass, 10 items (probe)
+        assert coalesces[0].outputs[0].shape == (ROWS, 32)
+        assert cost_of(coalesces[0]).kernels == 10
+        # dense.sparse_mask(grad) -> ones, index (gather), clone of the indices, mul: 4 (zoo sparse_bag_adagrad)
+        masked = [i for i, o in enumerate(cap.ops) if o.op == "aten.sparse_mask.default"]
+        assert len(masked) == masks
+        assert [sum(cost_of(o).kernels for o in _descendants(cap, i)) for i in masked] == [4] * masks
+        assert len(_kernels(cap, "aten.index_add_.default")) == index_adds
+
+
+def test_coalesce_work_items_follow_the_merge_sort_passes():
+    # H200 probe: 100 -> 8, 4096 -> 10, 32768 -> 16, 262144 -> 22, 1048576 -> 26 work items
+    assert [coalesce_kernels(n, 1, True) for n in (100, 4096, 32768, 262144, 1 << 20)] == [8, 10, 16, 22, 26]
+    assert [merge_passes(n) for n in (2048, 2049, 16384, 20480)] == [0, 1, 3, 4]
+    assert coalesce_kernels(1, 1, True) == 0  # one row is coalesced already: _coalesce is not called
+    record = op("aten._coalesce.default", {"self": contiguous((ROWS, 16)), "self_indices": contiguous((1, 16384),
+                "int64"), "self_values": contiguous((16384, 16))}, [contiguous((ROWS, 16))])
+    assert cost_of(record).kernels == 14  # zoo sparse_bag_adagrad: 1024 bags x 16 indices, 14 items each
+
+
+def test_embedding_bag_sparse_backward_is_recorded_op_by_op():
+    def build(mode):
+        def inner():
+            bag = nn.EmbeddingBag(ROWS, 16, mode=mode, sparse=True).cuda()
+            ids = torch.randint(0, ROWS, (256 * 8,), device="cuda")
+            offsets = torch.arange(0, 256 * 8, 8, device="cuda")
+
+            def step(ids, offsets):
+                bag.weight.grad = None  # a second sparse gradient would be added to the first (not modelled)
+                bag(ids, offsets).sum().backward()
+
+            return step, (ids, offsets)
+        return inner
+
+    # H200 probe (embedding_bag_sparse_backward): sum -> one index_select; mean -> 6 work items (index_select,
+    # the bag sizes' copy to float, fill, div, their gather per index, mul)
+    for mode, items in (("sum", 1), ("mean", 6)):
+        cap = capture_workload(build(mode), "h200")
+        parent = next(i for i, o in enumerate(cap.ops) if o.op == "aten._embedding_bag_backward.default")
+        assert "decomposed" in cap.ops[parent].tags
+        children = _descendants(cap, parent)
+        assert sum(cost_of(o).kernels for o in children) == items, mode
+        assert all(cost_of(o) is not None for o in children)
+
+
+def test_a_clone_outside_accumulate_grad_copies_indices_and_values():
+    def build():
+        emb = nn.Embedding(ROWS, 8, sparse=True).cuda()
+        ids = torch.randint(0, ROWS, (1000,), device="cuda")
+
+        def step(ids):
+            emb(ids).sum().backward()
+            return emb.weight.grad.clone()
+
+        return step, (ids,)
+
+    cap = capture_workload(build, "h200")
+    clones = [i for i, o in enumerate(cap.ops) if o.op == "aten.clone.default" and o.phase == "forward"
+              and "decomposed" in o.tags and o.args["self"].stride == (0, 0)]
+    assert len(clones) == 1
+    copies = [o for o in _descendants(cap, clones[0]) if cost_of(o).kernels]
+    assert len(copies) == 2  # H200 probe sparse_clone: two DtoD copies (indices, values)
+
+
+def test_dense_plus_sparse_out_of_place_copies_then_adds():
+    def build():
+        dense = torch.zeros(ROWS, 8, device="cuda")
+        i = torch.randint(0, ROWS, (1, 300), device="cuda")
+        v = torch.randn(300, 8, device="cuda")
+
+        def step(dense, i, v):
+            return dense + torch.sparse_coo_tensor(i, v, (ROWS, 8))
+
+        return step, (dense, i, v)
+
+    cap = capture_workload(build, "h200")
+    parent = next(i for i, o in enumerate(cap.ops) if o.op == "aten.add.Tensor")
+    children = [o for o in _descendants(cap, parent) if cost_of(o).kernels]
+    # H200 probe add_out_of_place: a DtoD copy of the dense tensor, then indexFuncLargeIndex
+    assert [o.op for o in children] == ["aten.copy_.default", "aten.index_add_.default"]
