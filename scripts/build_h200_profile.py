@@ -48,6 +48,10 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
   h200_triton_grid_raw.json.gz --sections triton_grid`), which give the `generated` timings: a launch floor
   and bandwidth per kernel class and the atomics fit (calibrate/generated.py). The compiled zoo steps
   (compile/compile_measured.json.gz) are not fitted on: they are the check (scripts/triton_rates_eval.py).
+- h200_sparse_grid_raw.json.gz: coalesce of sparse COO tensors over nnz 2 to 3M, row widths 1-256, few and many
+  duplicate indices, and nn.EmbeddingBag's forward over 256 to 819200 indices, widths 16-384, sum / mean / max
+  (`kernelcast calibrate --gpu h200 --out h200_sparse_grid.json --raw h200_sparse_grid_raw.json.gz --sections
+  sparse_grid`): the `sparse` timings (calibrate/sparse_fit.py) and the embedding_bag and coalesce curves;
 - probes/compiled_host_fit.json: the host cost of compiled code per unit (graph call, tensor input, Triton
   launch, wrapper allocation; CUDA graph replay and its inputs), fitted by scripts/fit_compiled_host.py to
   probes/compiled_host.json (scripts/probe_compiled_host.py on the H200), the host section's `compiled`.
@@ -74,7 +78,7 @@ RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.js
             "validation/h200_attention_backward_raw.json.gz", "validation/h200_bn_grid_raw.json.gz",
             "validation/h200_weight_norm_grid_raw.json.gz", "validation/h200_sort_grid_raw.json.gz",
             "validation/h200_grouped_mm_grid_raw.json.gz", "validation/h200_cat_strided_grid_raw.json.gz",
-            "validation/h200_triton_grid_raw.json.gz")
+            "validation/h200_triton_grid_raw.json.gz", "validation/h200_sparse_grid_raw.json.gz")
 # launch counts only (calibrate/profile.py says why)
 LAUNCH_RUNS = ("validation/h200_gemm_log_uniform_raw.json.gz", "validation/h200_conv_log_uniform_raw.json.gz",
                "validation/h200_gemm_log_uniform_2_raw.json.gz", "validation/h200_conv_log_uniform_2_raw.json.gz")

@@ -151,3 +151,36 @@ def test_dense_plus_sparse_out_of_place_copies_then_adds():
     children = [o for o in _descendants(cap, parent) if cost_of(o).kernels]
     # H200 probe add_out_of_place: a DtoD copy of the dense tensor, then indexFuncLargeIndex
     assert [o.op for o in children] == ["aten.copy_.default", "aten.index_add_.default"]
+
+
+def test_coalesce_and_embedding_bag_times_from_the_shipped_fits():
+    """The profile's sparse fits (calibrate/sparse_fit.py on calibrate's sparse_grid) against H200 measurements
+    they were not fitted on: scripts/probe_sparse.py's coalesce of 32768 rows x 16 fp32 (kernels summed: 66.2 µs)
+    and zoo sparse_bag_adagrad's EmbeddingBag forward (16384 indices in 1024 bags of 64 fp32: 6.7 µs a table)."""
+    from kernelcast.predict.sparse_time import coalesce_us, embedding_bag_bytes, embedding_bag_us
+    from kernelcast.profiles import load_profile
+
+    fits = load_profile("h200").data["timings"]["sparse"]
+    assert abs(coalesce_us(fits["coalesce"], 32768, 32768 * 16 * 4) / 66.2 - 1) < 0.15
+    bag_us = embedding_bag_us(fits["embedding_bag"], 16384, embedding_bag_bytes(16384, 1024, 64, 4))
+    assert abs(bag_us / 6.7 - 1) < 0.35
+
+
+def test_sparse_fits_recover_the_models_they_are_fitted_with():
+    """calibrate/sparse_fit.py on cases made from known models: the coefficients and rates come back."""
+    from kernelcast.calibrate import sparse_fit
+    from kernelcast.predict.sparse_time import coalesce_us, embedding_bag_bytes, embedding_bag_us
+
+    truth = {"coefficients": [20.0, 11.0, 1e-4, 1.2e-5, 3e-7]}
+    cases = [{"kind": "coalesce", "nnz": n, "dim": d, "rows": 5000, "dtype": "float32",
+              "device_us": coalesce_us(truth, n, n * d * 4)}
+             for n in (2, 48, 1500, 6000, 24000, 96000, 384000, 1_500_000) for d in (1, 32, 256)]
+    bag_truth = {"floor_us": 3.5, "us_per_index": 8e-5, "bytes_per_us": 1.6e6}
+    cases += [{"kind": "embedding_bag_fwd", "batch": b, "bag": k, "dim": d, "mode": "sum",
+               "device_us": embedding_bag_us(bag_truth, b * k, embedding_bag_bytes(b * k, b, d, 4))}
+              for b, k in ((64, 4), (512, 10), (2048, 30), (8192, 8)) for d in (1, 4, 8, 16, 384)]
+    fit = sparse_fit.fit(cases)
+    assert all(abs(a / b - 1) < 1e-6 for a, b in zip(fit["coalesce"]["coefficients"], truth["coefficients"]))
+    assert fit["coalesce"]["held_out_by_nnz"]["worst_error"] < 1e-6
+    bag = fit["embedding_bag"]
+    assert (bag["floor_us"], round(bag["us_per_index"] * 1e6), round(bag["bytes_per_us"] / 1e6, 2)) == (3.5, 80, 1.6)

@@ -677,12 +677,45 @@ def cat_strided_grid(results: list, quick: bool) -> None:
                lambda: torch.cat((x, x), dim=2))
 
 
+# Sparse COO gradients and their optimizers (capture/sparse.py): coalesce (thrust's merge sort, unique_by_key, the
+# summing kernel) over nnz and row widths, with few and many duplicate indices; and nn.EmbeddingBag's forward
+# (one gather-and-reduce kernel) over indices, bag sizes, row widths and modes, into small and large tables.
+SPARSE_GRID_NNZ = (2, 7, 48, 300, 1500, 6000, 24000, 96000, 384000, 1_500_000, 3_000_000)
+SPARSE_GRID_DIMS = (1, 8, 32, 96, 256)
+SPARSE_GRID_TABLE_ROWS = (5000, 2_000_000)
+EMBEDDING_BAG_GRID_BAGS = ((64, 4), (512, 10), (2048, 30), (8192, 8), (16384, 50))  # (bags, indices per bag)
+EMBEDDING_BAG_GRID_DIMS = (16, 64, 128, 384)
+SPARSE_GRID_MAX_BYTES = 1 << 30
+
+
+def sparse_grid(results: list, quick: bool) -> None:
+    for nnz, dim, rows in itertools.product(SPARSE_GRID_NNZ[::2] if quick else SPARSE_GRID_NNZ, SPARSE_GRID_DIMS,
+                                            SPARSE_GRID_TABLE_ROWS):
+        for dtype in (torch.float32, torch.bfloat16) if dim == 96 else (torch.float32,):
+            if nnz * dim * 4 > SPARSE_GRID_MAX_BYTES:
+                continue
+            s = torch.sparse_coo_tensor(torch.randint(0, rows, (1, nnz), device=DEV), randn(nnz, dim, dtype=dtype),
+                                        (rows, dim))
+            record(results, "coalesce", {"nnz": nnz, "dim": dim, "rows": rows, "dtype": str(dtype)[6:]},
+                   lambda: s.coalesce())
+    for (bags, per_bag), dim, mode, rows in itertools.product(EMBEDDING_BAG_GRID_BAGS, EMBEDDING_BAG_GRID_DIMS,
+                                                              (0, 1, 2), SPARSE_GRID_TABLE_ROWS):
+        if quick and dim not in (16, 128):
+            continue
+        weight = randn(rows, dim, dtype=torch.float32)
+        idx = torch.randint(0, rows, (bags * per_bag,), device=DEV)
+        offsets = torch.arange(0, bags * per_bag, per_bag, device=DEV)
+        base = {"rows": rows, "dim": dim, "batch": bags, "bag": per_bag, "mode": ["sum", "mean", "max"][mode]}
+        record(results, "embedding_bag_fwd", base, lambda: aten._embedding_bag(weight, idx, offsets, False, mode))
+
+
 SECTIONS = {"gemm": gemms, "conv": convs, "reduce": reductions, "attention": attention, "norms": norms_and_more,
             "elementwise": elementwise, "extras": extras, "extras2": extras2}
 # Not in the default run: by name (`kernelcast calibrate --sections reduce_grid`).
 EXTRA_SECTIONS = {"reduce_grid": reductions_grid, "row_grid": row_grid, "bn_grid": bn_grid,
                   "weight_norm_grid": weight_norm_grid, "sort_grid": sort_grid,
                   "grouped_mm_grid": grouped_mm_grid, "cat_strided_grid": cat_strided_grid,
+                  "sparse_grid": sparse_grid,
                   "triton_grid": lambda results, quick: triton_grid(results, quick, _flush_l2)}
 
 

@@ -16,14 +16,14 @@ from kernelcast.devices import get_gpu
 from kernelcast.predict.calibrated import BLOCK_SECTIONS
 from kernelcast.profiles import PROFILE_FORMAT
 from kernelcast.records import OpRecord
-from . import grouped_gemm, norm_blocks, unit_rates
+from . import grouped_gemm, norm_blocks, sparse_fit, unit_rates
 from .generated import grid_fits
 from .launch_model import fit_conv_model, fit_gemm_model, per_group_items
 
 MEMORY_KINDS = {"pointwise", "pointwise_transpose", "pointwise_cast", "pointwise_strided", "copy_cast", "reduction", "reduction_outer", "reduction_all", "softmax", "softmax_backward",
                 "norm", "norm_backward", "batch_norm", "batch_norm_backward", "batch_norm_channels_last",
                 "batch_norm_backward_channels_last", "loss", "copy", "copy_transpose",
-                "fill", "embedding_backward", "foreach", "memcpy", "gather", "scatter", "sort", "scan", "select", "group_norm",
+                "fill", "embedding_backward", "foreach", "memcpy", "gather", "embedding_bag", "coalesce", "scatter", "sort", "scan", "select", "group_norm",
                 "group_norm_backward", "cudnn_batch_norm", "cudnn_batch_norm_channels_last",
                 "cudnn_batch_norm_backward", "cudnn_batch_norm_backward_channels_last", "batch_norm_eval", "batch_norm_eval_channels_last",
                 "cat_strided"} | {
@@ -250,6 +250,9 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
         blocks = norm_blocks.fit(measured, sm_count, pass_)
         if blocks:  # NCHW batch norm in training: one block per channel (calibrate/norm_blocks.py)
             profile["timings"][section] = blocks
+    sparse = sparse_fit.fit(measured)
+    if sparse:  # coalesce and the EmbeddingBag forward (calibrate/sparse_fit.py)
+        profile["timings"]["sparse"] = sparse
     grouped = grouped_gemm.fit(measured)
     if grouped:  # torch._grouped_mm's CUTLASS path (calibrate/grouped_gemm.py)
         profile["timings"]["grouped_gemm"] = grouped

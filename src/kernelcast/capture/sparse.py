@@ -12,7 +12,8 @@ and in the zoo's sparse recommenders):
   the index_add_ too. Out of place (`dense + sparse`) copies the dense tensor first.
 - coalesce (`_coalesce_sparse_cuda`, SparseCUDATensor.cu): sums duplicate indices. The number of distinct
   indices is data: it comes from the indices' value hints where the capture has them (dynamic_shapes.py), else
-  every index is taken as distinct (an upper bound), and the capture says so. Thrust's unique_by_key returns
+  every index is taken as distinct, up to the positions of the sparse dims (an upper bound), and the capture
+  says so. Thrust's unique_by_key returns
   that count to the host: a sync point. Its kernels are priced by costs/sparse.py.
 - dense.sparse_mask(sparse) (SparseTensor.cpp: `ones_like(mask) * t`): a `ones` for the mask's values, then the
   sparse-dense mul gathers the dense rows at the mask's indices (`index`), clones the indices and multiplies:
@@ -48,8 +49,8 @@ ACCUMULATE_GRAD_NODE = "torch::autograd::AccumulateGrad"
 SPARSE_CONSTRUCTORS = ("aten::sparse_coo_tensor", "aten::_sparse_coo_tensor")
 # A sparse argument `x` of a recorded op is recorded with its members beside it: `x_indices`, `x_values`.
 SPARSE_INDICES_SUFFIX, SPARSE_VALUES_SUFFIX = "_indices", "_values"
-COALESCE_NOTE = ("coalesce of a sparse gradient: every index assumed distinct (an upper bound on its size; the "
-                 "GPU reads the count back)")
+COALESCE_NOTE = ("coalesce of a sparse gradient: every index assumed distinct, up to the rows there are (an upper "
+                 "bound on its size; the GPU reads the count back)")
 
 
 def is_sparse(t: Any) -> bool:
@@ -181,7 +182,10 @@ class SparseCuda:
         sparse = args[0]
         nnz = sparse._nnz()
         indices, values = sparse._indices(), sparse._values()
-        distinct = nnz
+        positions = 1  # distinct indices cannot outnumber the positions of the sparse dims
+        for size in sparse.shape[:sparse.sparse_dim()]:
+            positions *= size
+        distinct = min(nnz, positions)
         known = self._hints.use(indices) if self._hints else None
         if known is not None and known.dim() == 2:
             distinct = int(torch.unique(known, dim=1).shape[1])

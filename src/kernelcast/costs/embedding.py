@@ -38,6 +38,7 @@ SEGMENT_SINGLE_KERNELS = 6  # fill, partials_per_segment, num_of_partial_segment
 EMBEDDING_BAG_MAX_BACKWARD_KERNELS = 2  # zeros + EmbeddingBag_accGradParametersKernel_max
 EMBEDDING_BAG_FORWARD_KERNELS = 1  # EmbeddingBag_updateOutputKernel_sum_mean or _max
 MODE_MAX = 2  # EmbeddingBagMode: 0 sum, 1 mean, 2 max
+EMBEDDING_BAG_KEY = "embedding_bag_rows"  # Cost.key[0]: (EMBEDDING_BAG_KEY, indices, bags, row width, item size)
 
 
 def segment_backward_kernels() -> int:
@@ -110,8 +111,11 @@ def embedding_bag(op: OpRecord, ctx: CostContext) -> Cost:
         offsets = _tensor(op, "offsets")
         read = rows + indices.nbytes + (offsets.nbytes if offsets is not None else 0)
         out = op.tensors_out()[0] if op.tensors_out() else None
+        bags = out.shape[0] if out is not None and out.shape else 1
+        # its own kind, keyed for the profile's fitted bag kernel (predict/sparse_time.py); "gather" stands in
         base = dataclasses.replace(base, bytes_read=float(read), bytes_written=float(out.nbytes if out else 0),
-                                   kind="gather")
+                                   kind="embedding_bag",
+                                   key=(EMBEDDING_BAG_KEY, indices.numel, bags, weight.shape[1], weight.itemsize))
     return dataclasses.replace(base, kernels=promote_copies(indices, _tensor(op, "offsets"))
                                + EMBEDDING_BAG_FORWARD_KERNELS)
 

@@ -28,6 +28,7 @@ COALESCE_FIXED_ITEMS = 7
 COALESCE_VALUES_KERNELS = 1
 UNFLATTEN_KERNELS_PER_DIM = 3  # copy_, divide_, add_ (sparse_dim > 1)
 INDEX_BYTES = 8  # int64 indices, sorted with int64 positions as values
+COALESCE_KEY = "coalesce_rows"  # Cost.key[0] of a coalesce: (COALESCE_KEY, nnz, value bytes)
 SORT_PAIR_BYTES = 2 * INDEX_BYTES
 
 
@@ -48,19 +49,15 @@ def coalesce_kernels(nnz: int, sparse_dim: int, has_values: bool) -> int:
 
 @register("aten._coalesce")
 def coalesce(op: OpRecord, ctx: CostContext) -> Cost:
-    """The sort of (index, position) pairs, priced as a sort reading and writing every pair once per pass (the
-    block sort counts as one), beside the copies: the indices' clone and fills, and the value rows read and
-    the summed rows written."""
+    """Its work items; its bytes: every (index, position) pair read and written once per sort pass (the block
+    sort counts as one), the indices' clone and fills, the value rows read and the summed rows written. Keyed
+    (COALESCE_KEY, nnz, value bytes) for the profile's fitted chain time (predict/sparse_time.py)."""
     indices, values = arg(op, "self_indices"), arg(op, "self_values")
-    outs = op.tensors_out()
     nnz = indices.shape[1] if len(indices.shape) == 2 else 0
     kernels = coalesce_kernels(nnz, indices.shape[0] if indices.shape else 1, values.numel > 0)
     if kernels == 0:
         return Cost(kernels=0, kind="copy", dtype=values.dtype)
-    sort_bytes = SORT_PAIR_BYTES * nnz * (1 + merge_passes(nnz))
-    sort = Cost(bytes_read=sort_bytes, bytes_written=sort_bytes, kernels=1 + KERNELS_PER_MERGE_PASS
-                * merge_passes(nnz), kind="sort", dtype="int64")
-    out_values = outs[-1].nbytes if outs else values.nbytes
-    rest = Cost(bytes_read=3 * INDEX_BYTES * nnz + values.nbytes, bytes_written=3 * INDEX_BYTES * nnz + out_values,
-                kernels=kernels - sort.kernels, kind="copy", dtype=values.dtype)
-    return rest.with_parts(sort)
+    sort_bytes = SORT_PAIR_BYTES * nnz * (1 + merge_passes(nnz)) + 3 * INDEX_BYTES * nnz
+    # the summed rows written: at most as many as read (the output's nnz is not recorded beside it)
+    return Cost(bytes_read=sort_bytes + values.nbytes, bytes_written=sort_bytes + values.nbytes, kernels=kernels,
+                kind="coalesce", dtype=values.dtype, key=(COALESCE_KEY, nnz, values.nbytes))

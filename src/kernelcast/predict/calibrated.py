@@ -26,12 +26,14 @@ from dataclasses import dataclass, field
 from kernelcast.costs import Cost
 from kernelcast.costs.common import TRANSFER_KINDS, is_blocks_key
 from kernelcast.costs.conv_backend import NATIVE_DEPTHWISE, conv_backend
+from kernelcast.costs.embedding import EMBEDDING_BAG_KEY
 from kernelcast.costs.gather import ROWS_KEY
 from kernelcast.costs.generated import GENERATED_ATOMICS_KEY, atomics_time_us
 from kernelcast.costs.indexing import ATOMICS_KEY
 from kernelcast.costs.launch_table import gemm_alignment, gemm_features
 from kernelcast.costs.launch_table import log2_size as _log2
 from kernelcast.costs.rnn import RnnPart, part_from_key
+from kernelcast.costs.sparse import COALESCE_KEY
 from kernelcast.costs.tree_model import TreeRegressor
 from kernelcast.devices import GPU
 from kernelcast.records import CaptureSettings
@@ -39,6 +41,7 @@ from kernelcast.records import CaptureSettings
 from .kernel_model import NO_KERNEL, KernelEstimate, RooflineModel, combined
 from .rnn_time import bias_grad_time_us, persist_time_us, step_time_us
 from .shape_model import ShapeEstimate, ShapePoint, ShapeTable, build_tables
+from .sparse_time import coalesce_us, embedding_bag_bytes, embedding_bag_us
 
 NEAREST = 4  # shapes blended per lookup
 COMPUTE_KINDS = {"gemm", "conv", "attention", "grouped_gemm", ""}  # looked up by shape; without a shape: the datasheet
@@ -191,6 +194,10 @@ def _attention_point(key: tuple) -> tuple[tuple, tuple]:
 # Keys of ops priced by a count of units as well as their bytes (calibrate/unit_rates.py, costs/gather.py ROWS_KEY,
 # costs/indexing.py ATOMICS_KEY)
 UNIT_KEYS = ((ROWS_KEY,), (ATOMICS_KEY,))
+# Keys of the sparse-gradient kernels with fits of their own (costs/sparse.py, costs/embedding.py): the profile's
+# `timings.sparse` section that prices each.
+SPARSE_SECTIONS = {COALESCE_KEY: "coalesce", EMBEDDING_BAG_KEY: "embedding_bag"}
+SPARSE_KEYS = tuple((k,) for k in SPARSE_SECTIONS)
 # Kernels whose time follows a block's serial walk and how many blocks run at once (calibrate/norm_blocks.py),
 # keyed costs.common.blocks_key: the profile section fitted for each kind.
 BLOCK_KINDS = ("batch_norm", "batch_norm_backward", "weight_norm_rows", "weight_norm_rows_backward",
@@ -344,6 +351,8 @@ MEMORY_FALLBACK = {
     "weight_norm_rows_backward": ("norm_backward",), "weight_norm_columns_backward": ("norm_backward",),
     "sort_slices": ("sort",), "topk_slices": ("sort",),
     "cat_strided": ("copy_transpose", "copy"),
+    # without their sparse fits: the bag kernel as a gather, coalesce's chain as a sort of its pairs
+    "embedding_bag": ("gather", "copy"), "coalesce": ("sort", "copy"),
 }
 
 
@@ -555,6 +564,18 @@ class CalibratedModel:
         units_us = line["floor_us"] + line["us_per_unit"] * units + (cost.kernels - 1) * self.floor_us
         return max(units_us, bytes_us or 0.0)
 
+    def _sparse_time_us(self, cost: Cost) -> float:
+        """A coalesce's chain or an EmbeddingBag forward by the profile's sparse fits (calibrate/sparse_fit.py);
+        on another GPU the fit's time scales with the datasheets' bandwidth ratio."""
+        fit = self.profile["timings"]["sparse"][SPARSE_SECTIONS[cost.key[0]]]
+        if cost.key[0] == COALESCE_KEY:
+            _, nnz, value_bytes = cost.key
+            time_us = coalesce_us(fit, nnz, value_bytes)
+        else:
+            _, indices, bags, dim, itemsize = cost.key
+            time_us = embedding_bag_us(fit, indices, embedding_bag_bytes(indices, bags, dim, itemsize))
+        return self.floor_us + (time_us - self.floor_us) * self._bandwidth_ratio() if self.transferred else time_us
+
     def _generated_time_us(self, cost: Cost) -> float:
         """An Inductor-generated kernel: its class's launch floor plus its bytes (Inductor's count) at the
         class's sustained bandwidth, both fitted to the device's grid of compiled microbenchmarks
@@ -635,6 +656,9 @@ class CalibratedModel:
             time_us = batch_norm_blocks_us(self.profile["timings"][BLOCK_SECTIONS[cost.kind]], channels,
                                            n, hw, itemsize, self.gpu.sm_count, l2_warm)
             source, uncertainty = "fitted (blocks walking rows or channels)", MEMORY_CURVE_UNCERTAINTY
+        elif cost.key[:1] in SPARSE_KEYS and SPARSE_SECTIONS[cost.key[0]] in self.profile["timings"].get("sparse", {}):
+            time_us = self._sparse_time_us(cost)
+            source, uncertainty = "fitted (sparse kernels)", MEMORY_CURVE_UNCERTAINTY
         elif cost.key[:1] in UNIT_KEYS and "unit_rates" in self.profile["timings"]:
             time_us = self._unit_rate_time_us(cost)
         elif cost.kind in self.profile["timings"].get("generated", {}):
