@@ -52,6 +52,9 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
   duplicate indices, and nn.EmbeddingBag's forward over 256 to 819200 indices, widths 16-384, sum / mean / max
   (`kernelcast calibrate --gpu h200 --out h200_sparse_grid.json --raw h200_sparse_grid_raw.json.gz --sections
   sparse_grid`): the `sparse` timings (calibrate/sparse_fit.py) and the embedding_bag and coalesce curves;
+- h200_gather_grid_raw.json.gz: index_select and indexing of rows too narrow or ragged for the vectorized gather
+  (1-D, 1-33 floats, bf16 1-6), from 169- to 1M-row tables, 1k-2M indices (`kernelcast calibrate --gpu h200 --out
+  h200_gather_grid.json --raw h200_gather_grid_raw.json.gz --sections gather_grid`): unit_rates' gather_elements;
 - probes/compiled_host_fit.json: the host cost of compiled code per unit (graph call, tensor input, Triton
   launch, wrapper allocation; CUDA graph replay and its inputs), fitted by scripts/fit_compiled_host.py to
   probes/compiled_host.json (scripts/probe_compiled_host.py on the H200), the host section's `compiled`.
@@ -78,7 +81,8 @@ RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.js
             "validation/h200_attention_backward_raw.json.gz", "validation/h200_bn_grid_raw.json.gz",
             "validation/h200_weight_norm_grid_raw.json.gz", "validation/h200_sort_grid_raw.json.gz",
             "validation/h200_grouped_mm_grid_raw.json.gz", "validation/h200_cat_strided_grid_raw.json.gz",
-            "validation/h200_triton_grid_raw.json.gz", "validation/h200_sparse_grid_raw.json.gz")
+            "validation/h200_triton_grid_raw.json.gz", "validation/h200_sparse_grid_raw.json.gz",
+            "validation/h200_gather_grid_raw.json.gz")
 # launch counts only (calibrate/profile.py says why)
 LAUNCH_RUNS = ("validation/h200_gemm_log_uniform_raw.json.gz", "validation/h200_conv_log_uniform_raw.json.gz",
                "validation/h200_gemm_log_uniform_2_raw.json.gz", "validation/h200_conv_log_uniform_2_raw.json.gz")

@@ -709,13 +709,33 @@ def sparse_grid(results: list, quick: bool) -> None:
         record(results, "embedding_bag_fwd", base, lambda: aten._embedding_bag(weight, idx, offsets, False, mode))
 
 
+# Gathers of rows too narrow or ragged for the vectorized kernel (not a whole number of 16-byte vectors: a 1-D
+# source, a relative-position table of 3-24 heads, EmbeddingBag's bag-size column), which TensorIterator's
+# elementwise gather runs: from small (L1/L2-resident) and large tables, to 1k-2M indices.
+GATHER_GRID_WIDTHS = ((0, torch.float32), (1, torch.float32), (2, torch.float32), (3, torch.float32),
+                      (5, torch.float32), (6, torch.float32), (12, torch.float32), (24, torch.float32),
+                      (33, torch.float32), (1, torch.bfloat16), (3, torch.bfloat16), (6, torch.bfloat16))
+GATHER_GRID_TABLES = (169, 4096, 1_000_000)
+GATHER_GRID_INDICES = (1024, 16384, 262144, 2_000_000)
+
+
+def gather_grid(results: list, quick: bool) -> None:
+    for (width, dtype), table, n in itertools.product(GATHER_GRID_WIDTHS, GATHER_GRID_TABLES,
+                                                      GATHER_GRID_INDICES[::2] if quick else GATHER_GRID_INDICES):
+        src = randn(table, dtype=dtype) if width == 0 else randn(table, width, dtype=dtype)
+        idx = torch.randint(0, table, (n,), device=DEV)
+        base = {"rows": table, "width": width, "indices": n, "dtype": str(dtype)[6:]}
+        record(results, "gather_narrow_index_select", base, lambda: aten.index_select(src, 0, idx))
+        record(results, "gather_narrow_index", base, lambda: src[idx])
+
+
 SECTIONS = {"gemm": gemms, "conv": convs, "reduce": reductions, "attention": attention, "norms": norms_and_more,
             "elementwise": elementwise, "extras": extras, "extras2": extras2}
 # Not in the default run: by name (`kernelcast calibrate --sections reduce_grid`).
 EXTRA_SECTIONS = {"reduce_grid": reductions_grid, "row_grid": row_grid, "bn_grid": bn_grid,
                   "weight_norm_grid": weight_norm_grid, "sort_grid": sort_grid,
                   "grouped_mm_grid": grouped_mm_grid, "cat_strided_grid": cat_strided_grid,
-                  "sparse_grid": sparse_grid,
+                  "sparse_grid": sparse_grid, "gather_grid": gather_grid,
                   "triton_grid": lambda results, quick: triton_grid(results, quick, _flush_l2)}
 
 

@@ -5,6 +5,10 @@ predict/calibrated.py, which takes the longer of the units' time and the bytes a
   time per index. On the H200 500k indices took 302 µs whether the rows were 128 fp32, 128 bf16 or 256 fp32
   values (validation/h200_sweep_raw.json.gz, zoo gcn_train): about 0.6 ns a row, where the bytes at the gather
   curve's rate gave 200-600 µs.
+- Gathers of rows that are not a whole number of 16-byte vectors (a 1-D source, 3 to 33 floats a row): the
+  elementwise gather kernel, a floor plus a time per index and per element gathered (calibrate section
+  gather_grid: 5.4 µs + 0.6 ps an index + 3.1 ps an element on the H200, 18% median over 240 cases; tables
+  larger than the L2 run slower than that, 29% median).
 - index_add_ (indexFuncLargeIndex, an atomicAdd per element): a fixed time per element added, by item size
   (7.2 ps fp32, 8.4 ps bf16 on the H200 across 0.26M to 128M elements; the bytes gave -35% on gcn_train).
 
@@ -16,6 +20,9 @@ from __future__ import annotations
 
 import math
 import statistics
+
+from kernelcast.costs.gather import vectorized_rows
+from kernelcast.records import TensorMeta
 
 from .time_model import relative_least_squares
 
@@ -47,10 +54,41 @@ def _op_points(cases: list[dict], prefixes: tuple[str, ...], units) -> list[tupl
     return points
 
 
-def _gathered_rows(op: dict) -> tuple[int] | None:
+def _index_count(op: dict) -> int | None:
     index = op["args"].get("index") or op["args"].get("indices")
     index = index[0] if isinstance(index, list) else index
-    return (math.prod(index["T"]),) if isinstance(index, dict) and "T" in index else None
+    return math.prod(index["T"]) if isinstance(index, dict) and "T" in index else None
+
+
+def _vectorized(op: dict) -> bool:
+    """Whether the gather's source rows take the vectorized kernel (costs/gather.py vectorized_rows)."""
+    source = op["args"].get("weight") if op["op"].startswith("aten.embedding") else op["args"].get("self")
+    return isinstance(source, dict) and vectorized_rows(TensorMeta.from_json(source))
+
+
+def _gathered_rows(op: dict) -> tuple[int] | None:
+    count = _index_count(op)
+    return (count,) if count is not None and _vectorized(op) else None
+
+
+def _gathered_elements(op: dict) -> tuple[int, int] | None:
+    """(indices, output elements) of a gather the elementwise kernel runs (rows too narrow to vectorize)."""
+    count = _index_count(op)
+    if count is None or _vectorized(op) or not op.get("outputs"):
+        return None
+    return count, math.prod(op["outputs"][0]["T"])
+
+
+def _plane(points: list[tuple[float, float, float]]) -> dict | None:
+    """time = floor_us + us_per_index x indices + us_per_element x elements (relative least squares)."""
+    if len(points) < MIN_POINTS:
+        return None
+    coef = relative_least_squares([[1.0, i, e] for i, e, _ in points], [t for *_, t in points])
+    floor_us, per_index, per_element = (max(c, 0.0) for c in coef)
+    errors = [abs((floor_us + per_index * i + per_element * e) / t - 1) for i, e, t in points]
+    return {"floor_us": round(float(floor_us), 4), "us_per_index": float(per_index),
+            "us_per_element": float(per_element), "points": len(points),
+            "median_error": round(statistics.median(errors), 4), "worst_error": round(max(errors), 4)}
 
 
 def _added_elements(op: dict) -> tuple[int, int] | None:
@@ -71,6 +109,9 @@ def fit(cases: list[dict]) -> dict:
     rows = _line(_op_points(cases, GATHER_OPS, _gathered_rows))
     if rows:
         out["gather_rows"] = rows
+    elements = _plane(_op_points(cases, GATHER_OPS, _gathered_elements))
+    if elements:
+        out["gather_elements"] = elements
     added = _op_points(cases, INDEX_ADD_OPS, _added_elements)
     by_size = {str(s): _line([(u, t) for u, size, t in added if size == s]) for s in sorted({p[1] for p in added})}
     by_size = {s: line for s, line in by_size.items() if line}

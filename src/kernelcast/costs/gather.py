@@ -42,6 +42,27 @@ def gather_cost(op: OpRecord, kernels: int = 1) -> Cost:
 # (calibrate/unit_rates.py): keyed ("rows", indices, item size) for the calibrated model's time per row.
 ROW_GATHERS = ("aten.embedding", "aten.index_select")
 ROWS_KEY = "rows"
+# The vectorized kernel (a block per index walking its row in 16-byte loads) runs only where each row is a whole
+# number of 16-byte vectors (cuda/IndexKernelUtils.h, fast_gather_kernel_eligible<16>: contiguous, aligned
+# slices); narrower or ragged rows take TensorIterator's elementwise gather, priced by its indices and elements. The H200 ran
+# EmbeddingBag's mean backward gathering 49152 one-float rows in 3.8 µs (_scatter_gather_elementwise_kernel),
+# where the per-row time of the wide rows gave 32 µs (validation/probes/sparse_probe.json).
+VECTORIZED_GATHER_BYTES = 16
+ELEMENTS_KEY = "gathered_elements"  # the elementwise gather: (ELEMENTS_KEY, indices, output elements, item size)
+
+
+def vectorized_rows(source: TensorMeta | None) -> bool:
+    """Whether a gather of `source`'s first-dim rows takes the vectorized kernel: rows contiguous, a whole
+    number of 16-byte vectors each."""
+    if source is None or len(source.shape) < 2:
+        return False
+    row_elements = 1
+    for size in source.shape[1:]:
+        row_elements *= size
+    inner_contiguous = source.stride[-1] == 1 and all(
+        source.stride[i] == source.stride[i + 1] * source.shape[i + 1] for i in range(1, len(source.shape) - 1))
+    return (inner_contiguous and (row_elements * source.itemsize) % VECTORIZED_GATHER_BYTES == 0
+            and (source.stride[0] * source.itemsize) % VECTORIZED_GATHER_BYTES == 0)
 
 
 def _gathered_rows(op: OpRecord) -> int | None:
@@ -63,4 +84,7 @@ def gather(op: OpRecord, ctx: CostContext) -> Cost:
     outs = op.tensors_out()
     if rows is None or not outs:
         return cost
+    source = op.args.get("weight") if op.packet == "aten.embedding" else op.args.get("self")
+    if not vectorized_rows(source if isinstance(source, TensorMeta) else None):
+        return dataclasses.replace(cost, key=(ELEMENTS_KEY, rows, outs[0].numel, outs[0].itemsize))
     return dataclasses.replace(cost, key=(ROWS_KEY, rows, outs[0].itemsize))

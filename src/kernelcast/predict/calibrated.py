@@ -27,7 +27,7 @@ from kernelcast.costs import Cost
 from kernelcast.costs.common import TRANSFER_KINDS, is_blocks_key
 from kernelcast.costs.conv_backend import NATIVE_DEPTHWISE, conv_backend
 from kernelcast.costs.embedding import EMBEDDING_BAG_KEY
-from kernelcast.costs.gather import ROWS_KEY
+from kernelcast.costs.gather import ELEMENTS_KEY, ROWS_KEY
 from kernelcast.costs.generated import GENERATED_ATOMICS_KEY, atomics_time_us
 from kernelcast.costs.indexing import ATOMICS_KEY
 from kernelcast.costs.launch_table import gemm_alignment, gemm_features
@@ -193,7 +193,7 @@ def _attention_point(key: tuple) -> tuple[tuple, tuple]:
 
 # Keys of ops priced by a count of units as well as their bytes (calibrate/unit_rates.py, costs/gather.py ROWS_KEY,
 # costs/indexing.py ATOMICS_KEY)
-UNIT_KEYS = ((ROWS_KEY,), (ATOMICS_KEY,))
+UNIT_KEYS = ((ROWS_KEY,), (ATOMICS_KEY,), (ELEMENTS_KEY,))
 # Keys of the sparse-gradient kernels with fits of their own (costs/sparse.py, costs/embedding.py): the profile's
 # `timings.sparse` section that prices each.
 SPARSE_SECTIONS = {COALESCE_KEY: "coalesce", EMBEDDING_BAG_KEY: "embedding_bag"}
@@ -553,15 +553,21 @@ class CalibratedModel:
         longer (rows wide enough to be bandwidth-bound). The gather and scatter curves by bytes, fitted over other
         ops of the kinds, priced these at up to twice their measured time. On another GPU the bytes part carries
         the datasheets' bandwidth ratio; the per-unit part stays the profiled GPU's."""
-        what, units, itemsize = cost.key
+        what, *units, itemsize = cost.key
         bytes_us = self._memory_time_us(dataclasses.replace(cost, kind="copy", key=(1, itemsize)))
         if bytes_us is not None and self.transferred:
             bytes_us = self.floor_us + (bytes_us - self.floor_us) * self._bandwidth_ratio()
         rates = self.profile["timings"]["unit_rates"]
-        line = rates.get("gather_rows") if what == ROWS_KEY else rates.get("index_add_elements", {}).get(str(itemsize))
+        line = {ROWS_KEY: rates.get("gather_rows"), ELEMENTS_KEY: rates.get("gather_elements")}.get(
+            what, rates.get("index_add_elements", {}).get(str(itemsize)))
         if line is None:  # not calibrated: the op's own kind by its bytes
             return self._memory_time_us(dataclasses.replace(cost, key=(1, itemsize)))
-        units_us = line["floor_us"] + line["us_per_unit"] * units + (cost.kernels - 1) * self.floor_us
+        if what == ELEMENTS_KEY:  # a floor, a time per index and one per element gathered
+            indices, elements = units
+            units_us = line["floor_us"] + line["us_per_index"] * indices + line["us_per_element"] * elements
+        else:
+            units_us = line["floor_us"] + line["us_per_unit"] * units[0]
+        units_us += (cost.kernels - 1) * self.floor_us
         return max(units_us, bytes_us or 0.0)
 
     def _sparse_time_us(self, cost: Cost) -> float:
