@@ -217,3 +217,22 @@ def test_an_elementwise_kernel_given_one_tensor_twice_reads_it_once():
     assert square.bytes_read == x.nbytes
     doubled = cost_of(op("aten.cat.default", {"tensors": (x, x), "dim": 0}, [contiguous((2048, 1024), "float32")]))
     assert doubled.bytes_read == 2 * x.nbytes
+
+
+def test_gathers_of_narrow_rows_take_the_elementwise_kernel():
+    """Which gathers run the vectorized kernel (a block per index, 16-byte loads) and which the elementwise one:
+    the H200's gather_grid (validation/h200_gather_grid_raw.json.gz, torch 2.11) ran vectorized_gather_kernel for
+    rows of 12 and 24 floats and _scatter_gather_elementwise_kernel for 1-D sources and rows of 1-6 and 33 floats
+    (1, 3, 6 bf16)."""
+    from kernelcast.costs.gather import ELEMENTS_KEY, ROWS_KEY, vectorized_rows
+
+    assert [vectorized_rows(contiguous((4096, w))) for w in (1, 2, 3, 5, 6, 12, 24, 33)] == \
+        [False] * 5 + [True, True, False]
+    assert [vectorized_rows(contiguous((4096, w), "bfloat16")) for w in (1, 3, 6, 8)] == [False] * 3 + [True]
+    assert not vectorized_rows(contiguous((4096,)))
+    idx = contiguous((1000,), "int64")
+    wide = cost_of(op("aten.index_select.default", {"self": contiguous((4096, 24)), "dim": 0, "index": idx},
+                      [contiguous((1000, 24))]))
+    narrow = cost_of(op("aten.index_select.default", {"self": contiguous((4096, 3)), "dim": 0, "index": idx},
+                        [contiguous((1000, 3))]))
+    assert wide.key == (ROWS_KEY, 1000, 4) and narrow.key == (ELEMENTS_KEY, 1000, 3000, 4)

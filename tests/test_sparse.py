@@ -184,3 +184,32 @@ def test_sparse_fits_recover_the_models_they_are_fitted_with():
     assert fit["coalesce"]["held_out_by_nnz"]["worst_error"] < 1e-6
     bag = fit["embedding_bag"]
     assert (bag["floor_us"], round(bag["us_per_index"] * 1e6), round(bag["bytes_per_us"] / 1e6, 2)) == (3.5, 80, 1.6)
+
+
+def test_a_second_sparse_gradient_is_concatenated_not_added_densely():
+    """A backward without zeroing the gradients: AccumulateGrad adds the new sparse gradient to the old one
+    (add_out_sparse_cuda: the indices and the values concatenated, two cat kernels), not the table densely."""
+    def build():
+        emb = nn.Embedding(ROWS, 16, sparse=True).cuda()
+        ids = torch.randint(0, ROWS, (2048,), device="cuda")
+
+        def step(ids):
+            emb(ids).sum().backward()
+
+        return step, (ids,)
+
+    cap = capture_workload(build, "h200")
+    adds = [i for i, o in enumerate(cap.ops) if o.op == "aten.add_.Tensor" and o.phase == "backward"
+            and "self_indices" in o.args]
+    assert adds and all("decomposed" in cap.ops[i].tags for i in adds)
+    assert [o.op for o in _descendants(cap, adds[0]) if cost_of(o).kernels] == ["aten.cat.default"] * 2
+    assert any("without zeroing" in n for n in cap.notes)
+
+
+def test_per_sample_weights_backward_reads_the_rows_it_touches():
+    record = op("aten._embedding_bag_per_sample_weights_backward.default",
+                {"grad": contiguous((1024, 64)), "weight": contiguous((750_000, 64)),
+                 "indices": contiguous((8192,), "int64"), "offsets": contiguous((1024,), "int64"),
+                 "offset2bag": contiguous((8192,), "int64"), "mode": 0}, [contiguous((8192,))])
+    # 8192 rows of 64 floats, the 1024 x 64 gradient and the indices: 2.4 MB, not the 192 MB table
+    assert cost_of(record).bytes_read == 8192 * 64 * 4 + 1024 * 64 * 4 + 8192 * 8

@@ -53,9 +53,19 @@ def test_index_add_takes_a_time_per_element_added():
 
 def test_the_fit_is_a_line_per_op():
     pytest.importorskip("numpy")
-    cases = [{"kind": "index_select", "n_items": 1, "device_us": 2.0 + 0.001 * n,
-              "ops": [{"op": "aten.index_select.default", "args": {"index": {"T": [n], "dtype": "int64"}}}]}
-             for n in (1000, 10_000, 100_000, 1_000_000)]
+    def case(n, width, us):
+        source = {"T": [50_000, width], "dtype": "float32", "stride": [width, 1]}
+        return {"kind": "index_select", "n_items": 1, "device_us": us,
+                "ops": [{"op": "aten.index_select.default", "outputs": [{"T": [n, width], "dtype": "float32"}],
+                         "args": {"self": source, "index": {"T": [n], "dtype": "int64"}}}]}
+
+    # rows of 64 floats (whole 16-byte vectors): the vectorized kernel, a line per index
+    cases = [case(n, 64, 2.0 + 0.001 * n) for n in (1000, 10_000, 100_000, 1_000_000)]
     line = fit(cases)["gather_rows"]
     assert line["floor_us"] == pytest.approx(2.0, rel=1e-6) and line["us_per_unit"] == pytest.approx(0.001)
-    assert "index_add_elements" not in fit(cases)
+    assert "index_add_elements" not in fit(cases) and "gather_elements" not in fit(cases)
+    # rows of 1-5 floats: the elementwise kernel, a floor + a time per index + one per element
+    narrow = [case(n, w, 5.0 + 1e-6 * n + 3e-6 * w * n) for n in (1000, 100_000, 3_000_000) for w in (1, 3, 5)]
+    plane = fit(cases + narrow)["gather_elements"]
+    assert (plane["floor_us"], plane["us_per_index"], plane["us_per_element"]) == pytest.approx((5.0, 1e-6, 3e-6))
+    assert fit(cases + narrow)["gather_rows"]["us_per_unit"] == pytest.approx(0.001)

@@ -153,7 +153,11 @@ class StorageTracker:
     # -- labels ----------------------------------------------------------------------------------------
     def label(self, t: Any, label: str, name: str = "", overwrite: bool = False) -> None:
         t = _local(t)
-        if t is None or not _is_cuda(t) or t.layout != torch.strided:  # a sparse gradient stays unlabelled
+        if t is not None and _is_cuda(t) and t.layout == torch.sparse_coo:  # a sparse gradient: its members
+            self.label(t._indices(), label, name, overwrite)
+            self.label(t._values(), label, name, overwrite)
+            return
+        if t is None or not _is_cuda(t) or t.layout != torch.strided:
             return
         entry = self._live.get(t.untyped_storage()._cdata)
         if entry is not None and (overwrite or entry[0] not in self._labels):

@@ -10,6 +10,8 @@ and in the zoo's sparse recommenders):
   dims, one `index_add_` of its value rows into the dense tensor viewed as rows (`indexFuncLargeIndex`, measured
   alone under add_); a coalesced one runs one sparseElementwiseKernel over the same rows instead, recorded as
   the index_add_ too. Out of place (`dense + sparse`) copies the dense tensor first.
+- sparse + sparse (add_out_sparse_cuda: a second sparse gradient accumulated, a backward without zeroing): the
+  indices and values concatenated, two cat kernels (a scaling mul first when alpha is not 1).
 - coalesce (`_coalesce_sparse_cuda`, SparseCUDATensor.cu): sums duplicate indices. The number of distinct
   indices is data: it comes from the indices' value hints where the capture has them (dynamic_shapes.py), else
   every index is taken as distinct, up to the positions of the sparse dims (an upper bound), and the capture
@@ -47,6 +49,8 @@ ACCUMULATE_GRAD_NODE = "torch::autograd::AccumulateGrad"
 # Constructors of sparse COO tensors: they alias their indices and values; the Decomposer keeps them whole (run
 # at the CUDA key on fake tensors, sparse_coo_tensor's explicit kernel fails its own layout check).
 SPARSE_CONSTRUCTORS = ("aten::sparse_coo_tensor", "aten::_sparse_coo_tensor")
+SPARSE_ACCUMULATE_NOTE = ("a sparse gradient added to another in place (a backward without zeroing the gradients): "
+                          "the concatenation's kernels are priced, but the capture keeps the first one's rows")
 # A sparse argument `x` of a recorded op is recorded with its members beside it: `x_indices`, `x_values`.
 SPARSE_INDICES_SUFFIX, SPARSE_VALUES_SUFFIX = "_indices", "_values"
 COALESCE_NOTE = ("coalesce of a sparse gradient: every index assumed distinct, up to the rows there are (an upper "
@@ -121,7 +125,9 @@ class SparseCuda:
 
     # -- the recorder's entry points ------------------------------------------------------------------------
     def handles(self, func, args: tuple, kwargs: dict) -> bool:
-        if func in SPARSE_ADDS or func is aten.sparse_mask.default:  # a dense tensor and a sparse one
+        if func in SPARSE_ADDS:  # dense + sparse, or sparse + sparse
+            return len(args) > 1 and is_sparse(args[1])
+        if func is aten.sparse_mask.default:  # a dense tensor and a sparse one
             return len(args) > 1 and is_sparse(args[1]) and not is_sparse(args[0])
         if func is aten._embedding_bag_backward.default:
             return bool(args[EMBEDDING_BAG_SPARSE_ARG] if len(args) > EMBEDDING_BAG_SPARSE_ARG
@@ -138,8 +144,26 @@ class SparseCuda:
         return self._clone(func, args, kwargs)
 
     # -- the ops ----------------------------------------------------------------------------------------------
+    def _add_sparse_sparse(self, func, args: tuple, kwargs: dict) -> torch.Tensor:
+        """add_out_sparse_cuda: the indices and the values of both concatenated (two cat kernels; the values
+        scaled first when alpha is not 1), uncoalesced. In place, the capture records those kernels but keeps
+        the left tensor's rows (a fake sparse tensor is not resized in place), and says so."""
+        left, right, alpha = args[0], args[1], _alpha(args, kwargs)
+
+        def body():
+            values = right._values() if alpha == 1 else right._values() * alpha
+            summed = coo(torch.cat([left._indices(), right._indices()], 1), torch.cat([left._values(), values]),
+                         left.shape, False)
+            return left if func is aten.add_.Tensor else summed
+
+        if func is aten.add_.Tensor:
+            self._note(SPARSE_ACCUMULATE_NOTE)
+        return self._run_children(func, args, kwargs, body)
+
     def _add_dense_sparse(self, func, args: tuple, kwargs: dict) -> torch.Tensor:
         dense, sparse, alpha = args[0], args[1], _alpha(args, kwargs)
+        if is_sparse(dense):
+            return self._add_sparse_sparse(func, args, kwargs)
 
         def body():
             out = dense if func is aten.add_.Tensor else dense.clone()

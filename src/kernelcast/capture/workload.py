@@ -47,8 +47,13 @@ def where_it_failed(exc: BaseException) -> str:
 
 
 def one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+    """The exception as one line: its type and first line; a first line that only introduces the next (torch's
+    `BackendCompilerFailed: backend='inductor' raised:`) takes the next non-empty line with it."""
+    text = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    first = text[0] if text else ""
+    if first.endswith(":") and len(text) > 1:
+        first = f"{first} {text[1]}"
+    return f"{type(exc).__name__}: {first}".rstrip(": ")
 
 
 def split_spec(spec: str) -> tuple[str, str]:
