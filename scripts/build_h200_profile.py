@@ -55,6 +55,10 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
 - h200_gather_grid_raw.json.gz: index_select and indexing of rows too narrow or ragged for the vectorized gather
   (1-D, 1-33 floats, bf16 1-6), from 169- to 1M-row tables, 1k-2M indices (`kernelcast calibrate --gpu h200 --out
   h200_gather_grid.json --raw h200_gather_grid_raw.json.gz --sections gather_grid`): unit_rates' gather_elements;
+- h200_gemm_fp32_round_raw.json.gz: 4235 fp32 GEMMs (TF32 off) at round sizes 16-4096 with a batch of 1-64, in
+  every layout (the sweep section gemm_fp32_round, run by calibrate/sweep.py's run_sweep on the H200): the time
+  table and launch rows of the shapes recurrent cells and small MLPs use, where cuBLAS's choice jumps between
+  neighbours;
 - probes/compiled_host_fit.json: the host cost of compiled code per unit (graph call, tensor input, Triton
   launch, wrapper allocation; CUDA graph replay and its inputs), fitted by scripts/fit_compiled_host.py to
   probes/compiled_host.json (scripts/probe_compiled_host.py on the H200), the host section's `compiled`.
@@ -82,7 +86,7 @@ RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.js
             "validation/h200_weight_norm_grid_raw.json.gz", "validation/h200_sort_grid_raw.json.gz",
             "validation/h200_grouped_mm_grid_raw.json.gz", "validation/h200_cat_strided_grid_raw.json.gz",
             "validation/h200_triton_grid_raw.json.gz", "validation/h200_sparse_grid_raw.json.gz",
-            "validation/h200_gather_grid_raw.json.gz")
+            "validation/h200_gather_grid_raw.json.gz", "validation/h200_gemm_fp32_round_raw.json.gz")
 # launch counts only (calibrate/profile.py says why)
 LAUNCH_RUNS = ("validation/h200_gemm_log_uniform_raw.json.gz", "validation/h200_conv_log_uniform_raw.json.gz",
                "validation/h200_gemm_log_uniform_2_raw.json.gz", "validation/h200_conv_log_uniform_2_raw.json.gz")

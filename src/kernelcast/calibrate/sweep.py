@@ -22,6 +22,7 @@ transposes) the cost registry looks up.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import statistics
@@ -215,6 +216,29 @@ def gemm_log_uniform_cases(pool: Pool, scale: float = 1.0, draw: int = 1) -> Ite
                     return _gemm_call(pool, layout, dtype, m, n, k)
 
                 yield Case("gemm", params, _with_tf32(build, dtype_name == "tf32"))
+
+
+# fp32 GEMMs (TF32 off) at the round sizes recurrent cells, small MLPs and decode steps use, every layout, with a
+# small batch M (for the weight gradient, the dim the product reduces over). cuBLAS picks among gemv,
+# SIMT split-K and FFMA xmma kernels here by closed heuristics, some 20x slower than their neighbours (an
+# LSTMCell's 16 x 128 x 512 grad ran a memset and one 32x128 tile for 51 µs; 16 x 128 x 1024 took 6.7): a shape
+# between drawn points says little, so the shapes models use are measured themselves.
+FP32_ROUND_SMALL = (1, 2, 4, 8, 16, 32, 64)
+FP32_ROUND_SIZES = (16, 32, 64, 128, 256, 384, 512, 768, 1024, 2048, 4096)
+
+
+def gemm_fp32_round_cases(pool: Pool, scale: float = 1.0) -> Iterator[Case]:
+    import torch
+
+    for layout in GEMM_LAYOUTS:
+        for small, a, b in itertools.product(FP32_ROUND_SMALL, FP32_ROUND_SIZES, FP32_ROUND_SIZES):
+            m, n, k = small, a, b  # for grad_weight, m is the batch the product reduces over
+            params = {"dtype": "float32", "layout": layout, "m": m, "n": n, "k": k}
+
+            def build(m=m, n=n, k=k, layout=layout):
+                return _gemm_call(pool, layout, torch.float32, m, n, k)
+
+            yield Case("gemm", params, build)
 
 
 def _with_tf32(build: Callable, tf32: bool) -> Callable:
@@ -470,6 +494,7 @@ SECTIONS = {"gemm": lambda dev, scale: gemm_cases(Pool(dev), scale),
             "conv": conv_cases, "attention": attention_cases}
 # Not in the default design: run by name (scripts/probe_gemm_launches.py, scripts/probe_conv_launches.py).
 EXTRA_SECTIONS = {
+    "gemm_fp32_round": lambda dev, scale: gemm_fp32_round_cases(Pool(dev), scale),
     **{drawn_section("gemm_log_uniform", draw): (lambda dev, scale, draw=draw: gemm_log_uniform_cases(Pool(dev), scale, draw))
        for draw in range(1, DRAWS + 1)},
     **{drawn_section("conv_log_uniform", draw): (lambda dev, scale, draw=draw: conv_log_uniform_cases(dev, scale, draw))
