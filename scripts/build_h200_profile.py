@@ -59,6 +59,9 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
   every layout (the sweep section gemm_fp32_round, run by calibrate/sweep.py's run_sweep on the H200): the time
   table and launch rows of the shapes recurrent cells and small MLPs use, where cuBLAS's choice jumps between
   neighbours;
+- h200_attention_decode_raw.json.gz: decode-shaped attention forward (1 or 4 queries against 128-8192 keys,
+  batch 1-32, MHA and GQA heads, head dim 64 / 128, with and without a float mask) on the cuDNN, flash and
+  efficient backends, bf16 (sweep section attention_decode; the cases a backend refuses are kept as errors);
 - probes/compiled_host_fit.json: the host cost of compiled code per unit (graph call, tensor input, Triton
   launch, wrapper allocation; CUDA graph replay and its inputs), fitted by scripts/fit_compiled_host.py to
   probes/compiled_host.json (scripts/probe_compiled_host.py on the H200), the host section's `compiled`.
@@ -86,7 +89,8 @@ RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.js
             "validation/h200_weight_norm_grid_raw.json.gz", "validation/h200_sort_grid_raw.json.gz",
             "validation/h200_grouped_mm_grid_raw.json.gz", "validation/h200_cat_strided_grid_raw.json.gz",
             "validation/h200_triton_grid_raw.json.gz", "validation/h200_sparse_grid_raw.json.gz",
-            "validation/h200_gather_grid_raw.json.gz", "validation/h200_gemm_fp32_round_raw.json.gz")
+            "validation/h200_gather_grid_raw.json.gz", "validation/h200_gemm_fp32_round_raw.json.gz",
+            "validation/h200_attention_decode_raw.json.gz")
 # launch counts only (calibrate/profile.py says why)
 LAUNCH_RUNS = ("validation/h200_gemm_log_uniform_raw.json.gz", "validation/h200_conv_log_uniform_raw.json.gz",
                "validation/h200_gemm_log_uniform_2_raw.json.gz", "validation/h200_conv_log_uniform_2_raw.json.gz")

@@ -443,6 +443,26 @@ def attention_cases(device: str, scale: float = 1.0) -> Iterator[Case]:
         n += 1
 
 
+# Decode-shaped attention (a few query positions against a KV cache), forward, on each backend CUDA picks: the
+# designed draw holds few of them (25 cuDNN rows with at most 16 queries), and a decode step's attention is
+# priced from those (zoo llama_decode_static_cache: 65 us a call predicted, 23 measured).
+DECODE_BACKENDS = ("CUDNN_ATTENTION", "FLASH_ATTENTION", "EFFICIENT_ATTENTION")
+DECODE_BATCH = (1, 4, 8, 32)
+DECODE_HEADS = ((12, 12), (32, 32), (32, 8))  # (query heads, KV heads): MHA and GQA
+DECODE_QUERIES = (1, 4)
+DECODE_KEYS = (128, 256, 512, 1024, 2048, 4096, 8192)
+DECODE_HEAD_DIMS = (64, 128)
+DECODE_MASKS = ("none", "float")
+
+
+def attention_decode_cases(device: str, scale: float = 1.0) -> Iterator[Case]:
+    for backend, batch, (heads, kv_heads), sq, sk, d, mask in itertools.product(
+            DECODE_BACKENDS, DECODE_BATCH, DECODE_HEADS, DECODE_QUERIES, DECODE_KEYS, DECODE_HEAD_DIMS, DECODE_MASKS):
+        params = {"backend": backend, "batch": batch, "heads": heads, "kv_heads": kv_heads, "sq": sq, "sk": sk,
+                  "d": d, "causal": False, "mask": mask, "dropout": 0.0, "dtype": "bfloat16", "pass": "forward"}
+        yield Case("attention", params, lambda p=params: _attention_call(p, device))
+
+
 def attention_inputs(p: dict, device: str, requires_grad: bool) -> tuple:
     """(q, k, v, sdpa keyword arguments, SDPBackend) of one attention case's parameters (attention_cases)."""
     import torch
@@ -495,6 +515,7 @@ SECTIONS = {"gemm": lambda dev, scale: gemm_cases(Pool(dev), scale),
 # Not in the default design: run by name (scripts/probe_gemm_launches.py, scripts/probe_conv_launches.py).
 EXTRA_SECTIONS = {
     "gemm_fp32_round": lambda dev, scale: gemm_fp32_round_cases(Pool(dev), scale),
+    "attention_decode": attention_decode_cases,
     **{drawn_section("gemm_log_uniform", draw): (lambda dev, scale, draw=draw: gemm_log_uniform_cases(Pool(dev), scale, draw))
        for draw in range(1, DRAWS + 1)},
     **{drawn_section("conv_log_uniform", draw): (lambda dev, scale, draw=draw: conv_log_uniform_cases(dev, scale, draw))
