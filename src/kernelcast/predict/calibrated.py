@@ -285,7 +285,7 @@ def _conv_features(key: tuple) -> list[float]:
 
 
 def _attention_features(key: tuple) -> list[float]:
-    (bh, sq, sk, d), (causal, dropout, mask) = _attention_point(key)
+    (bh, sq, sk, d), (causal, dropout, mask, _decode) = _attention_point(key)
     return [*(float(key[0] == b) for b in ATTENTION_BACKENDS), float(key[1] == "bwd"), bh, sq, sk, d,
             float(causal), float(dropout), float(mask), *_work_features("attention", key)]
 
