@@ -7,7 +7,8 @@ What nn.Embedding / nn.EmbeddingBag(sparse=True) and the optimizers that take th
 dense += sparse (coalesced and not), dense.sparse_mask(sparse), and a whole AccumulateGrad of a sparse
 gradient. Per case, after warm-up, one call under torch.profiler gives each GPU work item (name, µs) and
 whether the host blocked (a cudaMemcpy / synchronize runtime call); CUDA events around REPEATS calls give the
-median µs per call. No kernelcast code runs: the probe checks the capture's rules, it does not use them.
+median µs per call (kernelcast.measure's event timer). No capture code runs: the probe checks the capture's
+rules, it does not use them.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import statistics
 import sys
 
 import torch
-import torch.nn.functional as F
+
+from kernelcast.measure import back_to_back_ms
 
 WARMUP = 3
 REPEATS = 20
@@ -29,6 +31,16 @@ ROWS = 200_000
 def _uncoalesced(nnz: int, dim: int, rows: int = ROWS) -> torch.Tensor:
     ids = torch.randint(0, rows, (1, nnz), device="cuda")
     return torch.sparse_coo_tensor(ids, torch.randn(nnz, dim, device="cuda"), (rows, dim))
+
+
+def _backward(table: torch.nn.Module, out: torch.Tensor):
+    """The table's sparse backward alone, from a graph built outside the timed call."""
+    grad = torch.randn_like(out)
+
+    def run():
+        table.weight.grad = None
+        torch.autograd.backward(out, grad, retain_graph=True)
+    return run
 
 
 def _cases():
@@ -70,13 +82,7 @@ def _cases():
             table = torch.nn.EmbeddingBag(ROWS, 64, mode=mode, sparse=True).cuda()
             ids = torch.randint(0, ROWS, (batch * bag,), device="cuda")
             offsets = torch.arange(0, batch * bag, bag, device="cuda")
-            out = table(ids, offsets)
-            grad = torch.randn_like(out)
-
-            def run():
-                table.weight.grad = None
-                torch.autograd.backward(out, grad, retain_graph=True)
-            return run
+            return _backward(table, table(ids, offsets))
 
         yield "embedding_bag_sparse_backward", params, bag_backward
     for tokens in (4096, 32768):
@@ -84,28 +90,14 @@ def _cases():
 
         def embedding_backward(tokens=tokens):
             table = torch.nn.Embedding(ROWS, 128, sparse=True).cuda()
-            ids = torch.randint(0, ROWS, (tokens,), device="cuda")
-            out = table(ids)
-            grad = torch.randn_like(out)
-
-            def run():
-                table.weight.grad = None
-                torch.autograd.backward(out, grad, retain_graph=True)
-            return run
+            return _backward(table, table(torch.randint(0, ROWS, (tokens,), device="cuda")))
 
         yield "embedding_sparse_backward", params, embedding_backward
 
 
 def _events_us(fn) -> float:
-    times = []
-    for _ in range(REPEATS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0)
-    return statistics.median(times)
+    """Median µs of REPEATS calls, each between two CUDA events."""
+    return statistics.median(back_to_back_ms(fn, steps=1, repeats=REPEATS)) * 1000.0
 
 
 def _profile(fn) -> tuple[list, list]:

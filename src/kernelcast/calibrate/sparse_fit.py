@@ -18,6 +18,7 @@ import itertools
 import statistics
 
 from kernelcast.predict.sparse_time import coalesce_features, embedding_bag_bytes, embedding_bag_us
+from kernelcast.records import DTYPE_BYTES
 
 from .time_model import relative_least_squares
 
@@ -27,14 +28,13 @@ EMBEDDING_BAG_PS_PER_INDEX = tuple(10.0 + 5.0 * i for i in range(39))  # 10-200 
 EMBEDDING_BAG_TBS = tuple(0.5 + 0.05 * i for i in range(71))  # 0.5-4.0 TB/s
 MIN_POINTS = 8
 MEAN_TIE_BREAK = 1e-3
-_ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8}
 
 
 def _coalesce_points(cases: list[dict]) -> list[tuple[int, list[float], float]]:
     out = []
     for c in cases:
         if c.get("kind") == "coalesce" and "error" not in c and c["nnz"] >= 2:
-            value_bytes = c["nnz"] * c["dim"] * _ITEMSIZE.get(c["dtype"], 4)
+            value_bytes = c["nnz"] * c["dim"] * DTYPE_BYTES.get(c["dtype"], 4)
             out.append((c["nnz"], coalesce_features(c["nnz"], value_bytes), c["device_us"]))
     return out
 
@@ -76,25 +76,23 @@ def fit_coalesce(cases: list[dict]) -> dict | None:
 
 
 def _grid_fit(points) -> dict:
-    try:
-        import numpy as np
-    except ImportError:  # the calibration's own environment has numpy; predictions need none
-        np = None
+    """The grid point of lowest score (fit_embedding_bag has checked that numpy is there)."""
+    import numpy as np
+
+    idx = np.array([p[1] for p in points], float)
+    nbytes = np.array([p[2] for p in points], float)
+    measured = np.array([p[3] for p in points], float)
+    floors = np.array(EMBEDDING_BAG_FLOORS_US)[:, None]
     best = None
-    if np is not None:
-        idx = np.array([p[1] for p in points], float)
-        nbytes = np.array([p[2] for p in points], float)
-        measured = np.array([p[3] for p in points], float)
-        floors = np.array(EMBEDDING_BAG_FLOORS_US)[:, None]
-        for ps, tbs in itertools.product(EMBEDDING_BAG_PS_PER_INDEX, EMBEDDING_BAG_TBS):
-            work = np.maximum(idx * ps * 1e-6, nbytes / (tbs * 1e6))
-            errors = np.abs((floors + work) / measured - 1)
-            # the lowest median |error|; among equal medians the lowest mean (a rate no case binds is not kept)
-            scores = np.median(errors, axis=1) + MEAN_TIE_BREAK * np.mean(errors, axis=1)
-            i = int(np.argmin(scores))
-            if best is None or scores[i] < best[0]:
-                best = (float(scores[i]), {"floor_us": EMBEDDING_BAG_FLOORS_US[i], "us_per_index": ps * 1e-6,
-                                           "bytes_per_us": tbs * 1e6})
+    for ps, tbs in itertools.product(EMBEDDING_BAG_PS_PER_INDEX, EMBEDDING_BAG_TBS):
+        work = np.maximum(idx * ps * 1e-6, nbytes / (tbs * 1e6))
+        errors = np.abs((floors + work) / measured - 1)
+        # the lowest median |error|; among equal medians the lowest mean (a rate no case binds is not kept)
+        scores = np.median(errors, axis=1) + MEAN_TIE_BREAK * np.mean(errors, axis=1)
+        i = int(np.argmin(scores))
+        if best is None or scores[i] < best[0]:
+            best = (float(scores[i]), {"floor_us": EMBEDDING_BAG_FLOORS_US[i], "us_per_index": ps * 1e-6,
+                                       "bytes_per_us": tbs * 1e6})
     return best[1]
 
 

@@ -286,9 +286,9 @@ class Recorder(TorchDispatchMode):
         handler = self._sync_handlers.get(func)
         if handler is None and self.sparse.handles(func, args, kwargs):
             return self._finish(func, args, kwargs, self.sparse.run(func, args, kwargs))
-        if handler is None and self.recording and func not in NO_DEVICE_WORK and not has_sparse(args, kwargs):
+        if handler is None and self.recording and func not in NO_DEVICE_WORK:
             how = self._decomposer.how(func)
-            if how is not None and (self._parents or _targets_gpu(args, kwargs)):
+            if how is not None and (self._parents or _targets_gpu(args, kwargs)) and not has_sparse(args, kwargs):
                 out = self._decompose(func, how, args, kwargs)
                 if out is not _NOT_DECOMPOSED:
                     return out
@@ -344,28 +344,22 @@ class Recorder(TorchDispatchMode):
         """Record the op, then run it as CUDA does (decompose.py), recording the ops it calls as its
         children. An op whose kernel launches by itself, or builds its output without calling ops (a plain
         tensor comes back), is recorded whole instead (_NOT_DECOMPOSED)."""
+        def run_as_cuda():
+            try:
+                return Decomposer.run(func, how, args, kwargs)
+            except Exception as exc:
+                if not Decomposer.launched_by_itself(exc):
+                    raise
+                return NotImplemented
+
         index = len(self.ops)
-        self._record(func, args, kwargs, None, None, extra_tags=(DECOMPOSED_TAG,),
-                     on_gpu=bool(self._parents) or _targets_gpu(args, kwargs))
-        self._parents.append(index)
-        try:
-            with self:  # the ops it calls come back through this recorder
-                out = Decomposer.run(func, how, args, kwargs)
-        except Exception as exc:
-            if not Decomposer.launched_by_itself(exc):
-                raise
-            out = NotImplemented
-        finally:
-            self._parents.pop()
+        out = self._run_children(func, args, kwargs, run_as_cuda)
         if out is NotImplemented or not Decomposer.outputs_fake(out):
             self._decomposer.self_launching.add(func)
             del self.ops[index:], self.torch_calls[index:]
             return _NOT_DECOMPOSED
-        self.ops[index] = dataclasses.replace(self.ops[index], outputs=_outputs(out))
         self.in_place.note(func, out)  # a decomposed new_zeros still makes a backward formula's zeros
-        self.hints.seed(func, args, kwargs, out)  # value hints follow the op, not the ops it called
-        self.hints.propagate(func, args, kwargs, out)
-        return out
+        return self._finish(func, args, kwargs, out)  # value hints follow the op, not the ops it called
 
     def _record(self, func, args: tuple, kwargs: dict, out: Any, sync: str | None, extra_tags: tuple = (),
                 on_gpu: bool | None = None) -> None:

@@ -35,6 +35,7 @@ and in the zoo's sparse recommenders):
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import torch
@@ -71,10 +72,7 @@ def _alpha(args: tuple, kwargs: dict) -> Any:
 
 def _rows_view(dense: torch.Tensor, sparse: torch.Tensor) -> torch.Tensor:
     """The dense tensor as (rows of the sparse dims, the rest): what index_add_ adds the value rows into."""
-    rows = 1
-    for size in dense.shape[:sparse.sparse_dim()]:
-        rows *= size
-    return dense.view(rows, -1)
+    return dense.view(math.prod(dense.shape[:sparse.sparse_dim()]), -1)
 
 
 def _flat_indices(sparse: torch.Tensor) -> torch.Tensor:
@@ -206,10 +204,8 @@ class SparseCuda:
         sparse = args[0]
         nnz = sparse._nnz()
         indices, values = sparse._indices(), sparse._values()
-        positions = 1  # distinct indices cannot outnumber the positions of the sparse dims
-        for size in sparse.shape[:sparse.sparse_dim()]:
-            positions *= size
-        distinct = min(nnz, positions)
+        # distinct indices cannot outnumber the positions of the sparse dims
+        distinct = min(nnz, math.prod(sparse.shape[:sparse.sparse_dim()]))
         known = self._hints.use(indices) if self._hints else None
         if known is not None and known.dim() == 2:
             distinct = int(torch.unique(known, dim=1).shape[1])

@@ -12,6 +12,7 @@ index tensors once. Kind "gather": the calibration measures it apart from stream
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from kernelcast.records import OpRecord, TensorMeta
 
@@ -56,9 +57,7 @@ def vectorized_rows(source: TensorMeta | None) -> bool:
     number of 16-byte vectors each."""
     if source is None or len(source.shape) < 2:
         return False
-    row_elements = 1
-    for size in source.shape[1:]:
-        row_elements *= size
+    row_elements = math.prod(source.shape[1:])
     inner_contiguous = source.stride[-1] == 1 and all(
         source.stride[i] == source.stride[i + 1] * source.shape[i + 1] for i in range(1, len(source.shape) - 1))
     return (inner_contiguous and (row_elements * source.itemsize) % VECTORIZED_GATHER_BYTES == 0
