@@ -117,3 +117,42 @@ def test_a_small_sort_and_topk_take_as_long_as_their_slices_blocks():
     topk = cost_of(op("aten.topk.default", {"self": x, "k": 2, "dim": -1}, [values, values]))
     assert topk.kind == "topk_slices" and topk.key == ("blocks", 4096, 1, 8, 8)
     assert model.estimate(topk).time_us == pytest.approx(26.0, rel=0.25)
+
+
+def _nhwc(shape, dtype="bfloat16"):
+    from kernelcast.records import TensorMeta
+    n, c, h, w = shape
+    return TensorMeta(tuple(shape), dtype, (h * w * c, 1, w * c, c), "cuda")
+
+
+def _bn(x, backward=False):
+    c = x.shape[1]
+    stats = [contiguous((c,), "float32")] * 2
+    if backward:
+        args = {"grad_out": x, "input": x, "weight": contiguous((c,), "float32"), "train": True, "eps": 1e-5,
+                "output_mask": (True, True, True)}
+        return op("aten.native_batch_norm_backward.default", args, [x, *stats])
+    args = {"input": x, "weight": contiguous((c,), "float32"), "bias": contiguous((c,), "float32"),
+            "running_mean": stats[0], "running_var": stats[1], "training": True, "momentum": 0.1, "eps": 1e-5}
+    return op("aten.native_batch_norm.default", args, [x, *stats])
+
+
+@pytest.mark.parametrize("shape, forward, backward", [
+    # H200, torch 2.11 (zoo resnet_train_channels_last, batch 32, bf16): statistics, running-stat update and
+    # normalise, and the semaphore memset where the reduction is split across blocks (down to 14 x 14); at
+    # 7 x 7 no memset. Backward: reduce and elementwise, the same memset rule.
+    ((32, 64, 112, 112), 4, 3),
+    ((32, 1024, 14, 14), 4, 3),
+    ((32, 2048, 7, 7), 3, 2),
+])
+def test_channels_last_batch_norm_memsets_its_semaphores_only_where_it_splits(shape, forward, backward):
+    assert cost_of(_bn(_nhwc(shape))).kernels == forward
+    assert cost_of(_bn(_nhwc(shape), backward=True)).kernels == backward
+
+
+def test_batch_norm_1d_on_rows_takes_the_channels_last_kernels():
+    # batch_norm_choose_impl: a contiguous input whose channel stride is 1 ((N, C), BatchNorm1d) is channels_last
+    from kernelcast.costs.elementwise import batch_norm_channels_last_kernels
+    assert batch_norm_channels_last_kernels(contiguous((256, 512)))
+    assert not batch_norm_channels_last_kernels(contiguous((32, 64, 56, 56)))
+    assert cost_of(_bn(contiguous((256, 512)))).kind == "batch_norm_channels_last"

@@ -36,7 +36,8 @@ LEARNING_RATE = 0.1
 # second log-uniform draw added, the fp32 largek path of a 512 x 10 x 256 addmm with a bias (4 work items, its
 # nearest measured neighbours 4 too) came out as 1. An L2 penalty on the leaf values: 10 folds over the 9149
 # GEMMs, 758 wrong without it, 645 with 1.0, 648 with 3.0, 660 with 10.0 (min_samples_leaf 40 instead: 679);
-# over the 7398 conv passes 2833, 2795 with 1.0, 2809 with 3.0.
+# over the 7398 conv passes 2833, 2795 with 1.0, 2809 with 3.0 (2775 with 1.0 once conv keys read channels_last
+# as c10 does, costs/conv_layout.py).
 L2_REGULARIZATION = 1.0
 FOLDS = 10
 # Significant digits of the leaf values kept in the profile (thresholds are kept exact); checked: the stored

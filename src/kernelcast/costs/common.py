@@ -183,11 +183,15 @@ def memory_key(op: OpRecord, kind: str) -> tuple[str, tuple]:
 def contiguous_copy(t: TensorMeta) -> Cost:
     """`.contiguous()` of a strided tensor inside another op's CUDA code: one copy kernel reading and writing its
     elements; a transposing copy where its innermost dim is not the last (reads and writes cannot both be
-    coalesced), a plain one otherwise (a slice, or outer dims permuted). Measured on the H200 (zoo whisper_encoder_forward): layer norm of
-    Whisper's permuted conv output, 4 x 1500 x 384 bf16, ran a 16 µs copy before its 11 µs norm kernel."""
+    coalesced), a plain one otherwise (a slice, or outer dims permuted). Measured on the H200 (zoo
+    whisper_encoder_forward): layer norm of Whisper's permuted conv output, 4 x 1500 x 384 bf16, ran a 16 µs
+    copy before its 11 µs norm kernel. A broadcast tensor (a stride-0 dim, as `sum()`'s gradient is) reads each distinct element once and writes
+    them all: a plain copy whatever its strides (zoo grouped_conv_nchw: the expanded grad_output of a
+    convolution, 6.4 MB written, 5.5 us)."""
+    broadcast = any(s == 0 and n > 1 for n, s in zip(t.shape, t.stride))
     order = _stride_order(t)
-    kind = "copy_transpose" if order and order[0] != len(t.shape) - 1 else "copy"
-    return Cost(bytes_read=t.nbytes, bytes_written=t.nbytes, kernels=1, dtype=t.dtype, kind=kind,
+    kind = "copy_transpose" if order and order[0] != len(t.shape) - 1 and not broadcast else "copy"
+    return Cost(bytes_read=t.touched_bytes, bytes_written=t.nbytes, kernels=1, dtype=t.dtype, kind=kind,
                 key=(t.shape[-1] if t.shape else 1, t.itemsize))
 
 

@@ -16,6 +16,7 @@ from kernelcast.records import OpRecord, TensorMeta
 
 from .common import (arg, blocks_key, bytes_written, channels_last, dense, gpu_tensors, host_transfer, memory_key,
                      memory_op, out_dtype, row_major, write_only)
+from .conv_layout import channels_last_contiguous
 from .reduce_config import REDUCE_SEMAPHORE_MEMSETS, is_global_reduce, reduced_dims, reduces_fastest_dim
 from .registry import Cost, CostContext, register, register_tag, register_zero_cost
 
@@ -30,12 +31,23 @@ LOSS_FLOPS_PER_ELEMENT = 1.0
 # nll_loss backward zero-fills the gradient, then scatters into it.
 NLL_LOSS_BACKWARD_KERNELS = 2
 NLL_LOSS_FORWARD_KERNELS = 1
-# Native batch norm (measured, validation/op_sweep.json): training = zeroed semaphores (channels_last only),
-# statistics, running-stat update, normalise; eval = three kernels either layout. Backward: channels_last
-# semaphores + reduce + elementwise; contiguous NCHW one fused kernel.
-BATCH_NORM_TRAIN_KERNELS = {True: 4, False: 3}  # keyed by channels_last
+# Native batch norm (measured, validation/op_sweep.json): training = statistics, running-stat update, normalise
+# (3 kernels); eval = three kernels either layout. Backward: contiguous NCHW one fused kernel; channels_last a
+# reduce and an elementwise kernel. The channels_last statistics and backward reduce add a memset of their
+# semaphores where they split the reduction across thread blocks (batch_norm_channels_last_split).
+BATCH_NORM_TRAIN_KERNELS = 3
 BATCH_NORM_EVAL_KERNELS = 3
-BATCH_NORM_BACKWARD_KERNELS = {True: 3, False: 1}
+BATCH_NORM_BACKWARD_KERNELS = {True: 2, False: 1}  # keyed by the channels_last kernels
+SEMAPHORE_MEMSETS = 1
+# aten/src/ATen/native/cuda/Normalization.cuh, flexible_launch_configs (CUDA build): the channels_last kernels'
+# blocks tile (reduction, channels) with at most 32 channels across, 512 threads, 16 elements per thread, at
+# most 128 blocks along the reduction, and only split it across blocks (grid.y > 1, with staging buffers and
+# zeroed semaphores) from 8 blocks on.
+BN_TILE_CHANNELS = 32
+BN_MAX_BLOCK_THREADS = 512
+BN_ELEMENTS_PER_THREAD = 16
+BN_MAX_REDUCTION_BLOCKS = 128
+BN_MIN_SPLIT_BLOCKS = 8
 MAX_POOL_BACKWARD_KERNELS = 2  # zero the input gradient, then scatter into it (measured)
 
 
@@ -150,9 +162,39 @@ register("aten.nll_loss_backward", "aten.nll_loss2d_backward")(
 register("aten.binary_cross_entropy_with_logits")(_with_flops(LOSS_FLOPS_PER_ELEMENT, "loss"))
 
 
+def _last_pow2(n: int) -> int:
+    """2 ** floor(log2(n)), at least 1 (Normalization.cuh, lastPow2)."""
+    return 1 << (max(n, 1).bit_length() - 1)
+
+
+def batch_norm_channels_last_split(reduction: int, channels: int) -> bool:
+    """Whether the channels_last batch-norm kernels split each channel's reduction (N x H x W elements) across
+    thread blocks: flexible_launch_configs with coop_flag (Normalization.cuh), grid.y > 1. Measured on the H200
+    (zoo resnet_train_channels_last, batch 32): a semaphore memset beside every channels_last batch norm and
+    its backward down to 14 x 14 (grid.y 25), none at 7 x 7 (grid.y 7, below the 8 it takes)."""
+    block_x = min(_last_pow2(channels), BN_TILE_CHANNELS)
+    block_y = min(_last_pow2(-(-reduction // BN_ELEMENTS_PER_THREAD)), BN_MAX_BLOCK_THREADS // block_x)
+    grid_y = min(-(-reduction // (block_y * BN_ELEMENTS_PER_THREAD)), BN_MAX_REDUCTION_BLOCKS)
+    return grid_y >= BN_MIN_SPLIT_BLOCKS
+
+
+def batch_norm_channels_last_kernels(x: TensorMeta) -> bool:
+    """Whether native batch norm runs its channels_last kernels: batch_norm_choose_impl
+    (aten/src/ATen/native/cuda/Normalization.cu) takes them for a channels_last-contiguous input and for a
+    contiguous one whose channel stride is 1, such as BatchNorm1d's (N, C)."""
+    if len(x.shape) < 2:
+        return False
+    return channels_last_contiguous(x) or (row_major(x) and x.stride[1] == 1 and x.shape[1] > 1)
+
+
+def _batch_norm_memsets(x: TensorMeta) -> int:
+    channels = x.shape[1]
+    return SEMAPHORE_MEMSETS * batch_norm_channels_last_split(x.numel // max(channels, 1), channels)
+
+
 def _batch_norm_kind(kind: str, x: TensorMeta) -> str:
     """channels_last and NCHW batch norm are different kernels (measured 3-7x apart backward)."""
-    return f"{kind}_channels_last" if channels_last(x) else kind
+    return f"{kind}_channels_last" if batch_norm_channels_last_kernels(x) else kind
 
 
 @register("aten.native_batch_norm", "aten._native_batch_norm_legit", "aten._native_batch_norm_legit_functional",
@@ -160,7 +202,9 @@ def _batch_norm_kind(kind: str, x: TensorMeta) -> str:
 def native_batch_norm(op: OpRecord, ctx: CostContext) -> Cost:
     x = arg(op, "input")
     training = bool(op.args.get("training", True))
-    kernels = BATCH_NORM_TRAIN_KERNELS[channels_last(x)] if training else BATCH_NORM_EVAL_KERNELS
+    nhwc = batch_norm_channels_last_kernels(x)
+    kernels = BATCH_NORM_TRAIN_KERNELS + (_batch_norm_memsets(x) if nhwc else 0) if training else \
+        BATCH_NORM_EVAL_KERNELS
     # eval: one scale-and-shift pass with the running statistics, a different kernel from training's reductions
     cost = memory_op(op, NORM_FLOPS_PER_ELEMENT, kernels, _batch_norm_kind("batch_norm" if training else
                                                                            "batch_norm_eval", x))
@@ -169,16 +213,19 @@ def native_batch_norm(op: OpRecord, ctx: CostContext) -> Cost:
 
 @register("aten.native_batch_norm_backward", "aten.batch_norm_backward")
 def native_batch_norm_backward(op: OpRecord, ctx: CostContext) -> Cost:
-    """NCHW: one kernel, a thread block per channel; channels_last: three kernels."""
+    """NCHW: one kernel, a thread block per channel; channels_last: a reduce (after its semaphore memset where
+    it splits, batch_norm_channels_last_split) and an elementwise kernel."""
     x = arg(op, "input")
-    return _channel_blocks(memory_op(op, NORM_BACKWARD_FLOPS_PER_ELEMENT, BATCH_NORM_BACKWARD_KERNELS[channels_last(x)],
+    nhwc = batch_norm_channels_last_kernels(x)
+    kernels = BATCH_NORM_BACKWARD_KERNELS[nhwc] + (_batch_norm_memsets(x) if nhwc else 0)
+    return _channel_blocks(memory_op(op, NORM_BACKWARD_FLOPS_PER_ELEMENT, kernels,
                                      _batch_norm_kind("batch_norm_backward", x)), x)
 
 
 def _channel_blocks(cost: Cost, x: TensorMeta) -> Cost:
     """An NCHW batch norm in training runs a thread block per channel (calibrate/norm_blocks.py): keyed
     blocks_key(C, N, H*W, item size) for the calibrated model's block fit. channels_last: other kernels."""
-    if channels_last(x) or len(x.shape) < 3:
+    if batch_norm_channels_last_kernels(x) or len(x.shape) < 3:
         return cost
     return dataclasses.replace(cost, key=blocks_key(x.shape[1], x.shape[0], math.prod(x.shape[2:]), x.itemsize))
 

@@ -10,8 +10,9 @@ import math
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import arg, bytes_read, bytes_written, channels_last
-from .conv_backend import CUDNN, conv_backend
+from .common import arg, bytes_read, bytes_written, contiguous_copy
+from .conv_backend import CUDNN, NATIVE_DEPTHWISE, conv_backend
+from .conv_layout import ConvOperands, backward_operands, cudnn_nhwc, forward_operands
 from .reduce_config import REDUCE_SEMAPHORE_MEMSETS, is_global_reduce, reduces_fastest_dim
 from .registry import Cost, CostContext, register
 
@@ -131,8 +132,10 @@ CONV_PASSES = ("conv_fwd", "conv_bwd_input", "conv_bwd_weight", "conv_bwd")  # c
 def conv_key(x: TensorMeta, w: TensorMeta, op: OpRecord, pass_: str) -> tuple:
     """How launch and time tables look a convolution up: (pass, dtype, channels_last, C_in, C_out, kernel,
     stride, spatial size, groups, batch, spatial dims, transposed). 1-D and 2-D convolutions; () otherwise.
-    A backward that computes both gradients runs cuDNN's input- and weight-gradient kernels one after the other
-    (aten/src/ATen/native/cudnn/ConvShared.cpp, cudnn_convolution_backward), so it is looked up as the two."""
+    channels_last is the layout cuDNN runs in (costs/conv_layout.py: channels_last when the input or the weight
+    is strided like it). A backward that computes both gradients runs cuDNN's input- and weight-gradient
+    kernels one after the other (aten/src/ATen/native/cudnn/ConvShared.cpp, cudnn_convolution_backward), so it
+    is looked up as the two."""
     dims = len(x.shape) - 2
     if dims not in (1, 2):
         return ()
@@ -140,8 +143,14 @@ def conv_key(x: TensorMeta, w: TensorMeta, op: OpRecord, pass_: str) -> tuple:
     stride = op.args.get("stride") or (1,)
     groups = int(op.args.get("groups", 1) or 1)
     c_out = w.shape[1] * groups if transposed else w.shape[0]
-    return (pass_, x.dtype, channels_last(x), x.shape[1], c_out, w.shape[-1], int(stride[0]), x.shape[-1],
+    nhwc = dims == 2 and cudnn_nhwc(x, w)
+    return (pass_, x.dtype, nhwc, x.shape[1], c_out, w.shape[-1], int(stride[0]), x.shape[-1],
             groups, x.shape[0], dims, transposed)
+
+
+def layout_copies(operands: ConvOperands) -> tuple[Cost, ...]:
+    """The copy kernels of the operands PyTorch made contiguous for the backend (costs/conv_layout.py)."""
+    return tuple(contiguous_copy(t) for t in operands.copies)
 
 
 def conv_backward_pass(mask) -> str | None:
@@ -171,7 +180,11 @@ def convolution(op: OpRecord, ctx: CostContext) -> Cost:
     key = conv_key(x, w, op, "conv_fwd")
     separate_bias = op.args.get("bias") is not None and (not key or conv_backend(key) == CUDNN)
     kernels = (conv_kernels(ctx, key) or 1) + separate_bias
-    return _matmul_cost(op, conv_flops(x.shape, w.shape, out.shape, transposed), x.dtype, kernels, "conv", "conv", key)
+    cost = _matmul_cost(op, conv_flops(x.shape, w.shape, out.shape, transposed), x.dtype, kernels, "conv", "conv",
+                        key)
+    if not key:
+        return cost
+    return cost.with_parts(*layout_copies(forward_operands(x, w, conv_backend(key) == NATIVE_DEPTHWISE)))
 
 
 def bias_grad_items(grad_out: TensorMeta, ctx: CostContext) -> int:
@@ -201,7 +214,12 @@ def convolution_backward(op: OpRecord, ctx: CostContext) -> Cost:
         kernels = measured + (bias_grad_items(grad_out, ctx) if mask[2] else 0)
     else:
         kernels = max(sum(1 for want in mask if want), 1)  # one kernel per gradient
-    return _matmul_cost(op, flops, x.dtype, kernels, "conv", "conv", key)
+    cost = _matmul_cost(op, flops, x.dtype, kernels, "conv", "conv", key)
+    if not key:
+        return cost
+    native = conv_backend(key) == NATIVE_DEPTHWISE
+    return cost.with_parts(*layout_copies(backward_operands(grad_out, x, w, mask, native,
+                                                                   bool(op.args.get("transposed", False)))))
 
 
 # torch._grouped_mm (aten/src/ATen/native/cuda/GroupedBlas.cpp, _grouped_mm_cuda): bf16 operands and output on

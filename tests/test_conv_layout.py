@@ -1,0 +1,71 @@
+"""The copies PyTorch's CUDA convolution makes of operands not in the backend's layout (costs/conv_layout.py),
+each checked against a launch chain the H200 ran (torch 2.11, validation/zoo_measured.json.gz)."""
+
+import pytest
+
+from helpers import contiguous, op
+from kernelcast.costs import cost_of
+from kernelcast.costs.conv_layout import (backward_operands, channels_last_contiguous, forward_operands,
+                                          strides_like_channels_last)
+from kernelcast.records import TensorMeta
+
+
+def nhwc(shape, dtype="float16"):
+    n, c, h, w = shape
+    return TensorMeta(tuple(shape), dtype, (h * w * c, 1, w * c, c), "cuda")
+
+
+def expanded(shape, dtype="float16"):
+    """What `o.sum().backward()` hands the convolution: a scalar gradient expanded to o's shape."""
+    return TensorMeta(tuple(shape), dtype, (0,) * len(shape), "cuda")
+
+
+# zoo grouped_conv_*: x 64 x 1024 x 14 x 14 fp16, w 1024 x 32 x 3 x 3, groups 32, stride 2, o = conv(x, w)
+X, W, GRAD = (64, 1024, 14, 14), (1024, 32, 3, 3), (64, 1024, 7, 7)
+
+
+def test_channels_last_strides_are_read_as_c10_reads_them():
+    assert strides_like_channels_last(nhwc(X)) and channels_last_contiguous(nhwc(X))
+    assert not strides_like_channels_last(contiguous(X)) and not channels_last_contiguous(contiguous(X))
+    assert not strides_like_channels_last(expanded(X))  # a zero channel stride defaults to NCHW
+    # N x 1 x 1 x 1 is ambiguous: NCHW (c10's MemoryFormat.h)
+    assert not strides_like_channels_last(contiguous((8, 1, 1, 1)))
+
+
+@pytest.mark.parametrize("layout", [contiguous, nhwc])
+def test_an_expanded_grad_output_is_copied_once(layout):
+    # H200: one copy kernel in convolution_backward in both layouts (NCHW under `contiguous -> clone`,
+    # channels_last under `to -> _to_copy`), besides cuDNN's weight-gradient kernels
+    x, w = layout(X), layout(W)
+    ops = backward_operands(expanded(GRAD), x, w, (False, True, False), native_depthwise=False)
+    assert len(ops.copies) == 1 and ops.copies[0].stride == (0, 0, 0, 0)
+    assert ops.nhwc == (layout is nhwc)
+    # a dense grad_output in the input's layout is not copied
+    assert backward_operands(layout(GRAD), x, w, (True, True, False), False).copies == ()
+
+
+def test_a_transposed_conv1d_input_is_made_contiguous():
+    # H200, zoo audio_spectrogram_forward: conv1d of (mel @ spec).transpose(1, 2), 8 x 80 x 1001 fp32: a copy
+    # under `_convolution -> contiguous -> clone` before cuDNN's kernels
+    x = TensorMeta((8, 80, 1001), "float32", (80 * 1001, 1, 80), "cuda")
+    w = contiguous((256, 80, 3))
+    ops = forward_operands(x, w, native_depthwise=False)
+    assert len(ops.copies) == 1 and ops.x.shape == (8, 80, 1, 1001) and not ops.nhwc
+    assert forward_operands(contiguous(x.shape), w, False).copies == ()
+
+
+def test_a_channels_last_weight_makes_cudnn_copy_an_nchw_input():
+    # cudnn_conv_suggest_memory_format: channels_last when either operand is; the other is then made so
+    ops = forward_operands(contiguous(X), nhwc(W), native_depthwise=False)
+    assert ops.nhwc and len(ops.copies) == 1 and ops.copies[0].shape == X
+
+
+def test_the_copies_are_parts_of_the_conv_cost():
+    x, w, g = contiguous(X, "float16"), contiguous(W, "float16"), expanded(GRAD)
+    args = {"grad_output": g, "input": x, "weight": w, "bias_sizes": None, "stride": (2, 2), "padding": (1, 1),
+            "dilation": (1, 1), "transposed": False, "output_padding": (0, 0), "groups": 32,
+            "output_mask": (False, True, False)}
+    cost = cost_of(op("aten.convolution_backward.default", args, [None, contiguous(W, "float16"), None]))
+    (copy,) = cost.parts
+    # a broadcast source: each distinct element read once, every element written, a plain copy
+    assert copy.kind == "copy" and copy.bytes_written == 64 * 1024 * 49 * 2 and copy.bytes_read == 2
