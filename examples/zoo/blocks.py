@@ -187,3 +187,35 @@ def amp_bf16_clip_train():
         opt.zero_grad(set_to_none=True)
 
     return step, (ids,)
+
+
+class TemporalConvBlock(nn.Module):
+    """A TTS/ASR-style block on (batch, frames, channels): layer norm over channels, then a conv1d over frames
+    through transposes, as FastSpeech-like and Conformer-like code writes it."""
+
+    def __init__(self, channels=384, kernel=9):
+        super().__init__()
+        self.norm = nn.LayerNorm(channels)
+        self.conv1 = nn.Conv1d(channels, 4 * channels, kernel, padding=kernel // 2)
+        self.conv2 = nn.Conv1d(4 * channels, channels, 1)
+
+    def forward(self, x):
+        h = self.norm(x).transpose(1, 2)
+        h = self.conv2(F.relu(self.conv1(h)))
+        return x + h.transpose(1, 2)
+
+
+def temporal_conv_train():
+    torch.manual_seed(0)
+    model = nn.Sequential(*(TemporalConvBlock() for _ in range(3))).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x = torch.randn(16, 400, 384, device="cuda")
+
+    def step(x):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(x).float().square().mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step, (x,)

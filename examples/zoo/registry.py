@@ -30,6 +30,8 @@ ZOO: list[tuple[str, str, str]] = [
     ("resnet_forward_bf16", "cnn_batchnorm", _Z + "vision.py:resnet_forward_bf16"),
     ("resnet_train_fp32", "cnn_batchnorm", _Z + "vision.py:resnet_train_fp32"),
     ("resnet_train_channels_last", "cnn_batchnorm", _Z + "vision.py:resnet_train_channels_last"),
+    ("resnet_forward_mixed_layout", "cnn_batchnorm", _Z + "vision.py:resnet_forward_mixed_layout"),
+    ("tabular_batchnorm1d_train", "cnn_batchnorm", _Z + "vision.py:tabular_batchnorm1d_train"),
     # depthwise / grouped convolutions
     ("mobilenet_train", "cnn_depthwise", _Z + "vision.py:mobilenet_train"),
     ("mobilenet_forward_channels_last", "cnn_depthwise", _Z + "vision.py:mobilenet_forward_channels_last"),
@@ -70,6 +72,7 @@ ZOO: list[tuple[str, str, str]] = [
     ("wav2vec2_train", "audio", _Z + "transformers_zoo.py:wav2vec2_train"),
     ("audio_conv1d_train", "audio", _Z + "blocks.py:audio_conv1d_train"),
     ("audio_spectrogram_forward", "audio", _Z + "blocks.py:audio_spectrogram_forward"),
+    ("temporal_conv_train", "audio", _Z + "blocks.py:temporal_conv_train"),
     # mixed precision
     ("amp_fp16_gradscaler_train", "mixed_precision", _Z + "blocks.py:amp_fp16_gradscaler_train"),
     ("amp_bf16_clip_train", "mixed_precision", _Z + "blocks.py:amp_bf16_clip_train"),

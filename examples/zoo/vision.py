@@ -152,3 +152,47 @@ def convnext_forward_bf16():
 def convnext_train():
     return _train(convnext(depths=(1, 1, 2, 1)), torch.randn(16, 3, 224, 224, device="cuda"),
                   torch.contiguous_format, True)
+
+
+def resnet_forward_mixed_layout():
+    """A channels_last model fed NCHW images (the input left unconverted): cuDNN runs channels_last because the
+    weights are, so each convolution copies its NCHW input first."""
+    model = resnet((1, 1, 1, 1)).cuda().to(torch.bfloat16).to(memory_format=torch.channels_last).eval()
+    images = torch.randn(16, 3, 224, 224, device="cuda", dtype=torch.bfloat16)
+
+    def step(images):
+        with torch.no_grad():
+            return model(images)
+
+    return step, (images,)
+
+
+class TabularNet(nn.Module):
+    """An MLP with BatchNorm1d over (batch, features), as tabular and recommender towers use it."""
+
+    def __init__(self, features=256, hidden=1024, layers=3, classes=10):
+        super().__init__()
+        blocks, width = [], features
+        for _ in range(layers):
+            blocks += [nn.Linear(width, hidden), nn.BatchNorm1d(hidden), nn.ReLU()]
+            width = hidden
+        self.body = nn.Sequential(*blocks, nn.Linear(width, classes))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def tabular_batchnorm1d_train():
+    torch.manual_seed(0)
+    model = TabularNet().cuda()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x = torch.randn(4096, 256, device="cuda")
+    y = torch.randint(0, 10, (4096,), device="cuda")
+
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step, (x, y)
