@@ -1,6 +1,6 @@
 """Capture + predict time and peak RSS on this machine (no GPU), each workload in a fresh process.
 
-    python3 benchmarks/capture_speed.py [--repeats 3] [--json out.json]
+    python3 benchmarks/capture_speed.py [--repeats 3] [--json out.json] [--only llama]
 
 Targets: GPT-2 small training step < 2 s after the imports (issue 2); Llama-7B forward + backward + AdamW < 10 s
 for the whole process, imports included, and < 1 GB (issue 9).
@@ -62,11 +62,14 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json")
+    parser.add_argument("--only", help="the cases whose name contains this text")
     args = parser.parse_args()
     rows = []
     print(f"{'workload':38s} {'ops':>6s} {'capture+predict s':>18s} {'(min-max)':>12s} {'imports s':>10s} "
           f"{'peak RSS MB':>12s}  target")
     for name, workload, env, t_target, rss_target, with_imports in CASES:
+        if args.only and args.only not in name:
+            continue
         runs = [run_case(workload, env) for _ in range(args.repeats)]
         secs = [r["seconds"] for r in runs]
         timed = [r["seconds"] + r["import_s"] for r in runs] if with_imports else secs
@@ -82,7 +85,7 @@ def main():
                      "ops": runs[0]["ops"], "kernels": runs[0]["kernels"], "target_s": t_target,
                      "target_includes_imports": with_imports, "target_rss_mb": rss_target, "met": ok})
     meta = {"cpu_count": os.cpu_count(), "date": time.strftime("%Y-%m-%d"), "python": sys.version.split()[0],
-            "command": f"python3 benchmarks/capture_speed.py --repeats {args.repeats}", "repeats": args.repeats}
+            "command": " ".join(["python3 benchmarks/capture_speed.py", *sys.argv[1:]]), "repeats": args.repeats}
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"meta": meta, "rows": rows}, f, indent=1)
