@@ -52,3 +52,20 @@ def test_pointwise_reading_across_the_output_order_is_a_transposing_kind():
     rows = contiguous((4, 1500, 384), "bfloat16")
     bias_add = op("aten.add.Tensor", {"self": rows, "other": contiguous((384,), "bfloat16")}, [rows], ("pointwise",))
     assert not reads_across(bias_add) and memory_key(bias_add, "pointwise")[0] == "pointwise_strided"
+
+
+def test_softmax_backward_multiplies_first_and_copies_strided_inputs():
+    # SoftMax.cu (torch 2.11): softmax's backward runs `grad * output` (a pointwise kernel) before its kernel,
+    # seen on the H200 under _softmax_backward_data in zoo moe_train and unet_block_train; log_softmax's does not,
+    # but makes a strided grad contiguous (zoo wav2vec2_train's CTC log-probs, transposed: one copy)
+    grad, out = contiguous((64, 1024)), contiguous((64, 1024))
+    args = {"grad_output": grad, "output": out, "dim": -1, "input_dtype": "float32"}
+    soft = cost_of(op("aten._softmax_backward_data.default", args, [contiguous((64, 1024))]))
+    assert soft.kernels == 2 and soft.parts == () and soft.kind == "softmax_backward"
+    assert soft.bytes == 6 * grad.nbytes  # the product's read of both and write, then the kernel's
+    log = cost_of(op("aten._log_softmax_backward_data.default", args, [contiguous((64, 1024))]))
+    assert log.kernels == 1 and log.parts == ()
+    transposed = TensorMeta((50, 4, 32), "float32", (32, 1600, 1), "cuda")
+    args = {"grad_output": transposed, "output": transposed, "dim": -1, "input_dtype": "float32"}
+    log = cost_of(op("aten._log_softmax_backward_data.default", args, [contiguous((50, 4, 32))]))
+    assert log.kernels == 3 and [p.kind for p in log.parts] == ["copy", "copy"]

@@ -47,6 +47,7 @@ def _session(gpu: str | GPU, compile_mode: str | None = None) -> CaptureSession:
 
 def _run_steps(session: CaptureSession, step: Callable, args: tuple, timing_steps: int = TIMING_STEPS) -> None:
     session.compiled_found = compiled_in(step, args)
+    session.real_run_paths.refresh()  # libraries the build imported
     progress.stage("warm-up step (not recorded)")
     storages = session.storages
     storages.start_warmup()

@@ -30,7 +30,7 @@ from kernelcast import _fake_cuda
 from kernelcast.errors import DEBUG_ENV
 from kernelcast.records import RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, CaptureSettings, OpRecord
 
-from .compat import real_run_paths
+from .compat import RealRunPaths
 from .attention import sdpa_routed
 from .compiled import CompileWatch, compiled_model, compiled_note
 from .inductor import (CompiledRegions, InductorHooks, device_time_us, graph_breaks, hide_router,
@@ -200,6 +200,7 @@ class CaptureSession:
         self.recorder: Recorder | None = None
         self.router: Router | None = None
         self.fake_mode: FakeTensorMode | None = None
+        self.real_run_paths = RealRunPaths()  # libraries patched to take their real-GPU path (capture/compat.py)
         self.gap_baselines = GapBaselines()  # set by measure_gap_baselines
         self.cpu_bench = CpuBench()  # this machine's speed, measured before the session (capture/api.py)
         # The model's Python per recorded op: the median of its readings over the timed steps (record_timed;
@@ -228,7 +229,7 @@ class CaptureSession:
             stack.callback(register_optimizer_step_pre_hook(self._optimizer_enter).remove)
             stack.callback(register_optimizer_step_post_hook(self._optimizer_exit).remove)
             stack.enter_context(_foreach_accepts_fake_tensors())
-            stack.enter_context(real_run_paths())
+            self.real_run_paths = stack.enter_context(RealRunPaths())
             self.op_table = load_op_table()
             stack.enter_context(cuda_kernels_kept_whole(self.op_table))
             stack.enter_context(cudnn_rnns_on_fake_cuda())

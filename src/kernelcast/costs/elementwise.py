@@ -14,8 +14,8 @@ import math
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import (arg, blocks_key, bytes_written, channels_last, dense, gpu_tensors, host_transfer, memory_key,
-                     memory_op, out_dtype, row_major, write_only)
+from .common import (arg, blocks_key, bytes_written, channels_last, contiguous_copy, dense, gpu_tensors,
+                     host_transfer, memory_key, memory_op, out_dtype, row_major, write_only)
 from .conv_layout import channels_last_contiguous
 from .reduce_config import REDUCE_SEMAPHORE_MEMSETS, is_global_reduce, reduced_dims, reduces_fastest_dim
 from .registry import Cost, CostContext, register, register_tag, register_zero_cost
@@ -130,10 +130,44 @@ def _with_flops(flops_per_element: float, kind: str, kernels: int = 1):
     return formula
 
 
-register("aten._softmax", "aten._log_softmax", "aten._safe_softmax")(
-    _with_flops(SOFTMAX_FLOPS_PER_ELEMENT, "softmax"))
-register("aten._softmax_backward_data", "aten._log_softmax_backward_data")(
-    _with_flops(SOFTMAX_BACKWARD_FLOPS_PER_ELEMENT, "softmax_backward"))
+# aten/src/ATen/native/cuda/SoftMax.cu (torch 2.11): host_softmax and host_softmax_backward make their inputs
+# contiguous first (a copy kernel each for a strided one), and softmax's backward (not log_softmax's) multiplies
+# grad by output in a pointwise kernel of its own (`Tensor tmp = grad * output`, softmax_backward_cuda_out)
+# before the backward kernel. Measured on the H200: a mul under _softmax_backward_data in zoo moe_train and
+# unet_block_train, a copy under _log_softmax_backward_data for wav2vec2's CTC (its log-probs transposed).
+SOFTMAX_BACKWARD_PRODUCT_KERNELS = 1
+
+
+def _strided_copies(*tensors) -> tuple[Cost, ...]:
+    return tuple(contiguous_copy(t) for t in tensors if isinstance(t, TensorMeta) and t.on_gpu and not row_major(t))
+
+
+@register("aten._softmax", "aten._log_softmax", "aten._safe_softmax")
+def softmax(op: OpRecord, ctx: CostContext) -> Cost:
+    copies = _strided_copies(op.args.get("self"))
+    return memory_op(op, SOFTMAX_FLOPS_PER_ELEMENT, kind="softmax").with_parts(*copies)
+
+
+def _with_grad_times_output(cost: Cost, grad: TensorMeta, output: TensorMeta) -> Cost:
+    """softmax backward with its `grad * output` kernel: the product reads both and writes a contiguous tensor
+    that the backward kernel then reads in grad's place. Kept in the softmax_backward kind rather than priced
+    as a pointwise part: the calibration timed _softmax_backward_data whole, both kernels (calibrate/
+    microbench.py), so the kind's rate already has the product in it."""
+    return dataclasses.replace(
+        cost, flops=cost.flops + POINTWISE_FLOPS_PER_ELEMENT * grad.numel,
+        bytes_read=cost.bytes_read + grad.touched_bytes + output.touched_bytes,
+        bytes_written=cost.bytes_written + grad.nbytes, kernels=cost.kernels + SOFTMAX_BACKWARD_PRODUCT_KERNELS)
+
+
+@register("aten._softmax_backward_data", "aten._log_softmax_backward_data")
+def softmax_backward(op: OpRecord, ctx: CostContext) -> Cost:
+    grad, output = op.args.get("grad_output"), op.args.get("output")
+    cost = memory_op(op, SOFTMAX_BACKWARD_FLOPS_PER_ELEMENT, kind="softmax_backward")
+    if not (isinstance(grad, TensorMeta) and isinstance(output, TensorMeta)):
+        return cost
+    if op.packet == "aten._softmax_backward_data":  # the product is made contiguous: only output may be copied
+        return _with_grad_times_output(cost, grad, output).with_parts(*_strided_copies(output))
+    return cost.with_parts(*_strided_copies(grad, output))
 @register("aten._native_batch_norm_legit_no_training")
 def batch_norm_eval(op: OpRecord, ctx: CostContext) -> Cost:
     """Inference batch norm: a per-channel scale and shift (one elementwise kernel), not training's reductions."""
