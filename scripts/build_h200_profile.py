@@ -67,6 +67,8 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
   probes/compiled_host.json (scripts/probe_compiled_host.py on the H200), the host section's `compiled`.
 - probes/foreach_probe.json: multi_tensor_apply launches over few and many chunks (scripts/probe_foreach.py),
   whose block time per chunk gives `foreach_blocks` (calibrate/foreach_blocks.py).
+- probes/pointwise_math_probe.json: 22 unary ops at 4M and 64M elements in bf16, fp16 and fp32
+  (scripts/probe_pointwise_math.py), whose per-element rates give `arithmetic_caps` (calibrate/arithmetic_caps.py).
 The host section is the per-case median over the calibration runs so far (validation/host_calibration_runs.json,
 scripts/merge_host_runs.py), kept from the current profile; host-link copies come from the sweep run.
 Each op in the raw runs is costed again here, so a change to a cost formula reaches the profile without a device.
@@ -80,6 +82,7 @@ import sys
 from pathlib import Path
 
 from kernelcast.calibrate import build_profile, read_raw
+from kernelcast.calibrate.arithmetic_caps import arithmetic_caps
 from kernelcast.calibrate.foreach_blocks import profile_section as foreach_blocks_section
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,6 +99,7 @@ LAUNCH_RUNS = ("validation/h200_gemm_log_uniform_raw.json.gz", "validation/h200_
                "validation/h200_gemm_log_uniform_2_raw.json.gz", "validation/h200_conv_log_uniform_2_raw.json.gz")
 RNN_FIT = "validation/probes/rnn_time_fit.json"
 FOREACH_PROBE = "validation/probes/foreach_probe.json"
+ARITHMETIC_PROBE = "validation/probes/pointwise_math_probe.json"
 COMPILED_HOST_FIT = "validation/probes/compiled_host_fit.json"
 
 
@@ -118,6 +122,8 @@ def main() -> int:
     profile["timings"]["rnn"] = json.loads((ROOT / RNN_FIT).read_text())
     probe = json.loads((ROOT / FOREACH_PROBE).read_text())
     profile["timings"]["foreach_blocks"] = foreach_blocks_section(probe, FOREACH_PROBE)
+    profile["timings"]["arithmetic_caps"] = arithmetic_caps(json.loads((ROOT / ARITHMETIC_PROBE).read_text()),
+                                                            ARITHMETIC_PROBE)
     current = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
     if current.get("host"):
         profile["host"] = {**current["host"], "copies": raw["host"]["copies"]}

@@ -69,3 +69,25 @@ def test_softmax_backward_multiplies_first_and_copies_strided_inputs():
     args = {"grad_output": transposed, "output": transposed, "dim": -1, "input_dtype": "float32"}
     log = cost_of(op("aten._log_softmax_backward_data.default", args, [contiguous((50, 4, 32))]))
     assert log.kernels == 3 and [p.kind for p in log.parts] == ["copy", "copy"]
+
+
+def test_arithmetic_bound_pointwise_ops_are_capped_by_their_element_rate():
+    # H200 (validation/probes/pointwise_math_probe.json): 64M-element bf16 gelu took 88.9 us (3.0 TB/s, 766 G
+    # elements/s) where relu streamed in 65.9 us; in fp32 both took 128 us. The kind carries the op; the cap binds
+    # only where 4 bytes move per element.
+    gpu = get_gpu("h200")
+    model = CalibratedModel(gpu, CaptureSettings(), load_profile("h200").data, gpu)
+    n = 1 << 26
+
+    def unary(name, dtype, **args):
+        x = contiguous((n,), dtype)
+        return cost_of(op(f"aten.{name}.default", {"self": x, **args}, [contiguous((n,), dtype)], ("pointwise",)))
+
+    gelu, relu = unary("gelu", "bfloat16"), unary("relu", "bfloat16")
+    assert gelu.kind == "pointwise_math" and gelu.key[2] == "gelu" and relu.kind == "pointwise"
+    assert unary("gelu", "bfloat16", approximate="tanh").key[2] == "gelu_tanh"
+    gelu_us, relu_us = model.estimate(gelu).time_us, model.estimate(relu).time_us
+    assert gelu_us == pytest.approx(88.9, rel=0.05) and gelu_us > 1.2 * relu_us
+    # fp32: memory binds first, the same time as relu's
+    assert model.estimate(unary("gelu", "float32")).time_us == pytest.approx(
+        model.estimate(unary("relu", "float32")).time_us, rel=0.02)

@@ -51,8 +51,29 @@ BN_MIN_SPLIT_BLOCKS = 8
 MAX_POOL_BACKWARD_KERNELS = 2  # zero the input gradient, then scatter into it (measured)
 
 
+# Pointwise ops whose arithmetic, not their memory traffic, can bound them: on the H200 in bf16 / fp16 (4 bytes
+# moved per element) these ran at 2.1-3.8 TB/s where relu, exp, rsqrt and the like stream at 4.1
+# (validation/probes/pointwise_math_probe.json, scripts/probe_pointwise_math.py); in fp32 all of them stream.
+# Their kind carries the op (its arithmetic rate is the profile's `arithmetic_caps`, per element, any dtype), so
+# that their times neither set the streaming curve of the other pointwise ops nor are read off it alone.
+ARITHMETIC_KIND = "pointwise_math"
+ARITHMETIC_OPS = frozenset({"sigmoid", "silu", "tanh", "log", "sin", "erf", "gelu", "mish", "softplus"})
+
+
+def arithmetic_label(op: OpRecord) -> str | None:
+    """The probe's name for an arithmetic-bound pointwise op (gelu's tanh approximation apart), else None."""
+    name = op.name.rstrip("_")
+    if name not in ARITHMETIC_OPS:
+        return None
+    return "gelu_tanh" if name == "gelu" and op.args.get("approximate") == "tanh" else name
+
+
 def pointwise(op: OpRecord, ctx: CostContext) -> Cost:
-    return memory_op(op, POINTWISE_FLOPS_PER_ELEMENT, kind="pointwise")
+    cost = memory_op(op, POINTWISE_FLOPS_PER_ELEMENT, kind="pointwise")
+    label = arithmetic_label(op)
+    if label is None or cost.kind != "pointwise":  # strided, transposing and casting kinds keep theirs
+        return cost
+    return dataclasses.replace(cost, kind=ARITHMETIC_KIND, key=(*cost.key, label))
 
 
 def _first_input(op: OpRecord) -> TensorMeta | None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from kernelcast.costs import Cost
 from kernelcast.costs.common import TRANSFER_KINDS, is_blocks_key
 from kernelcast.costs.conv_backend import NATIVE_DEPTHWISE, conv_backend
+from kernelcast.costs.elementwise import ARITHMETIC_KIND
 from kernelcast.costs.embedding import EMBEDDING_BAG_KEY
 from kernelcast.costs.gather import ELEMENTS_KEY, ROWS_KEY
 from kernelcast.costs.generated import GENERATED_ATOMICS_KEY, atomics_time_us
@@ -330,7 +331,7 @@ ROW_REGIME_KINDS = {"norm", "norm_backward", "softmax", "softmax_backward", "los
 ROW_LENGTH_OCTAVES = 1.0
 # Kernels that stream their inputs once, as the add whose warm/cold ratio calibration measures; row-wise and
 # reduction kernels did not show that gain in the suite's first run, so they keep the cold rate.
-L2_STREAMING_KINDS = {"pointwise", "pointwise_cast", "pointwise_strided", "copy", "copy_cast", "fill",
+L2_STREAMING_KINDS = {"pointwise", "pointwise_math", "pointwise_cast", "pointwise_strided", "copy", "copy_cast", "fill",
                       "triton_pointwise", "triton_reduction", "triton_persistent_reduction"}
 # Where a kind has no measurements of its own, the kinds that stand in for it, in order.
 MEMORY_FALLBACK = {
@@ -624,6 +625,27 @@ class CalibratedModel:
             rate = math.exp(_along_bytes(points, _log2(cost.bytes), _log2(itemsize)))
         return max(cost.bytes / rate, self.floor_us) + (cost.kernels - 1) * self.floor_us
 
+    def _arithmetic_bound_us(self, cost: Cost, l2_warm: float) -> float | None:
+        """A pointwise op whose math can bound it (costs.elementwise.ARITHMETIC_OPS): its bytes at the streaming
+        pointwise curve (L2-warm share as for any pointwise op), or its elements (Cost.flops: one per element)
+        at its measured arithmetic rate (the profile's arithmetic_caps), whichever is longer. On another GPU
+        the streaming part is scaled by the datasheets' bandwidth ratio and the arithmetic part by their
+        vector-FLOP ratio."""
+        stream = dataclasses.replace(cost, kind="pointwise", key=cost.key[:2])
+        t = self._memory_time_us(stream)
+        if t is None:
+            return None
+        if l2_warm > 0 and cost.bytes:
+            warm = l2_warm * cost.bytes_read / cost.bytes
+            t = t * (1.0 - warm + warm / self.l2_speedup(cost.bytes))
+        if self.transferred:
+            t = self.floor_us + (t - self.floor_us) * self._bandwidth_ratio()
+        caps = self.profile["timings"].get("arithmetic_caps", {}).get("g_elements_per_s", {})
+        rate = caps.get(cost.key[2]) if len(cost.key) > 2 else None
+        if rate:
+            t = max(t, cost.flops / (rate * 1e3) * self._compute_ratio(cost))
+        return t
+
     # -- the model -----------------------------------------------------------------------------------------
     def l2_speedup(self, nbytes: float) -> float:
         """How much faster a memory-bound kernel of this size runs with its inputs in L2 (1 beyond L2)."""
@@ -678,6 +700,8 @@ class CalibratedModel:
         elif cost.kind in self.profile["timings"].get("generated", {}):
             time_us = self._generated_time_us(cost)
             source, uncertainty = "fitted (generated kernels)", GENERATED_FIT_UNCERTAINTY
+        elif cost.kind == ARITHMETIC_KIND:
+            time_us = self._arithmetic_bound_us(cost, l2_warm)
         elif cost.kind not in COMPUTE_KINDS:
             t = self._memory_time_us(cost)
             if t is not None:
