@@ -100,3 +100,25 @@ def test_help_has_examples_and_the_build_contract():
         assert shown in text, shown
     report_help = build_parser()._subparsers._group_actions[0].choices["report"].format_help()
     assert "--measured" in report_help and "kernelcast report prediction.json" in report_help
+
+
+def test_launch_bound_advice_only_where_the_gpu_waits():
+    # a fresh user's GPU-bound step (0% idle) was told "17 ops are launch-bound ... fuse them with torch.compile"
+    from kernelcast.report import advice, host_line
+
+    host_bound = small_record()
+    assert any("finish on the GPU before" in line for line in advice(host_bound))
+    gpu_bound = small_record(bound="gpu", gpu_idle_fraction=0.0)
+    assert not any("finish on the GPU before" in line for line in advice(gpu_bound))
+    assert "hidden here" in host_line(gpu_bound) and "torch.compile" not in host_line(gpu_bound)
+
+
+def test_ops_that_launch_nothing_and_take_no_time_are_left_out_of_the_top_table():
+    import dataclasses
+
+    rec = small_record()
+    view = dataclasses.replace(rec.ops[0], index=6, op="aten.detach.default", flops=0.0, bytes=0.0, intensity=0.0,
+                               kernels=0, time_us=0.0, bound="none")
+    table = ops_table(dataclasses.replace(rec, ops=(*rec.ops, view)))
+    assert "detach" not in "".join(str(c) for c in table.columns[0]._cells)
+    assert table.row_count == len(ops_table(rec).rows)

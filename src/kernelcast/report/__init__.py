@@ -124,8 +124,14 @@ def host_line(pred) -> str:
     rec = as_record(pred)
     what_if = ", ".join(f"{time_text(step)} with CPU work x{factor:g}" for factor, step in rec.step_time_by_host_speed)
     ops_are = "op is" if rec.launch_bound_ops == 1 else "ops are"
-    launch = (f"; {rec.launch_bound_ops} {ops_are} launch-bound (their kernels finish before the next launch: "
-              f"{_launch_bound_fix(rec)})" if rec.launch_bound_ops else "")
+    if not rec.launch_bound_ops:
+        launch = ""
+    elif rec.bound == "gpu":  # the GPU has queued work throughout: the short kernels cost the step nothing
+        launch = (f"; {rec.launch_bound_ops} {ops_are} launch-bound on their own, hidden here: the GPU stays busy "
+                  f"with queued work")
+    else:
+        launch = (f"; {rec.launch_bound_ops} {ops_are} launch-bound (their kernels finish before the next launch: "
+                  f"{_launch_bound_fix(rec)})")
     cpus = (f"target CPU {rec.target_cpu or 'not recorded'}, captured on {rec.capture_cpu or 'a CPU not recorded'}"
             f" (model Python: CPU time, fastest of {rec.python_timing_steps} "
             f"step{'s' if rec.python_timing_steps > 1 else ''})")
@@ -165,7 +171,7 @@ def advice(pred) -> list[str]:
            for g in rec.sync_groups]
     if rec.bound in ("host", "mixed"):
         out.append(f"GPU idle {rec.gpu_idle_fraction:.0%} of the step: {HOST_BOUND_ADVICE}")
-    if rec.launch_bound_ops:
+    if rec.launch_bound_ops and rec.bound != "gpu":  # on a GPU-bound step their launches are hidden
         out.append(f"{rec.launch_bound_ops} ops finish on the GPU before the CPU launches the next: "
                    f"{_launch_bound_fix(rec)}")
     if rec.comm is not None and rec.comm.exposed_comm_us > 0:
@@ -272,7 +278,9 @@ def ops_table(pred, top: int = DEFAULT_TOP, width: int | None = None) -> Table:
     SOURCE_COLUMN_FROM_WIDTH."""
     rec = as_record(pred)
     title = f"Top ops by predicted time on {rec.gpu_name}"
-    rows = [(g, g.time_us / rec.step_time_us if rec.step_time_us else 0.0) for g in group_ops(rec.ops)[:top]]
+    # groups that launch nothing and take no time (views, detach, an allocation) say nothing about speed
+    working = [g for g in group_ops(rec.ops) if g.kernels or g.time_us > 0]
+    rows = [(g, g.time_us / rec.step_time_us if rec.step_time_us else 0.0) for g in working[:top]]
     if width is None:
         return _table(title, list(OPS_COLUMNS), rows, source_column=True)
     source_column = width >= SOURCE_COLUMN_FROM_WIDTH
