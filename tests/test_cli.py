@@ -114,7 +114,7 @@ SHAPE_MISMATCH = ("import torch\n"
                   "    return (lambda x: x @ torch.randn(5, 3, device='cuda')), (x,)\n")
 
 
-def test_failing_step_is_one_line_without_torch_error_log(tmp_path, monkeypatch, caplog):
+def test_failing_step_is_one_line_without_torch_error_log(tmp_path, monkeypatch, caplog, capfd):
     from kernelcast.cli import main
     from kernelcast.errors import CaptureError
 
@@ -125,7 +125,10 @@ def test_failing_step_is_one_line_without_torch_error_log(tmp_path, monkeypatch,
     monkeypatch.setenv("KERNELCAST_DEBUG", "1")  # the traceback, and torch's log with it
     with pytest.raises(CaptureError, match="same reduction dim"):
         main(["predict", f"{tmp_path / 'work.py'}:build", "--gpu", "h100"])
-    assert any("failed while attempting to run meta for aten.mm.default" in r.getMessage() for r in caplog.records)
+    # torch's log reaches the root logger (caplog) or, where torch._logging has set up its own handler and stopped
+    # propagation (it does so depending on what configured logging first), stderr
+    message = "failed while attempting to run meta for aten.mm.default"
+    assert any(message in r.getMessage() for r in caplog.records) or message in capfd.readouterr().err
 
 
 def test_devices_says_how_each_gpu_is_modelled_and_lists_aliases():
