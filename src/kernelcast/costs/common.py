@@ -195,6 +195,17 @@ def contiguous_copy(t: TensorMeta) -> Cost:
                 key=(t.shape[-1] if t.shape else 1, t.itemsize))
 
 
+def strided(*tensors) -> list[TensorMeta]:
+    """The GPU tensors among these (None and other values skipped) that `.contiguous()` / `expect_contiguous()`
+    copy: the ones not row-major."""
+    return [t for t in tensors if isinstance(t, TensorMeta) and t.on_gpu and not row_major(t)]
+
+
+def contiguous_copies(*tensors) -> tuple[Cost, ...]:
+    """The copies `.contiguous()` / `expect_contiguous()` make of the strided ones among the tensors."""
+    return tuple(contiguous_copy(t) for t in strided(*tensors))
+
+
 def memory_op(op: OpRecord, flops_per_element: float = 0.0, kernels: int = 1, kind: str = "copy") -> Cost:
     """Read every input once, write every output once; math proportional to the largest tensor."""
     kind, key = memory_key(op, kind)

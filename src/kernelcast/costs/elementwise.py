@@ -14,7 +14,7 @@ import math
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import (arg, blocks_key, bytes_written, channels_last, contiguous_copy, dense, gpu_tensors,
+from .common import (arg, blocks_key, bytes_written, channels_last, contiguous_copies, dense, gpu_tensors,
                      host_transfer, memory_key, memory_op, out_dtype, row_major, write_only)
 from .conv_layout import channels_last_contiguous
 from .reduce_config import REDUCE_SEMAPHORE_MEMSETS, is_global_reduce, reduced_dims, reduces_fastest_dim
@@ -159,13 +159,9 @@ def _with_flops(flops_per_element: float, kind: str, kernels: int = 1):
 SOFTMAX_BACKWARD_PRODUCT_KERNELS = 1
 
 
-def _strided_copies(*tensors) -> tuple[Cost, ...]:
-    return tuple(contiguous_copy(t) for t in tensors if isinstance(t, TensorMeta) and t.on_gpu and not row_major(t))
-
-
 @register("aten._softmax", "aten._log_softmax", "aten._safe_softmax")
 def softmax(op: OpRecord, ctx: CostContext) -> Cost:
-    copies = _strided_copies(op.args.get("self"))
+    copies = contiguous_copies(op.args.get("self"))
     return memory_op(op, SOFTMAX_FLOPS_PER_ELEMENT, kind="softmax").with_parts(*copies)
 
 
@@ -187,8 +183,8 @@ def softmax_backward(op: OpRecord, ctx: CostContext) -> Cost:
     if not (isinstance(grad, TensorMeta) and isinstance(output, TensorMeta)):
         return cost
     if op.packet == "aten._softmax_backward_data":  # the product is made contiguous: only output may be copied
-        return _with_grad_times_output(cost, grad, output).with_parts(*_strided_copies(output))
-    return cost.with_parts(*_strided_copies(grad, output))
+        return _with_grad_times_output(cost, grad, output).with_parts(*contiguous_copies(output))
+    return cost.with_parts(*contiguous_copies(grad, output))
 @register("aten._native_batch_norm_legit_no_training")
 def batch_norm_eval(op: OpRecord, ctx: CostContext) -> Cost:
     """Inference batch norm: a per-channel scale and shift (one elementwise kernel), not training's reductions."""
@@ -247,9 +243,9 @@ def _batch_norm_memsets(x: TensorMeta) -> int:
     return SEMAPHORE_MEMSETS * batch_norm_channels_last_split(x.numel // max(channels, 1), channels)
 
 
-def _batch_norm_kind(kind: str, x: TensorMeta) -> str:
+def _batch_norm_kind(kind: str, nhwc: bool) -> str:
     """channels_last and NCHW batch norm are different kernels (measured 3-7x apart backward)."""
-    return f"{kind}_channels_last" if batch_norm_channels_last_kernels(x) else kind
+    return f"{kind}_channels_last" if nhwc else kind
 
 
 @register("aten.native_batch_norm", "aten._native_batch_norm_legit", "aten._native_batch_norm_legit_functional",
@@ -262,8 +258,8 @@ def native_batch_norm(op: OpRecord, ctx: CostContext) -> Cost:
         BATCH_NORM_EVAL_KERNELS
     # eval: one scale-and-shift pass with the running statistics, a different kernel from training's reductions
     cost = memory_op(op, NORM_FLOPS_PER_ELEMENT, kernels, _batch_norm_kind("batch_norm" if training else
-                                                                           "batch_norm_eval", x))
-    return _channel_blocks(cost, x) if training else cost
+                                                                           "batch_norm_eval", nhwc))
+    return _channel_blocks(cost, x, nhwc) if training else cost
 
 
 @register("aten.native_batch_norm_backward", "aten.batch_norm_backward")
@@ -274,13 +270,13 @@ def native_batch_norm_backward(op: OpRecord, ctx: CostContext) -> Cost:
     nhwc = batch_norm_channels_last_kernels(x)
     kernels = BATCH_NORM_BACKWARD_KERNELS[nhwc] + (_batch_norm_memsets(x) if nhwc else 0)
     return _channel_blocks(memory_op(op, NORM_BACKWARD_FLOPS_PER_ELEMENT, kernels,
-                                     _batch_norm_kind("batch_norm_backward", x)), x)
+                                     _batch_norm_kind("batch_norm_backward", nhwc)), x, nhwc)
 
 
-def _channel_blocks(cost: Cost, x: TensorMeta) -> Cost:
+def _channel_blocks(cost: Cost, x: TensorMeta, nhwc: bool) -> Cost:
     """An NCHW batch norm in training runs a thread block per channel (calibrate/norm_blocks.py): keyed
     blocks_key(C, N, H*W, item size) for the calibrated model's block fit. channels_last: other kernels."""
-    if batch_norm_channels_last_kernels(x) or len(x.shape) < 3:
+    if nhwc or len(x.shape) < 3:
         return cost
     return dataclasses.replace(cost, key=blocks_key(x.shape[1], x.shape[0], math.prod(x.shape[2:]), x.itemsize))
 

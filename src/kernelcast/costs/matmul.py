@@ -178,13 +178,14 @@ def convolution(op: OpRecord, ctx: CostContext) -> Cost:
     transposed = bool(op.args.get("transposed", False))
     # cuDNN leaves the bias to a separate add_ kernel; PyTorch's depthwise kernel adds it itself (conv_backend).
     key = conv_key(x, w, op, "conv_fwd")
-    separate_bias = op.args.get("bias") is not None and (not key or conv_backend(key) == CUDNN)
+    backend = conv_backend(key) if key else CUDNN
+    separate_bias = op.args.get("bias") is not None and backend == CUDNN
     kernels = (conv_kernels(ctx, key) or 1) + separate_bias
     cost = _matmul_cost(op, conv_flops(x.shape, w.shape, out.shape, transposed), x.dtype, kernels, "conv", "conv",
                         key)
     if not key:
         return cost
-    return cost.with_parts(*layout_copies(forward_operands(x, w, conv_backend(key) == NATIVE_DEPTHWISE)))
+    return cost.with_parts(*layout_copies(forward_operands(x, w, backend == NATIVE_DEPTHWISE)))
 
 
 def bias_grad_items(grad_out: TensorMeta, ctx: CostContext) -> int:

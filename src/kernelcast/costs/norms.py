@@ -19,7 +19,7 @@ import math
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import blocks_key, contiguous_copy, memory_op, row_major
+from .common import blocks_key, contiguous_copies, memory_op, row_major, strided
 from .reduce_config import is_global_reduce
 from .registry import Cost, CostContext, register
 
@@ -60,19 +60,9 @@ def _tensor(op: OpRecord, name: str) -> TensorMeta | None:
     return value if isinstance(value, TensorMeta) and value.on_gpu else None
 
 
-def _strided(*tensors: TensorMeta | None) -> list[TensorMeta]:
-    """The defined tensors that `.contiguous()` / `expect_contiguous()` copy: the strided ones."""
-    return [t for t in tensors if t is not None and not row_major(t)]
-
-
 def _copy_unless_contiguous(*tensors: TensorMeta | None) -> int:
     """Kernels of `.contiguous()` / `expect_contiguous()` on each defined tensor: one copy per strided one."""
-    return len(_strided(*tensors))
-
-
-def _contiguous_copies(*tensors: TensorMeta | None) -> tuple[Cost, ...]:
-    """The copies `.contiguous()` / `expect_contiguous()` make of the strided ones among the tensors."""
-    return tuple(contiguous_copy(t) for t in _strided(*tensors))
+    return len(strided(*tensors))
 
 
 def _with_copies(base: Cost, kernels: int, copies: tuple[Cost, ...]) -> Cost:
@@ -143,7 +133,7 @@ def native_layer_norm(op: OpRecord, ctx: CostContext) -> Cost:
         return base
     _, n = _rows_and_width(x, op.args.get("normalized_shape"))
     weight, bias = _tensor(op, "weight"), _tensor(op, "bias")
-    return _with_copies(base, layer_norm_forward_kernels(x, n, weight, bias), _contiguous_copies(x, weight, bias))
+    return _with_copies(base, layer_norm_forward_kernels(x, n, weight, bias), contiguous_copies(x, weight, bias))
 
 
 @register("aten._fused_rms_norm")
@@ -156,7 +146,7 @@ def fused_rms_norm(op: OpRecord, ctx: CostContext) -> Cost:
         return base
     _, n = _rows_and_width(x, op.args.get("normalized_shape"))
     weight = _tensor(op, "weight")
-    return _with_copies(base, layer_norm_forward_kernels(x, n, weight, None), _contiguous_copies(x, weight))
+    return _with_copies(base, layer_norm_forward_kernels(x, n, weight, None), contiguous_copies(x, weight))
 
 
 @register("aten.native_layer_norm_backward")
@@ -168,7 +158,7 @@ def native_layer_norm_backward(op: OpRecord, ctx: CostContext) -> Cost:
     _, n = _rows_and_width(x, op.args.get("normalized_shape"))
     grads, weight = _output_mask(op, 3), _tensor(op, "weight")
     return _with_copies(base, layer_norm_backward_kernels(dy, x, n, weight, grads, ctx),
-                        _contiguous_copies(dy, x, weight))
+                        contiguous_copies(dy, x, weight))
 
 
 @register("aten._fused_rms_norm_backward")
@@ -181,7 +171,7 @@ def fused_rms_norm_backward(op: OpRecord, ctx: CostContext) -> Cost:
     dx, dgamma = _output_mask(op, 2)
     weight = _tensor(op, "weight")
     kernels = layer_norm_backward_kernels(dy, x, n, weight, (dx, dgamma, False), ctx)
-    return _with_copies(base, kernels, _contiguous_copies(dy, x, weight))
+    return _with_copies(base, kernels, contiguous_copies(dy, x, weight))
 
 
 def group_norm_forward_kernels(hxw: int, affine: bool) -> int:

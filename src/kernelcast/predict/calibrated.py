@@ -331,7 +331,7 @@ ROW_REGIME_KINDS = {"norm", "norm_backward", "softmax", "softmax_backward", "los
 ROW_LENGTH_OCTAVES = 1.0
 # Kernels that stream their inputs once, as the add whose warm/cold ratio calibration measures; row-wise and
 # reduction kernels did not show that gain in the suite's first run, so they keep the cold rate.
-L2_STREAMING_KINDS = {"pointwise", "pointwise_math", "pointwise_cast", "pointwise_strided", "copy", "copy_cast", "fill",
+L2_STREAMING_KINDS = {"pointwise", "pointwise_cast", "pointwise_strided", "copy", "copy_cast", "fill",
                       "triton_pointwise", "triton_reduction", "triton_persistent_reduction"}
 # Where a kind has no measurements of its own, the kinds that stand in for it, in order.
 MEMORY_FALLBACK = {
@@ -625,24 +625,26 @@ class CalibratedModel:
             rate = math.exp(_along_bytes(points, _log2(cost.bytes), _log2(itemsize)))
         return max(cost.bytes / rate, self.floor_us) + (cost.kernels - 1) * self.floor_us
 
-    def _arithmetic_bound_us(self, cost: Cost, l2_warm: float) -> float | None:
-        """A pointwise op whose math can bound it (costs.elementwise.ARITHMETIC_OPS): its bytes at the streaming
-        pointwise curve (L2-warm share as for any pointwise op), or its elements (Cost.flops: one per element)
-        at its measured arithmetic rate (the profile's arithmetic_caps), whichever is longer. On another GPU
-        the streaming part is scaled by the datasheets' bandwidth ratio and the arithmetic part by their
-        vector-FLOP ratio."""
-        stream = dataclasses.replace(cost, kind="pointwise", key=cost.key[:2])
-        t = self._memory_time_us(stream)
+    def _memory_estimate_us(self, cost: Cost, l2_warm: float) -> float | None:
+        """A memory kind's time: its bytes at the measured curve (cold), the warm share of the bytes read at the
+        L2-resident speed for a streaming kind, scaled by the datasheets' bandwidth ratio on another GPU."""
+        t = self._memory_time_us(cost)
         if t is None:
             return None
-        if l2_warm > 0 and cost.bytes:
+        if l2_warm > 0 and cost.kind in L2_STREAMING_KINDS and cost.bytes:
             warm = l2_warm * cost.bytes_read / cost.bytes
             t = t * (1.0 - warm + warm / self.l2_speedup(cost.bytes))
-        if self.transferred:
-            t = self.floor_us + (t - self.floor_us) * self._bandwidth_ratio()
+        return self.floor_us + (t - self.floor_us) * self._bandwidth_ratio() if self.transferred else t
+
+    def _arithmetic_bound_us(self, cost: Cost, l2_warm: float) -> float | None:
+        """A pointwise op whose math can bound it (costs.elementwise.ARITHMETIC_OPS): its bytes as any pointwise
+        op's (_memory_estimate_us), or its elements (Cost.flops: one per element) at its measured arithmetic
+        rate (the profile's arithmetic_caps), whichever is longer; on another GPU the arithmetic part is scaled
+        by the datasheets' vector-FLOP ratio."""
+        t = self._memory_estimate_us(dataclasses.replace(cost, kind="pointwise", key=cost.key[:2]), l2_warm)
         caps = self.profile["timings"].get("arithmetic_caps", {}).get("g_elements_per_s", {})
         rate = caps.get(cost.key[2]) if len(cost.key) > 2 else None
-        if rate:
+        if t is not None and rate:
             t = max(t, cost.flops / (rate * 1e3) * self._compute_ratio(cost))
         return t
 
@@ -703,13 +705,7 @@ class CalibratedModel:
         elif cost.kind == ARITHMETIC_KIND:
             time_us = self._arithmetic_bound_us(cost, l2_warm)
         elif cost.kind not in COMPUTE_KINDS:
-            t = self._memory_time_us(cost)
-            if t is not None:
-                if l2_warm > 0 and cost.kind in L2_STREAMING_KINDS and cost.bytes:
-                    # measured cold; the warm share of the bytes read comes at the L2-resident speed
-                    warm = l2_warm * cost.bytes_read / cost.bytes
-                    t = t * (1.0 - warm + warm / self.l2_speedup(cost.bytes))
-                time_us = self.floor_us + (t - self.floor_us) * self._bandwidth_ratio() if self.transferred else t
+            time_us = self._memory_estimate_us(cost, l2_warm)
         if time_us is None:
             return KernelEstimate(roofline.time_us, roofline.bound, f"datasheet:{roofline.roof}",
                                   roofline.compute_us, roofline.memory_us, "datasheet", DATASHEET_UNCERTAINTY)
