@@ -90,6 +90,15 @@ def test_version_names_kernelcast_and_torch_without_importing_torch():
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).returncode == 0
 
 
+def test_the_command_exits_fast_with_its_code_and_its_output_flushed(tmp_path):
+    """`kernelcast` (cli.run) leaves by os._exit, skipping the interpreter's teardown: what main printed must
+    still arrive through a pipe, and the exit code be main's."""
+    ok = run("devices", cwd=tmp_path)
+    assert ok.returncode == 0 and "h200" in ok.stdout.lower() and ok.stdout.endswith("\n")
+    bad = run("predict", "nope", cwd=tmp_path)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "is not FILE.py:FUNCTION" in bad.stderr
+
+
 @pytest.mark.parametrize("argv,expect", [
     (["predict", "nope.py:build"], "workload file not found: nope.py"),
     (["predict", "example:gtp"], "unknown example 'gtp'"),

@@ -1,3 +1,3 @@
-from kernelcast.cli import main
+from kernelcast.cli import run
 
-raise SystemExit(main())
+run()

@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import warnings
+from typing import NoReturn
 from pathlib import Path
 
 from kernelcast.errors import DEBUG_ENV, KernelcastError
@@ -769,3 +770,17 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130
+
+
+def run() -> NoReturn:
+    """The `kernelcast` command: main(), then exit without tearing the interpreter down. A capture leaves
+    millions of objects (torch's, the model library's, fake tensors) whose one-by-one destruction at exit took
+    1.8 s of a 13 s Llama-7B prediction (benchmarks/capture_speed.py); everything kernelcast writes is closed
+    by then (outputs are written atomically), so only the standard streams need flushing."""
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can reach it
+            pass
+    os._exit(code)

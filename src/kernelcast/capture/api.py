@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import gc
 from typing import Any, Callable, Iterator
 
 import torch
@@ -11,6 +10,7 @@ import torch
 from kernelcast import progress
 from kernelcast.devices import GPU, get_gpu
 from kernelcast.errors import CaptureError
+from kernelcast.gc_pause import cyclic_gc_paused
 from kernelcast.memory_trace import BUILD
 from kernelcast.records import Capture
 
@@ -78,19 +78,6 @@ def timing_steps_for(world_size: int) -> int:
     return 1 if world_size > 1 else TIMING_STEPS
 
 
-@contextlib.contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """A capture allocates many short-lived objects (fake tensors, autograd nodes, records); Python's cyclic
-    collector then runs often for little. Pausing it cuts capture time by ~20% (benchmarks/capture_speed.py)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def capture_workload(build: Callable[..., tuple[Callable, Any]], gpu: str | GPU = DEFAULT_GPU,
                      workload: str = "", world_size: int = 1, build_kwargs: dict[str, Any] | None = None,
                      prepare: Callable[[Callable, tuple], Callable] | None = None,
@@ -104,7 +91,7 @@ def capture_workload(build: Callable[..., tuple[Callable, Any]], gpu: str | GPU 
     check_world_size(world_size)
     if compile_mode is not None:
         check_compile_mode(compile_mode)
-    with _cyclic_gc_paused(), fake_process_group(world_size), _session(gpu, compile_mode) as session, \
+    with cyclic_gc_paused(), fake_process_group(world_size), _session(gpu, compile_mode) as session, \
             distributed_capture(world_size, session.recorder) as distributed:
         progress.stage("build()")
         built = build(**(build_kwargs or {}))
@@ -143,7 +130,7 @@ def capture_step(step: Callable, args: tuple = (), gpu: str | GPU = DEFAULT_GPU,
     """Capture `step(*args)`. Tensors and modules in `args` are copied to fake CUDA; anything the step
     reaches in other ways must already be fake (built under `kernelcast.capture()` or by a build())."""
     check_world_size(world_size)
-    with fake_process_group(world_size), _session(gpu) as session, \
+    with cyclic_gc_paused(), fake_process_group(world_size), _session(gpu) as session, \
             distributed_capture(world_size, session.recorder) as distributed:
         fake_args = tuple(_to_fake_cuda(a) for a in args)
         try:

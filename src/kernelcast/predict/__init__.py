@@ -9,6 +9,7 @@ from kernelcast.costs import Cost, CostContext, cost_of
 from kernelcast.costs.collectives import COLLECTIVE_KIND, collective_of
 from kernelcast.costs.launch_table import LaunchTable
 from kernelcast.devices import GPU, get_gpu
+from kernelcast.gc_pause import cyclic_gc_paused
 from kernelcast.devices.interconnects import Interconnect, get_interconnect, natural_interconnect
 from kernelcast.capture.cpu_speed import BUSY_WAIT_SHARE, LOADED_PYTHON_INFLATION, CpuBench
 from kernelcast.profiles import launch_profile, profile_with
@@ -421,6 +422,7 @@ def _capture_notes(capture: Capture, model: KernelModel) -> tuple[str, ...]:
     return capture.notes if notes_for is None else notes_for(capture.notes, GENERATED_TIMES_NOTE)
 
 
+@cyclic_gc_paused()  # ~10 objects per op, no cycles among them (gc_pause.py)
 def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel | None = None,
                     host_model: HostModel | None = None, interconnect: str | Interconnect | None = None,
                     host_speed: dict[str, float] | None = None, expandable_segments: bool = False,
@@ -485,9 +487,7 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
         sync_groups=_sync_groups(preds, costs, launches, timeline, step_us, model),
         python_time_us=sum(p.python_us for p in preds), launch_bound_ops=sum(p.launch_bound for p in preds),
         **_python_ranges(capture, host, preds, launches, captured_python),
-        step_time_by_host_speed=tuple((f, steady_state_step_us([with_host(
-            lc, lc.host_us * f, lc.sync_return_us * f) for lc in launches]))
-            for f in HOST_SPEED_FACTORS),
+        step_time_by_host_speed=tuple((f, steady_state_step_us(launches, host_scale=f)) for f in HOST_SPEED_FACTORS),
         comm=comm_summary(capture.ops, [p.time_us for p in preds], launches, step_us, link, capture.world_size)
         if link is not None else None,
         parallel_host=hooks,

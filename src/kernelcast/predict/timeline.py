@@ -70,14 +70,16 @@ class _State:
             self.event_us = {}
 
 
-def _run(launches: Sequence[Launch], state: _State, spans: list[Span] | None = None) -> float:
+def _run(launches: Sequence[Launch], state: _State, spans: list[Span] | None = None,
+         host_scale: float = 1.0) -> float:
     """Advance `state` over the launches; return the GPU busy time. `spans`, when given, gets one Span per
-    launch (a steady-state loop only needs the ends: building ~10k spans per pass was a third of its time)."""
+    launch (a steady-state loop only needs the ends: building ~10k spans per pass was a third of its time).
+    host_scale multiplies every launch's host time and sync return (a host that much slower)."""
     busy = 0.0
     free = state.stream_free_us
     for item in launches:
         cpu_start = state.cpu_us
-        state.cpu_us += item.host_us
+        state.cpu_us += item.host_us * host_scale
         gpu_start = gpu_end = None
         if item.wait_event is not None:  # an event never recorded is complete, as in CUDA
             free[item.stream] = max(free.get(item.stream, 0.0), state.event_us.get(item.wait_event, 0.0))
@@ -92,7 +94,7 @@ def _run(launches: Sequence[Launch], state: _State, spans: list[Span] | None = N
         if item.sync:
             drained = max(free.values(), default=0.0)
             wait = max(drained - state.cpu_us, 0.0)
-            state.cpu_us = max(state.cpu_us, drained) + item.sync_return_us
+            state.cpu_us = max(state.cpu_us, drained) + item.sync_return_us * host_scale
         if spans is not None:
             spans.append(Span(cpu_start, state.cpu_us, gpu_start, gpu_end, item.stream, wait))
     return busy
@@ -106,8 +108,9 @@ def simulate(launches: Sequence[Launch]) -> Timeline:
     return Timeline(tuple(spans), state.cpu_us, max(state.stream_free_us.values(), default=0.0), busy)
 
 
-def steady_state_step_us(launches: Sequence[Launch], steps: int = 3) -> float:
-    """Time per step in a loop of back-to-back steps with no sync between them.
+def steady_state_step_us(launches: Sequence[Launch], steps: int = 3, host_scale: float = 1.0) -> float:
+    """Time per step in a loop of back-to-back steps with no sync between them; host_scale: as _run's (the
+    step on a host that much slower, without building its launches again).
 
     The first step starts from an idle GPU; later steps can queue behind the previous one. The difference
     between the ends of the last two steps is the steady-state step time.
@@ -115,6 +118,6 @@ def steady_state_step_us(launches: Sequence[Launch], steps: int = 3) -> float:
     state = _State()
     ends = []
     for _ in range(steps):
-        _run(launches, state)
+        _run(launches, state, host_scale=host_scale)
         ends.append(max(state.cpu_us, max(state.stream_free_us.values(), default=0.0)))
     return ends[-1] - ends[-2] if steps > 1 else ends[-1]

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
+from kernelcast.gc_pause import cyclic_gc_paused
+
 PROFILE_FORMAT = 1
 # GPUs with a measured profile shipped here, in the order a prediction for another GPU borrows from them.
 PROFILED_GPUS = ("h200",)
@@ -37,7 +39,8 @@ def load_profile(gpu_id: str) -> Profile | None:
     path = resources.files(__package__).joinpath(f"{gpu_id}.json")
     if not path.is_file():
         return None
-    data = json.loads(path.read_text())
+    with cyclic_gc_paused():  # ~400k small objects (gc_pause.py)
+        data = json.loads(path.read_text())
     if data.get("format") != PROFILE_FORMAT:
         raise ValueError(f"profile {gpu_id}.json has format {data.get('format')}, expected {PROFILE_FORMAT}")
     return Profile(gpu=data["gpu"], device_name=data["device_name"], torch=data["torch"], cuda=data["cuda"],
