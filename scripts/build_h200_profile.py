@@ -40,6 +40,12 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
 - h200_gemm_log_uniform_2_raw.json.gz, h200_conv_log_uniform_2_raw.json.gz: a second draw of each (the probes
   with --draw 2), held out against the classifiers fitted on the first (validation/*_launch_model_2.json),
   then fitted on with them.
+- h200_norm_layout_linalg_raw.json.gz: layer norm and RMS norm, forward and backward, at 32 row widths (7 of them
+  not a multiple of 4) and four sizes, bf16 and fp32; copies that transpose (the last two dims of 16 matrix
+  shapes, NCHW <-> NHWC over 7 channel counts and 5 sizes); torch.linalg's solve, LU, Cholesky, inverse,
+  triangular solve, QR, eigh and SVD over n = 4-2048 and batches 1-256, fp32, not used yet
+  (`kernelcast calibrate --gpu h200 --out grid.json --raw h200_norm_layout_linalg_raw.json.gz --sections
+  norm_width_grid,layout_grid,linalg_grid`, 294 s);
 - probes/rnn_time_fit.json: the cuDNN RNN time fit (scripts/fit_rnn_times.py from probes/probe_rnn.json, run
   on the H200 by scripts/probe_rnn.py), the profile's timings `rnn` section as it is.
 - h200_triton_grid_raw.json.gz: Inductor's generated Triton kernels of 191 compiled microbenchmarks (pointwise
@@ -93,7 +99,7 @@ RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.js
             "validation/h200_grouped_mm_grid_raw.json.gz", "validation/h200_cat_strided_grid_raw.json.gz",
             "validation/h200_triton_grid_raw.json.gz", "validation/h200_sparse_grid_raw.json.gz",
             "validation/h200_gather_grid_raw.json.gz", "validation/h200_gemm_fp32_round_raw.json.gz",
-            "validation/h200_attention_decode_raw.json.gz")
+            "validation/h200_attention_decode_raw.json.gz", "validation/h200_norm_layout_linalg_raw.json.gz")
 # launch counts only (calibrate/profile.py says why)
 LAUNCH_RUNS = ("validation/h200_gemm_log_uniform_raw.json.gz", "validation/h200_conv_log_uniform_raw.json.gz",
                "validation/h200_gemm_log_uniform_2_raw.json.gz", "validation/h200_conv_log_uniform_2_raw.json.gz")

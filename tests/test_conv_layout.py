@@ -67,5 +67,5 @@ def test_the_copies_are_parts_of_the_conv_cost():
             "output_mask": (False, True, False)}
     cost = cost_of(op("aten.convolution_backward.default", args, [None, contiguous(W, "float16"), None]))
     (copy,) = cost.parts
-    # a broadcast source: each distinct element read once, every element written, a plain copy
+    # a broadcast source of one value: each distinct element read once, every element written, a plain copy
     assert copy.kind == "copy" and copy.bytes_written == 64 * 1024 * 49 * 2 and copy.bytes_read == 2

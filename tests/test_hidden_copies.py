@@ -40,6 +40,10 @@ def test_the_calibrated_model_prices_each_part_by_its_kind():
     assert whole == pytest.approx(model.estimate(cost.remainder()).time_us + model.estimate(cost.parts[0]).time_us)
     # H200, zoo whisper_encoder_forward: the copy took 16 µs and the norm kernel 11 µs, 27 µs per call
     assert 18 < whole < 40
+    # each part on its own curve: the transposing copy at the true transposes' rate, the 384-wide bf16 norm at
+    # its width's (the layer norm's curve had priced the copy at 8.8 µs, the permuting copies' rate)
+    assert model.estimate(cost.parts[0]).time_us == pytest.approx(15.8, rel=0.25)
+    assert model.estimate(cost.remainder()).time_us == pytest.approx(11.1, rel=0.25)
 
 
 def test_pointwise_reading_across_the_output_order_is_a_transposing_kind():
@@ -68,7 +72,8 @@ def test_softmax_backward_multiplies_first_and_copies_strided_inputs():
     transposed = TensorMeta((50, 4, 32), "float32", (32, 1600, 1), "cuda")
     args = {"grad_output": transposed, "output": transposed, "dim": -1, "input_dtype": "float32"}
     log = cost_of(op("aten._log_softmax_backward_data.default", args, [contiguous((50, 4, 32))]))
-    assert log.kernels == 3 and [p.kind for p in log.parts] == ["copy", "copy"]
+    # outer dims out of order: read in order
+    assert log.kernels == 3 and [p.kind for p in log.parts] == ["copy_permute", "copy_permute"]
 
 
 def test_arithmetic_bound_pointwise_ops_are_capped_by_their_element_rate():
@@ -91,3 +96,32 @@ def test_arithmetic_bound_pointwise_ops_are_capped_by_their_element_rate():
     # fp32: memory binds first, the same time as relu's
     assert model.estimate(unary("gelu", "float32")).time_us == pytest.approx(
         model.estimate(unary("relu", "float32")).time_us, rel=0.02)
+
+
+def _clone(src: TensorMeta) -> "OpRecord":
+    return op("aten.clone.default", {"self": src, "memory_format": None}, [contiguous(src.shape, src.dtype)])
+
+
+def test_layout_changing_copies_are_told_apart_by_what_they_read():
+    # (B, H, S, D) made contiguous from a (B, S, H, D) buffer: outer dims move, D stays innermost
+    heads = TensorMeta((8, 16, 1024, 64), "bfloat16", (16 * 1024 * 64, 64, 16 * 64, 1), "cuda")
+    assert memory_key(_clone(heads), "copy")[0] == "copy_permute"
+    # the last two dims swapped: the output's innermost dim strides through the input
+    assert memory_key(_clone(PERMUTED), "copy")[0] == "copy_transpose"
+    # NCHW -> NHWC (ConvNeXt's permute before its layer norm)
+    nhwc = TensorMeta((32, 56, 56, 96), "bfloat16", (96 * 56 * 56, 56, 1, 56 * 56), "cuda")
+    assert memory_key(_clone(nhwc), "copy")[0] == "copy_transpose"
+    # GQA's repeat_kv: the KV heads expanded, read in order, not vectorized
+    repeat_kv = TensorMeta((8, 4, 4, 1024, 128), "bfloat16", (524288, 131072, 0, 128, 1), "cuda")
+    assert memory_key(_clone(repeat_kv), "copy")[0] == "copy_permute"
+    # one value expanded (sum()'s gradient): a plain copy, as a fill writes
+    assert memory_key(_clone(TensorMeta((64, 1024, 7, 7), "float16", (0, 0, 0, 0), "cuda")), "copy")[0] == "copy"
+
+
+def test_copies_priced_on_their_own_curves_against_the_device():
+    gpu = get_gpu("h200")
+    model = CalibratedModel(gpu, CaptureSettings(), load_profile("h200").data, gpu)
+    # H200 zoo llama_decode_static_cache: repeat_kv's (8, 4, 4, 1024, 128) bf16 expand made contiguous, 38 us
+    # (the contiguous copies' curve gives 10)
+    repeat_kv = TensorMeta((8, 4, 4, 1024, 128), "bfloat16", (524288, 131072, 0, 128, 1), "cuda")
+    assert model.estimate(cost_of(_clone(repeat_kv))).time_us == pytest.approx(38.0, rel=0.3)

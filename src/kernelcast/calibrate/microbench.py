@@ -729,6 +729,95 @@ def gather_grid(results: list, quick: bool) -> None:
         record(results, "gather_narrow_index", base, lambda: src[idx])
 
 
+# Layer norm and RMS norm (forward, backward) across row widths, at four sizes each: their CUDA kernels run one
+# block per row (layer_norm_kernel.cu), so a narrow row leaves a block little work and the rate falls with the
+# width at a given size (ConvNeXt's 96-wide layer norm of (32, 56, 56, 96) bf16 ran 114 us, 340 GB/s, on the H200
+# where a 768-wide one streams at 1.4 TB/s); RMS norm skips the mean and runs faster at narrow widths (its rows
+# had shared the layer norm's curve). Widths not a multiple of 4 run the two unvectorized kernels.
+NORM_WIDTHS = (32, 48, 64, 80, 96, 128, 160, 192, 256, 320, 384, 512, 640, 768, 1024, 1280, 1536, 2048, 2560, 3072,
+               4096, 5120, 8192, 50, 100, 198, 390, 770, 1023, 1500, 2041, 4095)
+NORM_GRID_BYTES = (1 << 18, 1 << 21, 1 << 24, 1 << 27)  # of the input
+
+
+def norm_width_grid(results: list, quick: bool) -> None:
+    for width, nbytes, dtype in itertools.product(NORM_WIDTHS[::4] if quick else NORM_WIDTHS, NORM_GRID_BYTES,
+                                                  (torch.bfloat16, torch.float32)):
+        rows = max(nbytes // (width * (2 if dtype == torch.bfloat16 else 4)), 1)
+        x, w, bsz = randn(rows, width, dtype=dtype), randn(width, dtype=dtype), randn(width, dtype=dtype)
+        g = torch.randn_like(x)
+        base = {"rows": rows, "width": width, "dtype": str(dtype)[6:]}
+        record(results, "layer_norm_fwd", base, lambda: aten.native_layer_norm(x, [width], w, bsz, 1e-5))
+        out, mean, rstd = aten.native_layer_norm(x, [width], w, bsz, 1e-5)
+        record(results, "layer_norm_bwd", base, lambda: aten.native_layer_norm_backward(
+            g, x, [width], mean, rstd, w, bsz, [True, True, True]))
+        if hasattr(aten, "_fused_rms_norm"):
+            record(results, "rms_norm_fwd", base, lambda: aten._fused_rms_norm(x, [width], w, 1e-5))
+            _, rms_rstd = aten._fused_rms_norm(x, [width], w, 1e-5)
+            if hasattr(aten, "_fused_rms_norm_backward"):
+                record(results, "rms_norm_bwd", base, lambda: aten._fused_rms_norm_backward(
+                    g, x, [width], rms_rstd, w, [True, True]))
+
+
+# Copies that change which dim is innermost (a true transpose: the last two dims swapped, NCHW <-> NHWC), as
+# .contiguous() of a permuted activation runs them: TensorIterator's non-vectorized copy, writes coalesced and
+# reads strided (Whisper's (4, 1500, 384) bf16 conv output made contiguous: 16 us on the H200, 580 GB/s; the
+# head transposes the sections above measured keep the innermost dim and ran at 1.4 TB/s).
+TRANSPOSE_GRID_MATRICES = ((1500, 384), (384, 1500), (3136, 96), (96, 3136), (784, 192), (196, 384), (49, 768),
+                           (1024, 64), (64, 1024), (4096, 4096), (8192, 768), (768, 8192), (2048, 128),
+                           (128, 2048), (400, 80), (80, 400))
+TRANSPOSE_GRID_BYTES = (1 << 20, 1 << 23, 1 << 26, 1 << 28)
+LAYOUT_GRID_CHANNELS = (3, 16, 64, 96, 192, 384, 768)
+LAYOUT_GRID_SIZES = (7, 14, 28, 56, 112)
+LAYOUT_GRID_BYTES = (1 << 22, 1 << 25, 1 << 27)
+
+
+def layout_grid(results: list, quick: bool) -> None:
+    for (m, n), nbytes, dtype in itertools.product(TRANSPOSE_GRID_MATRICES[::3] if quick else TRANSPOSE_GRID_MATRICES,
+                                                   TRANSPOSE_GRID_BYTES, (torch.bfloat16, torch.float32)):
+        batch = max(nbytes // (m * n * (2 if dtype == torch.bfloat16 else 4)), 1)
+        x = randn(batch, m, n, dtype=dtype)
+        base = {"batch": batch, "m": m, "n": n, "dtype": str(dtype)[6:]}
+        record(results, "transpose_last2", base, lambda: x.transpose(1, 2).contiguous())
+    for c, hw, nbytes, dtype in itertools.product(LAYOUT_GRID_CHANNELS, LAYOUT_GRID_SIZES,
+                                                  LAYOUT_GRID_BYTES[::2] if quick else LAYOUT_GRID_BYTES,
+                                                  (torch.bfloat16, torch.float32)):
+        batch = max(nbytes // (c * hw * hw * (2 if dtype == torch.bfloat16 else 4)), 1)
+        x = randn(batch, c, hw, hw, dtype=dtype)
+        y = x.contiguous(memory_format=torch.channels_last)
+        base = {"batch": batch, "c": c, "size": hw, "dtype": str(dtype)[6:]}
+        record(results, "nchw_to_nhwc", base, lambda: x.permute(0, 2, 3, 1).contiguous())
+        record(results, "nhwc_to_nchw", base, lambda: y.contiguous())
+
+
+# Dense linear algebra (cuSOLVER / cuBLAS through torch.linalg) across matrix sizes and batches, fp32: small
+# factorizations are latency-bound chains of panel kernels (a 30x30 LU's getrf_pivot kernel took 40 us on the H200,
+# zoo linalg_solve), far from any roofline. The torch.linalg calls themselves, so each records the ops it runs.
+LINALG_GRID_N = (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
+LINALG_GRID_BATCH = (1, 16, 256)
+LINALG_GRID_MAX_ELEMENTS = 1 << 24
+
+
+def linalg_grid(results: list, quick: bool) -> None:
+    for n, batch in itertools.product(LINALG_GRID_N[::2] if quick else LINALG_GRID_N, LINALG_GRID_BATCH):
+        if batch * n * n > LINALG_GRID_MAX_ELEMENTS:
+            continue
+        shape = (batch, n, n) if batch > 1 else (n, n)
+        a = randn(*shape, dtype=torch.float32) + n * torch.eye(n, device=DEV)
+        spd = a @ a.transpose(-2, -1)
+        b = randn(*shape[:-1], 1, dtype=torch.float32)
+        base = {"n": n, "batch": batch, "dtype": "float32"}
+        record(results, "linalg_solve", base, lambda: torch.linalg.solve_ex(a, b))
+        record(results, "linalg_lu_factor", base, lambda: torch.linalg.lu_factor_ex(a))
+        record(results, "linalg_cholesky", base, lambda: torch.linalg.cholesky_ex(spd))
+        record(results, "linalg_inv", base, lambda: torch.linalg.inv_ex(a))
+        record(results, "linalg_solve_triangular", base,
+               lambda: torch.linalg.solve_triangular(a, b, upper=False))
+        if n <= 1024:
+            record(results, "linalg_qr", base, lambda: torch.linalg.qr(a))
+            record(results, "linalg_eigh", base, lambda: torch.linalg.eigh(spd))
+            record(results, "linalg_svd", base, lambda: torch.linalg.svd(a, full_matrices=False))
+
+
 SECTIONS = {"gemm": gemms, "conv": convs, "reduce": reductions, "attention": attention, "norms": norms_and_more,
             "elementwise": elementwise, "extras": extras, "extras2": extras2}
 # Not in the default run: by name (`kernelcast calibrate --sections reduce_grid`).
@@ -736,6 +825,7 @@ EXTRA_SECTIONS = {"reduce_grid": reductions_grid, "row_grid": row_grid, "bn_grid
                   "weight_norm_grid": weight_norm_grid, "sort_grid": sort_grid,
                   "grouped_mm_grid": grouped_mm_grid, "cat_strided_grid": cat_strided_grid,
                   "sparse_grid": sparse_grid, "gather_grid": gather_grid,
+                  "norm_width_grid": norm_width_grid, "layout_grid": layout_grid, "linalg_grid": linalg_grid,
                   "triton_grid": lambda results, quick: triton_grid(results, quick, _flush_l2)}
 
 

@@ -23,6 +23,7 @@ from .launch_model import fit_conv_model, fit_gemm_model, per_group_items
 MEMORY_KINDS = {"pointwise", "pointwise_transpose", "pointwise_cast", "pointwise_strided", "copy_cast", "reduction", "reduction_outer", "reduction_all", "softmax", "softmax_backward",
                 "norm", "norm_backward", "batch_norm", "batch_norm_backward", "batch_norm_channels_last",
                 "batch_norm_backward_channels_last", "loss", "copy", "copy_transpose",
+                "copy_permute", "rms_norm", "rms_norm_backward", "norm_unvectorized",
                 "fill", "embedding_backward", "foreach", "memcpy", "gather", "embedding_bag", "coalesce", "scatter", "sort", "scan", "select", "group_norm",
                 "group_norm_backward", "cudnn_batch_norm", "cudnn_batch_norm_channels_last",
                 "cudnn_batch_norm_backward", "cudnn_batch_norm_backward_channels_last", "batch_norm_eval", "batch_norm_eval_channels_last",
@@ -151,7 +152,14 @@ SWEEP_ATTENTION_PARAMS = ("backend", "batch", "heads", "kv_heads", "sq", "sk", "
 # Cases measured but left out of the curves: two contiguous parts concatenated (row_grid) ran far faster than the
 # cats models run (RoPE's strided halves, KV-cache growth): as a curve of their own they priced the zoo's cats at
 # -57% of measured, where the copy curve gives -33%; in the copy curve they would move every copy.
-UNUSED_CASE_KINDS = {"cat_dim0", "cat_dim1", *norm_blocks.BN_WARM_KINDS}
+# torch.linalg's decompositions (section linalg_grid) are measured for a linalg time model still to come: their
+# copies and fills would join the copy and fill curves with the solver's time on them.
+LINALG_CASE_KINDS = {"linalg_solve", "linalg_lu_factor", "linalg_cholesky", "linalg_inv", "linalg_solve_triangular",
+                     "linalg_qr", "linalg_eigh", "linalg_svd"}
+# RMS norm's forward and backward timed together (section extras): the whole time would sit on the backward's
+# row of the curve (zoo layernorm_odd_widths' 2040-wide fp32 backward priced 81 us, measured 56); norm_width_grid
+# times the backward alone.
+UNUSED_CASE_KINDS = {"cat_dim0", "cat_dim1", "rms_norm_fwd_bwd", *norm_blocks.BN_WARM_KINDS, *LINALG_CASE_KINDS}
 
 
 def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:

@@ -7,6 +7,8 @@ kernel) move no device memory; views move nothing.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from kernelcast.records import OpRecord, TensorMeta
 
 from .registry import Cost
@@ -95,6 +97,32 @@ def transposes(op: OpRecord) -> bool:
     return _stride_order(t) != _stride_order(outs[0])
 
 
+def layout_copy_kind(op: OpRecord) -> str:
+    """The kind of a copy whose output is laid out unlike its input. Compared over the input's dims that hold
+    data (broadcast, stride-0 dims left out: an expand made contiguous, as GQA's repeat_kv, reads in order):
+    "copy_transpose" where the output's innermost dim is not the input's (a true transpose, the last two dims
+    swapped, NCHW <-> NHWC: reads stride through memory), else "copy_permute": a strided copy whose reads keep
+    their memory order (only outer dims move, attention's heads, (B, S, H, D) <-> (B, H, S, D); or only broadcast
+    dims differ), both sides coalesced but not vectorized (zoo llama_decode_static_cache's repeat_kv, 33.5 MB
+    written from 8.4 MB: 38 us, 1.1 TB/s, against 4 TB/s for a contiguous copy). On the
+    H200 permuting copies streamed at 1.4 TB/s (bf16) where true transposes ran 450-650 GB/s at the same sizes
+    (validation/h200_norm_layout_linalg_raw.json.gz, section layout_grid)."""
+    t, outs = main_tensor(op), gpu_tensors(op.tensors_out())
+    if t is None or not outs or len(outs[0].shape) != len(t.shape):
+        return "copy"
+    return _strided_copy_kind(t, lambda dims: _order_on(outs[0], dims))
+
+
+def _strided_copy_kind(t: TensorMeta, out_order: Callable[[list[int]], tuple[int, ...]]) -> str:
+    """copy_transpose or copy_permute (layout_copy_kind) for a copy reading t; out_order(dims) gives the output's
+    order of those dims, most contiguous first."""
+    dims = [i for i, (n, s) in enumerate(zip(t.shape, t.stride)) if n > 1 and s != 0]
+    if not dims:  # one value expanded (sum()'s gradient): written as a fill is, zoo grouped_conv_nchw's in 5.5 us
+        return "copy"
+    ins, out = _order_on(t, dims), out_order(dims)
+    return "copy_transpose" if ins[0] != out[0] else "copy_permute"
+
+
 def _order_on(t: TensorMeta, dims: list[int]) -> tuple[int, ...]:
     """The given dims of t from the most to the least contiguous."""
     return tuple(sorted(dims, key=lambda d: (t.stride[d], -d)))
@@ -171,7 +199,9 @@ def memory_key(op: OpRecord, kind: str) -> tuple[str, tuple]:
     t = main_tensor(op)
     if t is None or not t.shape:
         return kind, (1, 4)
-    if kind in TRANSPOSABLE_KINDS and (transposes(op) or (kind == "pointwise" and reads_across(op))):
+    if kind == "copy" and transposes(op):
+        kind = layout_copy_kind(op)
+    elif kind in TRANSPOSABLE_KINDS and (transposes(op) or (kind == "pointwise" and reads_across(op))):
         kind = f"{kind}_transpose"
     elif kind in TRANSPOSABLE_KINDS and casts(op):
         kind = f"{kind}_cast"
@@ -183,14 +213,17 @@ def memory_key(op: OpRecord, kind: str) -> tuple[str, tuple]:
 def contiguous_copy(t: TensorMeta) -> Cost:
     """`.contiguous()` of a strided tensor inside another op's CUDA code: one copy kernel reading and writing its
     elements; a transposing copy where its innermost dim is not the last (reads and writes cannot both be
-    coalesced), a plain one otherwise (a slice, or outer dims permuted). Measured on the H200 (zoo
-    whisper_encoder_forward): layer norm of Whisper's permuted conv output, 4 x 1500 x 384 bf16, ran a 16 µs
-    copy before its 11 µs norm kernel. A broadcast tensor (a stride-0 dim, as `sum()`'s gradient is) reads each distinct element once and writes
-    them all: a plain copy whatever its strides (zoo grouped_conv_nchw: the expanded grad_output of a
-    convolution, 6.4 MB written, 5.5 us)."""
+    coalesced; layout_copy_kind), a permuting one where only outer dims are out of order or a dim is broadcast, a
+    plain one for a slice. Measured on the H200 (zoo whisper_encoder_forward): layer norm of Whisper's permuted
+    conv output, 4 x 1500 x 384 bf16, ran a 16 µs copy before its 11 µs norm kernel. A broadcast tensor (a
+    stride-0 dim, as `sum()`'s gradient is) reads each distinct element once and writes them all (zoo
+    grouped_conv_nchw: the expanded grad_output of a convolution, 6.4 MB written, 5.5 us)."""
     broadcast = any(s == 0 and n > 1 for n, s in zip(t.shape, t.stride))
     order = _stride_order(t)
-    kind = "copy_transpose" if order and order[0] != len(t.shape) - 1 and not broadcast else "copy"
+    if not order or (order == tuple(sorted(order, reverse=True)) and not broadcast):
+        kind = "copy"  # a slice: read in order, one contiguous run per row
+    else:
+        kind = _strided_copy_kind(t, lambda dims: tuple(sorted(dims, reverse=True)))  # into row-major
     return Cost(bytes_read=t.touched_bytes, bytes_written=t.nbytes, kernels=1, dtype=t.dtype, kind=kind,
                 key=(t.shape[-1] if t.shape else 1, t.itemsize))
 

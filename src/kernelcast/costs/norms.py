@@ -86,6 +86,15 @@ def layer_norm_vectorized(x: TensorMeta, n: int, params: tuple[TensorMeta | None
             and x_aligned and all(p is None or aligned(p, alignment) or not row_major(p) for p in params))
 
 
+def _forward_kind(vectorized_kind: str, x: TensorMeta, n: int, params: tuple[TensorMeta | None, ...]) -> str:
+    """The memory kind of a layer / RMS norm's forward kernel. The vectorized kernel's rate depends on the row
+    width and on the norm (RMS norm skips the mean: 1.7x the layer norm's rate at 96 wide, the same at 8192;
+    H200, validation/h200_norm_layout_linalg_raw.json.gz); the two unvectorized kernels (RowwiseMoments, then
+    LayerNormForward) are another, slower path, the same for both norms (770 wide bf16 at 128 MB: 708 and 700 us,
+    where 768 wide took 181 and 101)."""
+    return vectorized_kind if layer_norm_vectorized(x, n, params) else "norm_unvectorized"
+
+
 def layer_norm_forward_kernels(x: TensorMeta, n: int, weight: TensorMeta | None, bias: TensorMeta | None) -> int:
     """layer_norm_cuda: expect_contiguous() copies of strided inputs, then one vectorized kernel or two."""
     copies = _copy_unless_contiguous(x, weight, bias)
@@ -133,6 +142,7 @@ def native_layer_norm(op: OpRecord, ctx: CostContext) -> Cost:
         return base
     _, n = _rows_and_width(x, op.args.get("normalized_shape"))
     weight, bias = _tensor(op, "weight"), _tensor(op, "bias")
+    base = dataclasses.replace(base, kind=_forward_kind("norm", x, n, (weight, bias)))
     return _with_copies(base, layer_norm_forward_kernels(x, n, weight, bias), contiguous_copies(x, weight, bias))
 
 
@@ -146,7 +156,18 @@ def fused_rms_norm(op: OpRecord, ctx: CostContext) -> Cost:
         return base
     _, n = _rows_and_width(x, op.args.get("normalized_shape"))
     weight = _tensor(op, "weight")
+    base = dataclasses.replace(base, kind=_forward_kind("rms_norm", x, n, (weight,)))
     return _with_copies(base, layer_norm_forward_kernels(x, n, weight, None), contiguous_copies(x, weight))
+
+
+def _with_gamma_beta_reads(base: Cost, dy: TensorMeta, x: TensorMeta, input_grad: bool, gamma_beta: bool) -> Cost:
+    """A norm backward's bytes: the input-gradient kernel and the GammaBeta kernel each read dY and X
+    (layer_norm_kernel.cu), so with both gradients they are read twice. Counted once, the calibration's backward
+    rows (always with gamma and beta) had priced a backward without a weight at twice its time (zoo
+    layernorm_odd_widths: 4096 x 770 fp32, 34 us predicted, 12.5 us measured)."""
+    if not (input_grad and gamma_beta):
+        return base
+    return dataclasses.replace(base, bytes_read=base.bytes_read + dy.nbytes + x.nbytes)
 
 
 @register("aten.native_layer_norm_backward")
@@ -157,6 +178,7 @@ def native_layer_norm_backward(op: OpRecord, ctx: CostContext) -> Cost:
         return base
     _, n = _rows_and_width(x, op.args.get("normalized_shape"))
     grads, weight = _output_mask(op, 3), _tensor(op, "weight")
+    base = _with_gamma_beta_reads(base, dy, x, grads[0], grads[1] or grads[2])
     return _with_copies(base, layer_norm_backward_kernels(dy, x, n, weight, grads, ctx),
                         contiguous_copies(dy, x, weight))
 
@@ -164,12 +186,13 @@ def native_layer_norm_backward(op: OpRecord, ctx: CostContext) -> Cost:
 @register("aten._fused_rms_norm_backward")
 def fused_rms_norm_backward(op: OpRecord, ctx: CostContext) -> Cost:
     x, dy = _tensor(op, "input"), _tensor(op, "grad_out")
-    base = memory_op(op, NORM_BACKWARD_FLOPS_PER_ELEMENT, kind="norm_backward")
+    base = memory_op(op, NORM_BACKWARD_FLOPS_PER_ELEMENT, kind="rms_norm_backward")
     if x is None or dy is None:
         return base
     _, n = _rows_and_width(x, op.args.get("normalized_shape"))
     dx, dgamma = _output_mask(op, 2)
     weight = _tensor(op, "weight")
+    base = _with_gamma_beta_reads(base, dy, x, dx, dgamma)
     kernels = layer_norm_backward_kernels(dy, x, n, weight, (dx, dgamma, False), ctx)
     return _with_copies(base, kernels, contiguous_copies(dy, x, weight))
 

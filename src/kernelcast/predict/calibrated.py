@@ -327,15 +327,26 @@ ROW_KINDS = {"norm", "norm_backward", "softmax", "softmax_backward", "loss", "re
 # then a block per row; norms likewise): looked up along the size curve of rows within this many octaves of
 # the op's row length. Left-one-out over the calibration points, median error: norm 16% -> 11%, norm
 # backward 16% -> 13%, softmax 10% -> 9%; reductions did better with the blend and keep it.
-ROW_REGIME_KINDS = {"norm", "norm_backward", "softmax", "softmax_backward", "loss"}
+ROW_REGIME_KINDS = {"norm", "norm_backward", "softmax", "softmax_backward", "loss", "rms_norm", "rms_norm_backward",
+                    "norm_unvectorized", "copy_transpose"}
 ROW_LENGTH_OCTAVES = 1.0
+# Layer and RMS norms run a block per row, so at one size their rate climbs with the row width over the whole
+# range (bf16 forward at 128 MB on the H200: 113 GB/s at 32 wide, 334 at 96, 1.0 TB/s at 384, 2.6 TB/s at 4096;
+# validation/h200_norm_layout_linalg_raw.json.gz). Rows within an octave either side averaged together priced a
+# 96-wide layer norm at the rate of 64- to 192-wide ones; instead each measured width's own curve is read at the
+# op's size and the two widths that bracket the op's are interpolated in log width (_across_widths).
+WIDTH_CURVE_KINDS = {"norm", "norm_backward", "rms_norm", "rms_norm_backward", "norm_unvectorized"}
 # Kernels that stream their inputs once, as the add whose warm/cold ratio calibration measures; row-wise and
 # reduction kernels did not show that gain in the suite's first run, so they keep the cold rate.
 L2_STREAMING_KINDS = {"pointwise", "pointwise_cast", "pointwise_strided", "copy", "copy_cast", "fill",
                       "triton_pointwise", "triton_reduction", "triton_persistent_reduction"}
 # Where a kind has no measurements of its own, the kinds that stand in for it, in order.
 MEMORY_FALLBACK = {
-    "pointwise_transpose": ("copy_transpose", "pointwise"), "copy_transpose": ("copy",),
+    # a pointwise op reading an input across its memory order: the permuting copies' rate stands in (the zoo's
+    # such adds, Whisper's and T5's, ran near it; the true transposes' rate priced T5's at 3.4x measured)
+    "pointwise_transpose": ("copy_permute", "copy_transpose", "pointwise"), "copy_transpose": ("copy",),
+    "copy_permute": ("copy_transpose", "copy"),  # a profile from before the two were told apart
+    "rms_norm": ("norm",), "rms_norm_backward": ("norm_backward",), "norm_unvectorized": ("norm",),
     "pointwise_cast": ("copy_cast", "pointwise"), "copy_cast": ("copy",), "pointwise_strided": ("pointwise",),
     "reduction_outer": ("reduction",), "reduction_all": ("reduction",), "softmax_backward": ("softmax", "pointwise"),
     "batch_norm_backward": ("batch_norm", "norm_backward"), "memcpy": ("fill",), "fill": ("pointwise",),
@@ -391,6 +402,31 @@ def _along_bytes(points: list["_MemoryPoint"], log_bytes: float, log_itemsize: f
     for p in same:
         by_size.setdefault(p.log_bytes, []).append(p.log_rate)
     return _interp(sorted((x, sum(ys) / len(ys)) for x, ys in by_size.items()), log_bytes)
+
+
+def _across_widths(points: list["_MemoryPoint"], log_bytes: float, log_inner: float,
+                   log_itemsize: float) -> float | None:
+    """Log rate of a row-wise kernel at this size and row width: each measured width's curve along bytes
+    (_along_bytes) at this size, interpolated linearly in log width between the widths either side, held flat
+    beyond the widest and narrowest. Widths with fewer than MIN_CURVE_POINTS points of this item size are left out
+    (all item sizes when none has enough); None when no width has."""
+    by_width: dict[float, list[_MemoryPoint]] = {}
+    for p in points:
+        by_width.setdefault(p.log_inner, []).append(p)
+    curves = {w: ps for w, ps in by_width.items()
+              if sum(p.log_itemsize == log_itemsize for p in ps) >= MIN_CURVE_POINTS}
+    if not curves:
+        curves = {w: ps for w, ps in by_width.items() if len(ps) >= MIN_CURVE_POINTS}
+    if not curves:
+        return None
+    below = max((w for w in curves if w <= log_inner), default=None)
+    above = min((w for w in curves if w >= log_inner), default=None)
+    if below is None or above is None or below == above:
+        nearest = below if above is None else above if below is None else below
+        return _along_bytes(curves[nearest], log_bytes, log_itemsize)
+    share = (log_inner - below) / (above - below)
+    return ((1.0 - share) * _along_bytes(curves[below], log_bytes, log_itemsize)
+            + share * _along_bytes(curves[above], log_bytes, log_itemsize))
 
 
 def streaming_time_us(rows: list, nbytes: float, itemsize: int, floor_us: float) -> float:
@@ -613,7 +649,11 @@ class CalibratedModel:
         if points is None or cost.bytes <= 0:
             return None
         inner, itemsize = cost.key if len(cost.key) == 2 else (1, 4)
-        if cost.kind in ROW_REGIME_KINDS:  # the kernel changes with row length: rows of about this length
+        across = (_across_widths(points, _log2(cost.bytes), _log2(inner), _log2(itemsize))
+                  if cost.kind in WIDTH_CURVE_KINDS else None)
+        if across is not None:
+            rate = math.exp(across)
+        elif cost.kind in ROW_REGIME_KINDS:  # the kernel changes with row length: rows of about this length
             near = [p for p in points if abs(p.log_inner - _log2(inner)) <= ROW_LENGTH_OCTAVES]
             rate = math.exp(_along_bytes(near if len(near) >= MIN_CURVE_POINTS else points, _log2(cost.bytes),
                                          _log2(itemsize)))
