@@ -12,6 +12,7 @@ from collections import defaultdict
 
 from kernelcast.costs import DEFAULT_CONTEXT, Cost, cost_of
 from kernelcast.costs.launch_table import conv_shape
+from kernelcast.costs.linalg import SOLVER_KEY
 from kernelcast.devices import get_gpu
 from kernelcast.predict.calibrated import BLOCK_SECTIONS
 from kernelcast.profiles import PROFILE_FORMAT
@@ -152,14 +153,27 @@ SWEEP_ATTENTION_PARAMS = ("backend", "batch", "heads", "kv_heads", "sq", "sk", "
 # Cases measured but left out of the curves: two contiguous parts concatenated (row_grid) ran far faster than the
 # cats models run (RoPE's strided halves, KV-cache growth): as a curve of their own they priced the zoo's cats at
 # -57% of measured, where the copy curve gives -33%; in the copy curve they would move every copy.
-# torch.linalg's decompositions (section linalg_grid) are measured for a linalg time model still to come: their
-# copies and fills would join the copy and fill curves with the solver's time on them.
+# torch.linalg's decompositions (section linalg_grid) make the linalg table (_linalg_rows), not the memory curves:
+# their copies and fills would join the copy and fill curves with the solver's time on them.
 LINALG_CASE_KINDS = {"linalg_solve", "linalg_lu_factor", "linalg_cholesky", "linalg_inv", "linalg_solve_triangular",
                      "linalg_qr", "linalg_eigh", "linalg_svd"}
 # RMS norm's forward and backward timed together (section extras): the whole time would sit on the backward's
 # row of the curve (zoo layernorm_odd_widths' 2040-wide fp32 backward priced 81 us, measured 56); norm_width_grid
 # times the backward alone.
 UNUSED_CASE_KINDS = {"cat_dim0", "cat_dim1", "rms_norm_fwd_bwd", *norm_blocks.BN_WARM_KINDS, *LINALG_CASE_KINDS}
+
+
+def _linalg_rows(cases: list[dict]) -> dict[str, list[list]]:
+    """Per aten op, [n, matrices, µs] of the torch.linalg calls measured (section linalg_grid): each call's
+    kernels summed, keyed as its cost is (costs/linalg.py solver_key)."""
+    rows: dict[str, list[list]] = defaultdict(list)
+    for case in cases:
+        if case.get("kind") not in LINALG_CASE_KINDS or "error" in case or not case.get("ops"):
+            continue
+        cost = cost_of(OpRecord.from_json(case["ops"][0]), DEFAULT_CONTEXT)
+        if cost is not None and cost.key[:1] == (SOLVER_KEY,):
+            rows[cost.key[1]].append([cost.key[2], cost.key[3], round(case["device_us"], 3)])
+    return {op: sorted(r) for op, r in sorted(rows.items())}
 
 
 def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
@@ -216,6 +230,7 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
                 memory[cost.kind].append([total_bytes, items, round(time_us, 3), inner, itemsize])
                 if items == 1:
                     floors.append(time_us)
+    linalg = _linalg_rows(raw["cases"])
     meta = raw["meta"]
     gemm_launches = [row[:-2] for row in gemm + launch_only_gemm]
     gemm_model = fit_gemm_model(gemm_launches)
@@ -249,6 +264,8 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
         },
         "host": raw.get("host", {}),  # CPU µs per eager op on the machine that calibrated (see calibrate/host.py)
     }
+    if linalg:
+        profile["timings"]["linalg"] = linalg  # per aten op: [n, matrices, µs] (predict/linalg_time.py)
     measured = [c for c in raw["cases"] if "error" not in c]  # the unit and block fits use the L2-resident cases too
     rates = unit_rates.fit(measured)
     if rates:  # row gathers and index_add_: a time per unit as well as the bytes (calibrate/unit_rates.py)

@@ -152,9 +152,21 @@ def _matrix(op: OpRecord, *names: str) -> TensorMeta:
     raise TypeError(f"{op.op}: none of {names} is a tensor")
 
 
+# A linalg cost's key: (SOLVER_KEY, aten op, n, matrices), by which a calibrated model looks its time up in the
+# profile's measured table (predict/linalg_time.py): cuSOLVER's small factorizations are latency-bound chains of
+# panel kernels, far from their FLOPs' roofline.
+SOLVER_KEY = "solver"
+
+
+def solver_key(op: OpRecord, t: TensorMeta) -> tuple:
+    """(SOLVER_KEY, the aten op without its overload, n: the matrix's last dim, the matrices in the batch)."""
+    return (SOLVER_KEY, op.op.rsplit(".", 1)[0] if op.op.count(".") > 1 else op.op,
+            t.shape[-1] if t.shape else 1, batch_of(t))
+
+
 def _solver_cost(op: OpRecord, flops: float, kernels: int, t: TensorMeta) -> Cost:
     return Cost(flops=flops, bytes_read=bytes_read(op), bytes_written=bytes_written(op), kernels=kernels,
-                dtype=t.dtype, kind="linalg")
+                dtype=t.dtype, kind="linalg", key=solver_key(op, t))
 
 
 # -- kernel counts by path ---------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from kernelcast.costs.gather import ELEMENTS_KEY, ROWS_KEY
 from kernelcast.costs.generated import GENERATED_ATOMICS_KEY, atomics_time_us
 from kernelcast.costs.indexing import ATOMICS_KEY
 from kernelcast.costs.launch_table import gemm_alignment, gemm_features
+from kernelcast.costs.linalg import SOLVER_KEY
 from kernelcast.costs.launch_table import log2_size as _log2
 from kernelcast.costs.rnn import RnnPart, part_from_key
 from kernelcast.costs.sparse import COALESCE_KEY
@@ -40,6 +41,7 @@ from kernelcast.devices import GPU
 from kernelcast.records import CaptureSettings
 
 from .kernel_model import NO_KERNEL, KernelEstimate, RooflineModel, combined
+from .linalg_time import linalg_time_us
 from .rnn_time import bias_grad_time_us, persist_time_us, step_time_us
 from .shape_model import ShapeEstimate, ShapePoint, ShapeTable, build_tables
 from .sparse_time import coalesce_us, embedding_bag_bytes, embedding_bag_us
@@ -744,6 +746,11 @@ class CalibratedModel:
             source, uncertainty = "fitted (generated kernels)", GENERATED_FIT_UNCERTAINTY
         elif cost.kind == ARITHMETIC_KIND:
             time_us = self._arithmetic_bound_us(cost, l2_warm)
+        elif (cost.key[:1] == (SOLVER_KEY,) and not self.transferred
+              and cost.key[1] in self.profile["timings"].get("linalg", {})):
+            # measured on this GPU only: a latency-bound chain of panel kernels has no datasheet ratio
+            time_us = linalg_time_us(self.profile["timings"]["linalg"][cost.key[1]], cost.key[2], cost.key[3])
+            source, uncertainty = "measured (torch.linalg calls)", MEMORY_CURVE_UNCERTAINTY
         elif cost.kind not in COMPUTE_KINDS:
             time_us = self._memory_estimate_us(cost, l2_warm)
         if time_us is None:
