@@ -43,7 +43,7 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
 - h200_norm_layout_linalg_raw.json.gz: layer norm and RMS norm, forward and backward, at 32 row widths (7 of them
   not a multiple of 4) and four sizes, bf16 and fp32; copies that transpose (the last two dims of 16 matrix
   shapes, NCHW <-> NHWC over 7 channel counts and 5 sizes); torch.linalg's solve, LU, Cholesky, inverse,
-  triangular solve, QR, eigh and SVD over n = 4-2048 and batches 1-256, fp32, not used yet
+  triangular solve, QR, eigh and SVD over n = 4-2048 and batches 1-256, fp32 (the timings `linalg` table)
   (`kernelcast calibrate --gpu h200 --out grid.json --raw h200_norm_layout_linalg_raw.json.gz --sections
   norm_width_grid,layout_grid,linalg_grid`, 294 s);
 - probes/rnn_time_fit.json: the cuDNN RNN time fit (scripts/fit_rnn_times.py from probes/probe_rnn.json, run
