@@ -37,3 +37,14 @@ def test_a_small_solve_takes_its_measured_time_not_its_roofline():
                [contiguous((30, 1)), contiguous((30, 30)), contiguous((30,), "int32"), contiguous((), "int32")])
     estimate = model.estimate(cost_of(solve))
     assert estimate.time_us == pytest.approx(63.0, rel=0.15) and estimate.source.startswith("measured")
+
+
+def test_another_gpu_is_given_the_profiled_gpus_measured_time():
+    # no datasheet ratio holds for a chain of latency-bound panel kernels: the H200's time, labelled scaled
+    h200 = get_gpu("h200")
+    model = CalibratedModel(get_gpu("a100"), CaptureSettings(), load_profile("h200").data, h200)
+    a, b = contiguous((30, 30)), contiguous((30, 1))
+    solve = op("aten._linalg_solve_ex.default", {"A": a, "B": b, "left": True, "check_errors": False},
+               [contiguous((30, 1)), contiguous((30, 30)), contiguous((30,), "int32"), contiguous((), "int32")])
+    estimate = model.estimate(cost_of(solve))
+    assert estimate.time_us == pytest.approx(63.0, rel=0.15) and estimate.source.endswith("scaled")

@@ -746,9 +746,9 @@ class CalibratedModel:
             source, uncertainty = "fitted (generated kernels)", GENERATED_FIT_UNCERTAINTY
         elif cost.kind == ARITHMETIC_KIND:
             time_us = self._arithmetic_bound_us(cost, l2_warm)
-        elif (cost.key[:1] == (SOLVER_KEY,) and not self.transferred
-              and cost.key[1] in self.profile["timings"].get("linalg", {})):
-            # measured on this GPU only: a latency-bound chain of panel kernels has no datasheet ratio
+        elif cost.key[:1] == (SOLVER_KEY,) and cost.key[1] in self.profile["timings"].get("linalg", {}):
+            # a latency-bound chain of panel kernels has no datasheet ratio: on another GPU the profiled GPU's
+            # time stands as it is (its bytes at the pointwise curve had priced a batched eigh 160x under)
             time_us = linalg_time_us(self.profile["timings"]["linalg"][cost.key[1]], cost.key[2], cost.key[3])
             source, uncertainty = "measured (torch.linalg calls)", MEMORY_CURVE_UNCERTAINTY
         elif cost.kind not in COMPUTE_KINDS:

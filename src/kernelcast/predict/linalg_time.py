@@ -4,7 +4,7 @@ The table (profile timings `linalg`, calibrate/profile.py): per aten op, [n, mat
 kernels summed, from torch.linalg's calls over n = 4-2048 and batches of 1, 16 and 256 fp32 matrices (H200,
 validation/h200_norm_layout_linalg_raw.json.gz, section linalg_grid). On the H200 a 32x32 solve took 67 µs and
 a 2048x2048 one 4.8 ms: small factorizations are chains of latency-bound panel kernels, so a FLOP roofline says
-nothing about them.
+nothing about them. Another GPU is given the profiled GPU's times as they are (labelled scaled, unvalidated).
 """
 
 from __future__ import annotations
