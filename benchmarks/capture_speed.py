@@ -18,6 +18,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -64,16 +65,16 @@ def run_case(workload, env):
 
 def run_cli(workload, env):
     """(seconds, peak RSS MB) of the whole `kernelcast predict` process, as a user's shell would time it."""
-    started = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-m", "kernelcast", "predict", workload, "--gpu", "h200"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(env), cwd=ROOT)
-    _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - started
-    child.returncode = os.waitstatus_to_exitcode(status)
-    err = child.stderr.read().decode()
-    child.stderr.close()
-    if child.returncode != 0:
-        raise SystemExit(f"kernelcast predict {workload} failed ({child.returncode}): {err.strip()[-500:]}")
+    with tempfile.TemporaryFile() as err:  # a file, not a pipe: a long stderr cannot block the child
+        started = time.perf_counter()
+        child = subprocess.Popen([sys.executable, "-m", "kernelcast", "predict", workload, "--gpu", "h200"],
+                                 stdout=subprocess.DEVNULL, stderr=err, env=_env(env), cwd=ROOT)
+        _, status, usage = os.wait4(child.pid, 0)
+        seconds = time.perf_counter() - started
+        code = child.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+        if code != 0:
+            err.seek(0)
+            raise SystemExit(f"kernelcast predict {workload} failed ({code}): {err.read().decode().strip()[-500:]}")
     return seconds, usage.ru_maxrss / 1024
 
 

@@ -3,8 +3,8 @@ torch.linalg op predicted from the op's other points, as an unmeasured size woul
 
     PYTHONPATH=src python3 scripts/linalg_holdout.py [src/kernelcast/profiles/h200.json]
 
-Points at the ends of a batch's sizes are extrapolated (n^3 above the largest, flat below the smallest), so they
-are reported apart from the interior ones."""
+Points at the ends of a batch's sizes are extrapolated (above the largest at the last two sizes' slope, flat below
+the smallest), so they are reported apart from the interior ones."""
 
 import json
 import statistics

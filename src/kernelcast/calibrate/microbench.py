@@ -742,7 +742,7 @@ NORM_GRID_BYTES = (1 << 18, 1 << 21, 1 << 24, 1 << 27)  # of the input
 def norm_width_grid(results: list, quick: bool) -> None:
     for width, nbytes, dtype in itertools.product(NORM_WIDTHS[::4] if quick else NORM_WIDTHS, NORM_GRID_BYTES,
                                                   (torch.bfloat16, torch.float32)):
-        rows = max(nbytes // (width * (2 if dtype == torch.bfloat16 else 4)), 1)
+        rows = max(nbytes // (width * dtype.itemsize), 1)
         x, w, bsz = randn(rows, width, dtype=dtype), randn(width, dtype=dtype), randn(width, dtype=dtype)
         g = torch.randn_like(x)
         base = {"rows": rows, "width": width, "dtype": str(dtype)[6:]}
@@ -774,14 +774,14 @@ LAYOUT_GRID_BYTES = (1 << 22, 1 << 25, 1 << 27)
 def layout_grid(results: list, quick: bool) -> None:
     for (m, n), nbytes, dtype in itertools.product(TRANSPOSE_GRID_MATRICES[::3] if quick else TRANSPOSE_GRID_MATRICES,
                                                    TRANSPOSE_GRID_BYTES, (torch.bfloat16, torch.float32)):
-        batch = max(nbytes // (m * n * (2 if dtype == torch.bfloat16 else 4)), 1)
+        batch = max(nbytes // (m * n * dtype.itemsize), 1)
         x = randn(batch, m, n, dtype=dtype)
         base = {"batch": batch, "m": m, "n": n, "dtype": str(dtype)[6:]}
         record(results, "transpose_last2", base, lambda: x.transpose(1, 2).contiguous())
     for c, hw, nbytes, dtype in itertools.product(LAYOUT_GRID_CHANNELS, LAYOUT_GRID_SIZES,
                                                   LAYOUT_GRID_BYTES[::2] if quick else LAYOUT_GRID_BYTES,
                                                   (torch.bfloat16, torch.float32)):
-        batch = max(nbytes // (c * hw * hw * (2 if dtype == torch.bfloat16 else 4)), 1)
+        batch = max(nbytes // (c * hw * hw * dtype.itemsize), 1)
         x = randn(batch, c, hw, hw, dtype=dtype)
         y = x.contiguous(memory_format=torch.channels_last)
         base = {"batch": batch, "c": c, "size": hw, "dtype": str(dtype)[6:]}

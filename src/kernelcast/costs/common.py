@@ -104,8 +104,8 @@ def layout_copy_kind(op: OpRecord) -> str:
     swapped, NCHW <-> NHWC: reads stride through memory), else "copy_permute": a strided copy whose reads keep
     their memory order (only outer dims move, attention's heads, (B, S, H, D) <-> (B, H, S, D); or only broadcast
     dims differ), both sides coalesced but not vectorized (zoo llama_decode_static_cache's repeat_kv, 33.5 MB
-    written from 8.4 MB: 38 us, 1.1 TB/s, against 4 TB/s for a contiguous copy). On the
-    H200 permuting copies streamed at 1.4 TB/s (bf16) where true transposes ran 450-650 GB/s at the same sizes
+    written from 8.4 MB: 38 us, 1.1 TB/s, against 4 TB/s for a contiguous copy). On the H200 permuting copies
+    streamed at 1.4 TB/s (bf16) where true transposes ran 450-650 GB/s at the same sizes
     (validation/h200_norm_layout_linalg_raw.json.gz, section layout_grid)."""
     t, outs = main_tensor(op), gpu_tensors(op.tensors_out())
     if t is None or not outs or len(outs[0].shape) != len(t.shape):

@@ -160,8 +160,7 @@ SOLVER_KEY = "solver"
 
 def solver_key(op: OpRecord, t: TensorMeta) -> tuple:
     """(SOLVER_KEY, the aten op without its overload, n: the matrix's last dim, the matrices in the batch)."""
-    return (SOLVER_KEY, op.op.rsplit(".", 1)[0] if op.op.count(".") > 1 else op.op,
-            t.shape[-1] if t.shape else 1, batch_of(t))
+    return (SOLVER_KEY, op.packet, t.shape[-1] if t.shape else 1, batch_of(t))
 
 
 def _solver_cost(op: OpRecord, flops: float, kernels: int, t: TensorMeta) -> Cost:
