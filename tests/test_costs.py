@@ -236,3 +236,21 @@ def test_gathers_of_narrow_rows_take_the_elementwise_kernel():
     narrow = cost_of(op("aten.index_select.default", {"self": contiguous((4096, 3)), "dim": 0, "index": idx},
                         [contiguous((1000, 3))]))
     assert wide.key == (ROWS_KEY, 1000, 4) and narrow.key == (ELEMENTS_KEY, 1000, 3000, 4)
+
+
+def test_abs_and_angle_of_complex_copy_the_real_part():
+    # UnaryOps.cpp (unary_op_impl_with_complex_to_float_out): a complex -> complex kernel into a temporary, then a
+    # copy of its real part. The H200 (zoo audio_spectrogram_forward, torch 2.11) ran |STFT| of 8 x 201 x 1001
+    # complex64 as abs_kernel then direct_copy_kernel: 2 work items.
+    spec = contiguous((8, 1001, 201), "complex64")
+    for name in ("aten.abs.default", "aten.angle.default"):
+        cost = cost_of(op(name, {"self": spec}, [contiguous((8, 1001, 201))], tags=("pointwise",)))
+        assert cost.kernels == 2
+        numel = 8 * 1001 * 201
+        assert cost.bytes_read == numel * 8 + numel * 8  # the input, then every sector of the temporary
+        assert cost.bytes_written == numel * 8 + numel * 4  # the complex temporary, then the float result
+        assert [p.kind for p in cost.parts] == ["copy"]
+    real = contiguous((8, 1001, 201))
+    assert cost_of(op("aten.abs.default", {"self": real}, [real], tags=("pointwise",))).kernels == 1
+    as_complex = cost_of(op("aten.sgn.default", {"self": spec}, [spec], tags=("pointwise",)))
+    assert as_complex.kernels == 1
