@@ -249,6 +249,7 @@ class CaptureSession:
             self.router = stack.enter_context(
                 Router(self.arch, self._module, self._host_sync, backward_error))
             self.tracker.clock = self.router.clock = self.recorder.clock
+            self.recorder.clock.stop()  # until the recorded step: set-up and warm-up readings are not kept
             self.router.hints, self.router.copy_to_host = self.recorder.hints, self.recorder.copy_to_host
             rnn_routes = RnnRoutes(self.arch, self.recorder.hints, self.recorder.dynamic.batch_sizes)
             self.router.add_routes(rnn_routes.routes())
@@ -278,6 +279,7 @@ class CaptureSession:
             self.recorder.clock.restart()
         elif not on and self.recorder.recording:
             self._stop_tracking()
+            self.recorder.clock.stop()
         self.recorder.recording = on
         self.router.tag_origins = on
         self.compile_watch.recording = on
