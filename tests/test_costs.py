@@ -254,3 +254,19 @@ def test_abs_and_angle_of_complex_copy_the_real_part():
     assert cost_of(op("aten.abs.default", {"self": real}, [real], tags=("pointwise",))).kernels == 1
     as_complex = cost_of(op("aten.sgn.default", {"self": spec}, [spec], tags=("pointwise",)))
     assert as_complex.kernels == 1
+
+
+def test_a_reduction_casts_an_input_of_another_dtype_first():
+    # make_reduction_from_out_ty (ReduceOpsUtils.h): `self.to(dtype)` before the reduce. The H200 (zoo losses_train,
+    # torch 2.11) ran cross_entropy's bool count into int64 as a reduce and a copy: 2 work items.
+    mask = contiguous((1024,), "bool")
+    cost = cost_of(op("aten.sum.dim_IntList", {"self": mask, "dim": ()}, [contiguous((), "int64")], tags=("reduction",)))
+    assert cost.kernels == 2 and [p.kind for p in cost.parts] == ["copy_cast"]
+    assert cost.parts[0].bytes_read == 1024 and cost.parts[0].bytes_written == 1024 * 8
+    # a bfloat16 input summed into float32 is read as it is on CUDA (gpu_lowp_to_f32); same dtypes need no cast
+    bf16 = contiguous((1024,), "bfloat16")
+    assert cost_of(op("aten.sum.dim_IntList", {"self": bf16, "dim": ()}, [contiguous(())], tags=("reduction",))).kernels == 1
+    x = contiguous((1024,))
+    assert cost_of(op("aten.sum.dim_IntList", {"self": x, "dim": ()}, [contiguous(())], tags=("reduction",))).kernels == 1
+    # any/all read every dtype as it is on CUDA (get_allany_iter)
+    assert cost_of(op("aten.any.default", {"self": x}, [contiguous((), "bool")], tags=("reduction",))).kernels == 1

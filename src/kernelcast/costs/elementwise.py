@@ -80,7 +80,37 @@ def _first_input(op: OpRecord) -> TensorMeta | None:
     return next((t for t in op.tensors_in() if t.on_gpu), None)
 
 
+# make_reduction_from_out_ty (aten/src/ATen/native/ReduceOpsUtils.h), which sum, nansum, prod and CUDA's mean build
+# their iterator with: an input whose dtype is not the one the reduce runs in is cast first (`self.to(in_dtype)`,
+# one copy kernel), except a half or bfloat16 input reduced into float32 on CUDA (gpu_lowp_to_f32: the kernel
+# reads it as it is). torch.profiler on the CPU build lists sum -> to -> copy_ for a bool, int32 or float32-into-
+# float64 sum. Measured on the H200 (zoo losses_train, cross_entropy's count of kept targets, a bool sum into
+# int64): a copy kernel beside the reduce. any/all on CUDA read every dtype as it is (get_allany_iter): no cast.
+CAST_FIRST_REDUCTIONS = frozenset({"sum", "nansum", "prod", "mean"})
+READ_AS_IS_INTO_FLOAT32 = frozenset({"float16", "bfloat16"})
+
+
+def reduce_input_cast(op: OpRecord, x: TensorMeta, out_dtype: str) -> Cost | None:
+    """The copy casting a reduction's input to the dtype it reduces in (see CAST_FIRST_REDUCTIONS), or None."""
+    if op.name not in CAST_FIRST_REDUCTIONS or x.dtype == out_dtype:
+        return None
+    if x.dtype in READ_AS_IS_INTO_FLOAT32 and out_dtype == "float32":
+        return None
+    if x.dtype.startswith("complex") and out_dtype.startswith("complex"):
+        return None  # in_dtype is the complex type of the result: the same here
+    cast = TensorMeta(x.shape, out_dtype, x.stride)  # `.to()` keeps a dense input's layout
+    return Cost(bytes_read=float(x.touched_bytes), bytes_written=float(cast.nbytes), kernels=1, dtype=out_dtype,
+                kind="copy_cast", key=(x.shape[-1] if x.shape else 1, x.itemsize))
+
+
 def reduction(op: OpRecord, ctx: CostContext) -> Cost:
+    x, outs = _first_input(op), op.tensors_out()
+    cost = _reduce_kernel(op, ctx)
+    cast = reduce_input_cast(op, x, outs[0].dtype) if x is not None and outs and x.numel else None
+    return cost if cast is None else cost.with_parts(cast)
+
+
+def _reduce_kernel(op: OpRecord, ctx: CostContext) -> Cost:
     """One reduce kernel; a memset more when the reduction splits outputs across thread blocks. Three kinds for
     the time model: a reduction to one value ("reduction_all"), along the rows' last dim ("reduction"), across
     rows ("reduction_outer"). On the H200 a sum of 128 x 768 fp32 to one value took 21.4 µs, to 128 row sums
