@@ -210,6 +210,11 @@ def memory_key(op: OpRecord, kind: str) -> tuple[str, tuple]:
     return kind, (t.shape[-1], t.itemsize)
 
 
+def width_key(t: TensorMeta) -> tuple[int, int]:
+    """(innermost dim, item size): the key a memory-bound kind's curves are read by (memory_key's, for one tensor)."""
+    return (t.shape[-1] if t.shape else 1, t.itemsize)
+
+
 def contiguous_copy(t: TensorMeta) -> Cost:
     """`.contiguous()` of a strided tensor inside another op's CUDA code: one copy kernel reading and writing its
     elements; a transposing copy where its innermost dim is not the last (reads and writes cannot both be
@@ -225,7 +230,7 @@ def contiguous_copy(t: TensorMeta) -> Cost:
     else:
         kind = _strided_copy_kind(t, lambda dims: tuple(sorted(dims, reverse=True)))  # into row-major
     return Cost(bytes_read=t.touched_bytes, bytes_written=t.nbytes, kernels=1, dtype=t.dtype, kind=kind,
-                key=(t.shape[-1] if t.shape else 1, t.itemsize))
+                key=width_key(t))
 
 
 def strided(*tensors) -> list[TensorMeta]:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from kernelcast.records import OpRecord, TensorMeta
+from kernelcast.records import DTYPE_BYTES, OpRecord, TensorMeta
 
 from .common import (arg, blocks_key, bytes_written, channels_last, contiguous_copies, dense, gpu_tensors,
-                     host_transfer, memory_key, memory_op, out_dtype, row_major, write_only)
+                     host_transfer, memory_key, memory_op, out_dtype, row_major, width_key, write_only)
 from .conv_layout import channels_last_contiguous
 from .reduce_config import REDUCE_SEMAPHORE_MEMSETS, is_global_reduce, reduced_dims, reduces_fastest_dim
 from .registry import Cost, CostContext, register, register_tag, register_zero_cost
@@ -98,24 +98,22 @@ def reduce_input_cast(op: OpRecord, x: TensorMeta, out_dtype: str) -> Cost | Non
         return None
     if x.dtype.startswith("complex") and out_dtype.startswith("complex"):
         return None  # in_dtype is the complex type of the result: the same here
-    cast = TensorMeta(x.shape, out_dtype, x.stride)  # `.to()` keeps a dense input's layout
-    return Cost(bytes_read=float(x.touched_bytes), bytes_written=float(cast.nbytes), kernels=1, dtype=out_dtype,
-                kind="copy_cast", key=(x.shape[-1] if x.shape else 1, x.itemsize))
+    return Cost(bytes_read=float(x.touched_bytes), bytes_written=float(x.numel * DTYPE_BYTES.get(out_dtype, 4)),
+                kernels=1, dtype=out_dtype, kind="copy_cast", key=width_key(x))
 
 
 def reduction(op: OpRecord, ctx: CostContext) -> Cost:
     x, outs = _first_input(op), op.tensors_out()
-    cost = _reduce_kernel(op, ctx)
+    cost = _reduce_kernel(op, ctx, x, outs)
     cast = reduce_input_cast(op, x, outs[0].dtype) if x is not None and outs and x.numel else None
     return cost if cast is None else cost.with_parts(cast)
 
 
-def _reduce_kernel(op: OpRecord, ctx: CostContext) -> Cost:
+def _reduce_kernel(op: OpRecord, ctx: CostContext, x: TensorMeta | None, outs: list[TensorMeta]) -> Cost:
     """One reduce kernel; a memset more when the reduction splits outputs across thread blocks. Three kinds for
     the time model: a reduction to one value ("reduction_all"), along the rows' last dim ("reduction"), across
     rows ("reduction_outer"). On the H200 a sum of 128 x 768 fp32 to one value took 21.4 µs, to 128 row sums
     5.1 µs (validation/h200_calibration_raw.json); one curve for both priced T5's row means at 5x."""
-    x, outs = _first_input(op), op.tensors_out()
     kernels, kind = 1, "reduction"
     if x is not None and outs and x.numel:
         dims = reduced_dims(len(x.shape), op.args.get("dim"))
@@ -146,12 +144,13 @@ register_tag("reduction", reduction)
 COMPLEX_TO_REAL_OPS = ("aten.abs", "aten.angle")
 
 
-def _complex_to_real_temporary(op: OpRecord) -> TensorMeta | None:
-    """The complex temporary abs/angle write before their real result (None: a real input, or a complex out)."""
+def _complex_input_real_result(op: OpRecord) -> TensorMeta | None:
+    """The complex input of an abs/angle whose result is real (None: a real input, or a complex result). The
+    temporary it is first computed into is empty_like(input): its dtype and layout."""
     x, outs = _first_input(op), op.tensors_out()
     if x is None or not outs or not x.dtype.startswith("complex") or outs[0].dtype.startswith("complex"):
         return None
-    return TensorMeta(x.shape, x.dtype, x.stride)  # empty_like keeps the input's layout
+    return x
 
 
 @register(*COMPLEX_TO_REAL_OPS)
@@ -159,13 +158,13 @@ def complex_to_real(op: OpRecord, ctx: CostContext) -> Cost:
     """One pointwise kernel, or for a complex input and a real result (COMPLEX_TO_REAL_OPS) the complex-valued
     kernel into a temporary of the input's dtype and layout and a copy of its real part: the copy reads every
     sector of the temporary (the imaginary halves interleave) and writes the real result."""
-    temporary = _complex_to_real_temporary(op)
-    if temporary is None:
+    x = _complex_input_real_result(op)
+    if x is None:
         return pointwise(op, ctx)
     result = op.tensors_out()[0]
-    complex_kernel = dataclasses.replace(pointwise(op, ctx), bytes_written=float(temporary.nbytes))
-    copy_real = Cost(bytes_read=float(temporary.nbytes), bytes_written=float(result.nbytes), kernels=1,
-                     dtype=result.dtype, kind="copy", key=(result.shape[-1] if result.shape else 1, result.itemsize))
+    complex_kernel = dataclasses.replace(pointwise(op, ctx), bytes_written=float(x.nbytes))
+    copy_real = Cost(bytes_read=float(x.nbytes), bytes_written=float(result.nbytes), kernels=1, dtype=result.dtype,
+                     kind="copy", key=width_key(result))
     return complex_kernel.with_parts(copy_real)
 
 # No kernel, no device traffic: views torch does not mark as such in the schema, allocation, metadata.
