@@ -5,7 +5,8 @@ registrations, read on a machine with the CUDA build of torch (no GPU work is do
 
 For every aten operator (name.overload) it records the dispatch keys with a kernel among KEYS. The capture reads
 the table for the torch version it runs under (the nearest one recorded) to follow the CUDA build's choices on a
-CPU-only torch (capture/cuda_path.py).
+CPU-only torch (capture/cuda_path.py). No GPU is needed: the dispatcher's registrations of a CUDA wheel are read
+the same without one. The tables for torch 2.12-2.15 were read on a machine without a GPU (installed_as in each).
 """
 
 from __future__ import annotations
@@ -30,11 +31,13 @@ def table() -> dict[str, list[str]]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
+    parser.add_argument("--installed-as", default="",
+                        help="how the torch read here was installed, kept in the table (e.g. pip's CUDA wheel, no GPU)")
     args = parser.parse_args()
     ops = table()
     doc = {"torch": torch.__version__, "cuda": torch.version.cuda, "date": time.strftime("%Y-%m-%d"),
            "command": "PYTHONPATH=src python3 scripts/cuda_op_table.py --out " + args.out,
-           "keys": list(KEYS), "ops": {name: "".join(str(KEYS.index(k)) for k in keys) for name, keys in ops.items()}}
+           "installed_as": args.installed_as, "keys": list(KEYS), "ops": {name: "".join(str(KEYS.index(k)) for k in keys) for name, keys in ops.items()}}
     with open(args.out, "w") as f:
         json.dump(doc, f, separators=(",", ":"), sort_keys=True)
     print(f"{len(ops)} aten ops; {sum('CUDA' in k for k in ops.values())} with a CUDA kernel")

@@ -170,3 +170,16 @@ def test_routing_sort_and_topk_launches():
     assert cost_of(sort).kernels == 5 and cost_of(topk).kernels == 2
     unsorted = op("aten.topk.default", {**topk.args, "sorted": False}, topk.outputs)
     assert cost_of(unsorted).kernels == 1
+
+
+def test_a_random_fill_read_by_the_host_is_its_mean():
+    # torchvision's GeneralizedRCNNTransform.torch_choice: int(torch.empty(1).uniform_(0.0, float(len(k))).item())
+    # picks an index into k; the placeholder 1.0 for a float read had indexed a 1-element tuple out of range.
+    with capture("h200") as cap:
+        index = int(torch.empty(1).uniform_(0.0, 3.0).item())  # (0 + 3) / 2 = 1.5 -> 1
+        centre = torch.empty(1, 1).normal_(mean=-2.0).item()  # a (1, 1) tensor reads as one number
+    assert index == 1 and centre == -2.0
+    assert _noted(cap.capture.notes, "uniform_ read back at ", "random value assumed 1.5, its mean")
+    # nn.init fills parameters in place: no hint on them (Module._apply could not swap them later)
+    with capture("h200"):
+        torch.nn.Linear(4, 4).cuda()

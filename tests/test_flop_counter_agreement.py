@@ -102,4 +102,6 @@ def test_raw_flash_attention_uses_its_batch_seq_heads_dim_layout():
     run.make = lambda: (torch.randn(2, 64, 4, 32, device="cuda", dtype=torch.bfloat16),)
     ours, theirs = _flops_both_ways(run)
     assert ours["aten._flash_attention_forward"] == 4 * 2 * 4 * 4096 * 32
-    assert theirs["aten._flash_attention_forward"] == 4 * 2 * 64 * 16 * 32
+    # torch 2.14's flop_counter reads the (B, S, H, D) layout too (checked on 2.14.1 and 2.15.0).
+    fixed = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 14)
+    assert theirs["aten._flash_attention_forward"] == (4 * 2 * 4 * 4096 * 32 if fixed else 4 * 2 * 64 * 16 * 32)

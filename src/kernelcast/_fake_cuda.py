@@ -1,4 +1,8 @@
-"""Build (once) and load the fake CUDA runtime that lets a CPU-only torch run autograd on fake CUDA tensors.
+"""Build (once) and load the fake CUDA runtime that lets a torch without a GPU run autograd on fake CUDA tensors.
+
+Two kinds of torch need it: a CPU-only build (no CUDA hooks or guard at all), and a CUDA build on a machine
+where no GPU can be used (no driver, no device node, or CUDA_VISIBLE_DEVICES hiding every device), whose real
+hooks fail the first backward. A CUDA build with a GPU keeps its own: the validation captures run there.
 
 This module must not import torch: the hooks in `_fake_cuda.cpp` only take effect if they are registered
 before `import torch` runs. `kernelcast/__init__.py` calls `preload()` first thing.
@@ -23,6 +27,12 @@ from pathlib import Path
 SOURCE_PATH = Path(__file__).with_name("_fake_cuda.cpp")
 CACHE_ENV = "KERNELCAST_CACHE_DIR"
 DISABLE_ENV = "KERNELCAST_NO_FAKE_CUDA"
+# A CUDA build loads the shim only where no GPU is usable; "1" here loads it on a machine with a GPU too.
+FORCE_ENV = "KERNELCAST_FAKE_CUDA"
+# The CUDA driver's library; without it a CUDA build of torch sees no device.
+CUDA_DRIVER_LIBRARY = "libcuda.so.1"
+# Device nodes the NVIDIA driver makes, one per GPU (/dev/nvidia0, ...); none in a container given no GPU.
+NVIDIA_DEVICE_GLOB = "nvidia[0-9]*"
 COMPILE_TIMEOUT_S = 300
 
 
@@ -30,7 +40,7 @@ COMPILE_TIMEOUT_S = 300
 class FakeCudaState:
     """What `preload()` did, so capture can explain a failure instead of crashing."""
 
-    needed: bool  # torch is a CPU-only build, so fake CUDA needs the shim
+    needed: bool  # torch has no GPU to use (a CPU-only build, or a CUDA build with no GPU), so it needs the shim
     loaded: bool  # the shim is loaded into this process
     before_torch: bool  # it was loaded before torch, so the CUDA hooks (needed by autograd) are active
     detail: str  # why not, when it is not loaded
@@ -57,6 +67,24 @@ def _torch_build(torch_dir: Path) -> tuple[str, bool]:
     version = values.get("__version__", "unknown")
     cpu_only = values.get("cuda", "None") == "None" and values.get("hip", "None") == "None"
     return version, cpu_only
+
+
+def gpu_usable() -> bool:
+    """Whether a CUDA build of torch could use a GPU here, told without initialising CUDA (a cuInit in this
+    process would be inherited, broken, by forked workers): the driver library loads, the driver made a
+    device node, and CUDA_VISIBLE_DEVICES does not hide every device."""
+    import ctypes
+
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return False
+    if not any(Path("/dev").glob(NVIDIA_DEVICE_GLOB)):
+        return False
+    try:
+        ctypes.CDLL(CUDA_DRIVER_LIBRARY)
+    except OSError:
+        return False
+    return True
 
 
 def installed_torch() -> tuple[str, bool] | None:
@@ -137,12 +165,16 @@ def preload() -> FakeCudaState:
         _state = FakeCudaState(False, False, False, "disabled" if torch_dir else "torch is not installed")
         return _state
     version, cpu_only = _torch_build(torch_dir)
-    if not cpu_only:
-        # A CUDA build has a real CUDA guard and hooks; FakeTensorMode handles a machine without a GPU.
-        _state = FakeCudaState(False, False, False, "torch is a CUDA build")
+    if not cpu_only and gpu_usable() and not os.environ.get(FORCE_ENV):
+        # A CUDA build with a GPU has a real CUDA guard and hooks; FakeTensorMode keeps every tensor fake.
+        _state = FakeCudaState(False, False, False, "torch is a CUDA build and a GPU is usable")
         return _state
     before_torch = "torch" not in sys.modules
     try:
+        if not cpu_only:
+            # The CUDA build's own hooks and guard register when libtorch_cuda.so loads; loading it first
+            # lets the shim's hooks take the key above them and its guard be stored last (_fake_cuda.cpp).
+            ctypes.CDLL(str(torch_dir / "lib" / "libtorch_cuda.so"), mode=ctypes.RTLD_GLOBAL)
         ctypes.CDLL(str(build(version)), mode=ctypes.RTLD_GLOBAL)
     except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
         _state = FakeCudaState(True, False, False, str(exc).strip().splitlines()[0])

@@ -33,7 +33,21 @@ def capture_file(spec: str, gpu: str = DEFAULT_GPU, world_size: int = 1, args: d
         except KernelcastError:
             raise
         except Exception as exc:  # the user's code failed under fake CUDA: say where, in one line
-            raise CaptureError(f"{spec} failed during capture: {one_line(exc)}{where_it_failed(exc)}") from exc
+            raise CaptureError(f"{spec} failed during capture: {one_line(exc)}{where_it_failed(exc)}"
+                               f"{_what_to_do(exc, world_size)}") from exc
+
+
+# torch.distributed's env:// rendezvous, asked for by init_process_group() without a launcher (torchrun sets
+# RANK and WORLD_SIZE); kernelcast's --world-size gives it a fake process group of that size instead.
+RENDEZVOUS_ENV_MISSING = "environment variable RANK expected"
+
+
+def _what_to_do(exc: BaseException, world_size: int) -> str:
+    """A hint after the error line, where the error has a known cause the user can fix."""
+    if world_size == 1 and RENDEZVOUS_ENV_MISSING in str(exc):
+        return ("; the step starts torch.distributed: capture it as one rank of N with --world-size N "
+                "(world_size=N in the Python API)")
+    return ""
 
 
 def _with_args(spec: str, kwargs: dict[str, Any]) -> str:

@@ -9,7 +9,14 @@ __all__ = ["capture", "capture_step", "capture_workload"]
 
 def __getattr__(name: str):
     if name in __all__:
-        from . import api
+        try:
+            from . import api
+        except AttributeError as exc:
+            # Python turns an AttributeError raised here into "cannot import name 'capture'", which hides the
+            # cause (an op or attribute this torch lacks); say what it was and which torch.
+            import torch
 
+            raise ImportError(f"kernelcast's capture stage does not import on torch {torch.__version__}: "
+                              f"{exc}") from exc
         return getattr(api, name)
     raise AttributeError(f"module 'kernelcast.capture' has no attribute {name!r}")

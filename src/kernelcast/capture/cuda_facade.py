@@ -203,6 +203,9 @@ def _fakes(target: TargetDevice, on_sync: Callable[[str], None]) -> dict[str, ob
         "get_device_properties": lambda device=None: props,
         "is_bf16_supported": lambda including_emulation=True: target.supports_bf16,
         "synchronize": synchronize,
+        # Dynamo asks this before it compiles a frame (convert_frame.trace_frame); a CUDA build without a GPU
+        # would ask the driver and fail. No CUDA graph capture is under way in a capture.
+        "is_current_stream_capturing": lambda: False,
         "manual_seed": lambda seed: None,
         "manual_seed_all": lambda seed: None,
         "seed": lambda: None,

@@ -83,10 +83,11 @@ def run_on_values(func, args: tuple, kwargs: dict) -> Any:
         return func(*args, **kwargs)
 
 
-def as_python(values: torch.Tensor) -> Any:
-    """A hint's values as Python numbers (a list, or a number for a 0-d tensor), read outside the modes."""
+def as_python(values: torch.Tensor, as_number: bool = False) -> Any:
+    """A hint's values as Python numbers (a list, or a number for a 0-d tensor), read outside the modes;
+    as_number: one number, as `.item()` reads a one-element tensor of any shape."""
     with _disable_current_modes():
-        return values.tolist()
+        return values.reshape(()).item() if as_number else values.tolist()
 
 
 def spread(numel: int, choices: int, offset: int = 0) -> torch.Tensor:
@@ -359,6 +360,11 @@ class DynamicShapes:
             aten._pack_padded_sequence_backward.default: self.pack_padded_sequence_backward,
         }
 
+    def library_handlers(self) -> dict[str, Callable]:
+        """Handlers for other libraries' data-dependent ops, by the op's qualified name ("torchvision::nms"):
+        the library may be imported after the capture starts, so its ops are matched by name."""
+        return {"torchvision::nms": self.nms}
+
     def _assume(self, what: str, assumption: str) -> frozenset[str]:
         """Note an assumption a size rests on; returned so hints made from it carry it on."""
         text = f"{what} at {current_source() or 'set-up'}: {assumption}"
@@ -388,6 +394,22 @@ class DynamicShapes:
         (t,) = args[:1]
         count, coords = self._selected(t, "nonzero")
         return self._nonzero_out(t, count, coords), ("nonzero" if _on_cuda(t) else None)
+
+    def nms(self, func, args, kwargs):
+        """torchvision.ops.nms: the indices of the boxes kept, as many as the IoUs between them decide.
+        torchvision's CUDA nms (csrc/ops/cuda/nms_kernel.cu) ends in `order.masked_select(keep)`, whose count
+        the host reads back: a sync. With value hints for both inputs the CPU kernel gives the exact count;
+        else every box is assumed kept (an upper bound on the size)."""
+        boxes, scores = args[:2]
+        box_values, score_values = self.hints.use(boxes), self.hints.use(scores)
+        if box_values is not None and score_values is not None:
+            real = run_on_values(func, (box_values, score_values, *args[2:]), kwargs)
+            out = boxes.new_empty(tuple(real.shape), dtype=torch.long)
+            self.hints.set(out, real, self.hints.why(boxes) | self.hints.why(scores))
+        else:
+            self._assume("nms", "every box assumed kept (an upper bound on the size)")
+            out = boxes.new_empty((boxes.shape[0],), dtype=torch.long)
+        return out, ("nms" if _on_cuda(boxes) else None)
 
     def masked_select(self, func, args, kwargs):
         t, mask = args[:2]

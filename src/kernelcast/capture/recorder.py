@@ -19,6 +19,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from kernelcast.records import DECOMPOSED_TAG, ENGINE_NODES_OP, HOST_OP_PREFIX, OpRecord, TensorMeta
 
+from .aten_ops import overloads
 from .cuda_inplace import CudaInPlace
 from .dynamic_shapes import DynamicShapes, ValueHints, as_python
 from .cuda_path import CudaOpTable
@@ -47,6 +48,15 @@ UNRECORDED_NAMESPACES = {"prim", "profiler"}  # device queries and profiler mark
 # What a bool read back from the GPU most likely is, by the op that made it: checks of the form "all tokens
 # valid" / "sum == numel" hold, checks of the form "any NaN" / "a != b" do not. Anything else: False.
 BOOL_HINTS = {aten.all: True, aten.eq: True, aten.any: False, aten.ne: False}
+# What a number read back straight from a random fill is: the fill's mean (the middle of uniform_'s
+# [from, to), normal_'s mean). torchvision's detection transform picks its resize so
+# (`int(torch.empty(1).uniform_(0.0, len(sizes)).item())`), where the placeholder 1.0 indexed past a 1-tuple.
+# Only a direct read uses it: the fill's tensor carries no value hint into other ops (a randn mask would then
+# select nothing where "every element" is the stated bound).
+RANDOM_FILL_MEANS = {
+    aten.uniform_.default: lambda args, kwargs: (_arg(args, kwargs, 1, "from", 0.0) + _arg(args, kwargs, 2, "to", 1.0)) / 2,
+    aten.normal_.default: lambda args, kwargs: _arg(args, kwargs, 1, "mean", 0.0),
+}
 
 # Ops that create no tensor data and never run on the device, whatever their inputs.
 NO_DEVICE_WORK = {aten.sym_size.int, aten.sym_stride.int, aten.sym_numel.default, aten.sym_storage_offset.default}
@@ -63,8 +73,9 @@ LINALG_INFO_CHECK = aten._linalg_check_errors.default
 LINALG_CHECK_ERRORS_ARG = {aten.linalg_lu_factor_ex.default, aten.linalg_cholesky_ex.default,
                            aten.linalg_inv_ex.default, aten._linalg_solve_ex.default,
                            aten.linalg_ldl_factor_ex.default}
+# cholesky.default: removed in torch 2.14 (torch.cholesky is Python there), so looked up, not named.
 LINALG_ALWAYS_CHECKED = {aten._linalg_eigh.default, aten._linalg_svd.default, aten.linalg_eig.default,
-                         aten.linalg_lstsq.default, aten.cholesky.default, aten.linalg_pinv.atol_rtol_tensor}
+                         aten.linalg_lstsq.default, aten.linalg_pinv.atol_rtol_tensor} | overloads("cholesky.default")
 # torch._grouped_mm's CUTLASS path (bf16 operands and output, sm_90 / sm_100) runs on the device; any other
 # case with offsets copies them to the host (`offs.cpu()`, _grouped_mm_fallback in GroupedMMUtils.h).
 GROUPED_MM_FAST_ARCH_MAJORS = (9, 10)
@@ -224,10 +235,12 @@ class Recorder(TorchDispatchMode):
         self._schemas: dict[Any, _Schema] = {}
         # Which bool tensors came from all()/any(), so .item() on them gets a plausible placeholder.
         self._bool_hint = WeakIdKeyDictionary()
+        self._fill_mean = WeakIdKeyDictionary()  # one-element random fills: (op, its mean), for .item()
         # Plausible values of small tensors whose data the GPU would compute, and data-dependent sizes.
         self.hints = ValueHints(self._note)
         self.dynamic = DynamicShapes(self.hints, self._note, self._record_inner)
         self._shape_handlers = self.dynamic.handlers()  # they give their outputs' hints themselves
+        self._library_handlers = self.dynamic.library_handlers()  # by qualified name, found on first call
         self._sync_handlers: dict[Any, Callable] = {
             **self._shape_handlers,
             aten._local_scalar_dense.default: self._scalar,
@@ -284,6 +297,8 @@ class Recorder(TorchDispatchMode):
         self._pending_tags = ()
         func, args, kwargs = self.in_place.rewrite(func, args, kwargs)
         handler = self._sync_handlers.get(func)
+        if handler is None and func.namespace != "aten" and func.name() in self._library_handlers:
+            handler = self._sync_handlers[func] = self._shape_handlers[func] = self._library_handlers[func.name()]
         if handler is None and self.sparse.handles(func, args, kwargs):
             return self._finish(func, args, kwargs, self.sparse.run(func, args, kwargs))
         if handler is None and self.recording and func not in NO_DEVICE_WORK:
@@ -305,6 +320,10 @@ class Recorder(TorchDispatchMode):
         hint = BOOL_HINTS.get(func.overloadpacket)
         if hint is not None and isinstance(out, torch.Tensor):
             self._bool_hint[out] = hint
+        fill_mean = RANDOM_FILL_MEANS.get(func)
+        # not on parameters (nn.init fills them): a weak reference to one makes Module._apply's swap_tensors fail
+        if fill_mean is not None and out.numel() == 1 and not isinstance(out, torch.nn.Parameter):
+            self._fill_mean[out] = (func.overloadpacket.__name__, float(fill_mean(args, kwargs)))
         if (self.recording and func not in NO_DEVICE_WORK and func not in RECORDED_AS_INNER_OPS
                 and not (self.storages is not None and self.storages.paused)):  # DTensor's metadata-only ops
             self._record(func, args, kwargs, out, sync)
@@ -560,10 +579,16 @@ class Recorder(TorchDispatchMode):
         if constant is None:
             constant = self.hints.use(t)  # a value the host knows, or the capture's stated guess for it
         if constant is not None:  # FakeTensorMode kept the real value of a small constant: use it
-            value = as_python(constant) if func is aten._local_scalar_dense.default else bool(as_python(constant))
+            # .item() reads a one-element tensor of any shape as a number
+            number = as_python(constant, as_number=True)
+            value = number if func is aten._local_scalar_dense.default else bool(number)
         elif t.dtype == torch.bool or func is aten.is_nonzero.default:
             value = self._bool_hint.get(t, False)
             self._note(f"bool read back from the GPU: assumed {value} (all/eq -> True, any/ne/other -> False)")
+        elif t in self._fill_mean:
+            fill, value = self._fill_mean[t]
+            self._note(f"{fill} read back at {current_source() or 'set-up'}: random value assumed {value:g}, "
+                       "its mean")
         elif t.dtype.is_floating_point or t.dtype.is_complex:
             value = 1.0
             self._note("float read back from the GPU: assumed 1.0")

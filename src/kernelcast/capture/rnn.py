@@ -25,6 +25,7 @@ from unittest import mock
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
+from kernelcast import _fake_cuda
 from kernelcast.costs.rnn import GRU, LSTM, RNN_RELU, RNN_TANH
 
 aten = torch.ops.aten
@@ -382,9 +383,11 @@ def _get_cudnn_mode(mode: str) -> int:
 @contextlib.contextmanager
 def cudnn_rnns_on_fake_cuda() -> Iterator[None]:
     """Fake kernels and stand-ins above, and cuDNN's answers for flatten_parameters() (is_acceptable, the
-    mode numbers, parameters' data pointers told apart), while a capture runs. A CUDA build has the kernels
-    and cuDNN already: then nothing is changed."""
-    if torch.backends.cudnn.is_available():
+    mode numbers, parameters' data pointers told apart), while a capture runs. A CUDA build with a GPU has
+    cuDNN, and FakeTensorMode runs the ops with no fake kernel on zero-filled real tensors there: then nothing
+    is changed. A CUDA build without a GPU has cuDNN's kernels but no device to run that fallback on, so it
+    takes the fakes as a CPU build does (kernelcast's fake CUDA shim is loaded in both)."""
+    if not _fake_cuda.state().loaded:
         yield
         return
     import torch.backends.cudnn.rnn as cudnn_rnn_mod

@@ -1,7 +1,8 @@
 """Stage 2: the device work of each captured op (FLOPs, bytes, kernels), from one registry of formulas."""
 
 from . import (  # noqa: F401  (each registers its formulas)
-    attention, collectives, composite, data_dependent, distance, elementwise, embedding, fft, foreach, gather,
+    attention, collectives, composite, data_dependent, detection, distance, elementwise, embedding, fft, foreach,
+    gather,
     generated,
     histogram, index_ops, indexing, linalg, losses, matmul, norms, padding, pooling, reduce_ops, rnn, scans,
     selection, sparse)
