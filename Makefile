@@ -1,6 +1,9 @@
 # Two entry points on a fresh machine (Python >= 3.11, a C++ compiler, no GPU needed):
 #   make demo   set up, then predict the built-in GPT training step on an H100
 #   make test   set up, then run the CPU test suite (what CI runs, via .ci/run)
+# and the second torch CI tests (.ci/run runs it after `make test`):
+#   make test-cuda-build   the test suite under pip's CUDA build of torch 2.14.1 (no GPU), then the same
+#                          predictions made under both builds compared (benchmarks/torch_builds_agree.py)
 PYTHON ?= python3
 VENV ?= .venv
 TORCH ?= torch==2.13.0
@@ -8,8 +11,12 @@ TORCH ?= torch==2.13.0
 # libraries kernelcast does not use: it never runs a kernel).
 TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 BIN := $(VENV)/bin
+# The CUDA build a user gets from `pip install torch` on Linux, with torchvision beside it (several GB).
+CUDA_VENV ?= .venv-cuda
+CUDA_TORCH ?= torch==2.14.1 torchvision==0.29.1
+CUDA_BIN := $(CUDA_VENV)/bin
 
-.PHONY: setup demo test clean
+.PHONY: setup demo test setup-cuda-build test-cuda-build clean
 
 setup: $(VENV)/.installed
 
@@ -50,5 +57,23 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest -q
 
+$(CUDA_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(CUDA_VENV)
+	$(CUDA_BIN)/pip install -q --upgrade pip
+	$(CUDA_BIN)/pip install -q $(CUDA_TORCH)
+	$(CUDA_BIN)/pip install -q -e '.[test]'
+	touch $@
+
+setup-cuda-build: $(CUDA_VENV)/.installed
+
+# The whole suite under the CUDA build, then the agreement of the two builds' predictions: GPU time within 1%,
+# kernels and peak memory exactly (benchmarks/torch_builds_agree.py says which cases and why).
+test-cuda-build: setup setup-cuda-build
+	$(CUDA_BIN)/python -m pytest -q
+	@mkdir -p build
+	$(BIN)/python benchmarks/torch_builds_agree.py run --out build/agree-cpu-build.json
+	$(CUDA_BIN)/python benchmarks/torch_builds_agree.py run --out build/agree-cuda-build.json
+	$(BIN)/python benchmarks/torch_builds_agree.py compare build/agree-cpu-build.json build/agree-cuda-build.json
+
 clean:
-	rm -rf $(VENV) build src/*.egg-info .pytest_cache demo-prediction.json
+	rm -rf $(VENV) $(CUDA_VENV) build src/*.egg-info .pytest_cache demo-prediction.json

@@ -83,6 +83,9 @@ class FakeStream:
         self.stream_id = next(ids.streams) if stream_id is None else stream_id
         self.priority = priority
         self.device = torch.device("cuda", 0)
+        # torch.Stream's own fields, read by FSDP2 from torch 2.15 on (its stream bookkeeping)
+        self.device_index = 0
+        self.device_type = 1  # c10::DeviceType::CUDA, as torch.Stream.device_type reports it
         self.cuda_stream = self.stream_id
 
     def wait_event(self, event: "FakeEvent") -> None:

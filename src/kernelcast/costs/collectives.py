@@ -122,6 +122,9 @@ FSDP_COPY_ARGS = {
     "fsdp.all_gather_copy_in": "all_gather_inputs",  # the rank's shards -> its slot of the all-gather buffer
     "fsdp.split_with_sizes_copy": "out",  # the gathered buffer -> the unsharded parameters
     "fsdp.chunk_cat": "tensors",  # the gradients -> the reduce-scatter buffer
+    # torch 2.15's reduce-scatter copy-in (foreach_reduce_scatter_copy_in): chunk_cat's kernels, run once per
+    # gradient dtype in the group (a bf16/fp32 mix casts in the copy)
+    "fsdp.chunk_cat_mixed_dtype": "tensors",
 }
 PACKED_TABLE_MEMCPYS = 1  # pack_vecs' H2D copy of the kernel's pointer/size tables
 FOREACH_COPY_DEPTH = 2  # _foreach_copy_(dsts, srcs): two tensor lists
@@ -132,6 +135,8 @@ def fsdp_copy_work_items(op: OpRecord, tensors: list[TensorMeta], ctx: CostConte
     if op.packet == "fsdp.all_gather_copy_in":
         return multi_tensor_launches([t.numel for t in tensors], FOREACH_COPY_DEPTH,
                                      large_args=ctx.multi_tensor_large_args)
+    if op.packet == "fsdp.chunk_cat_mixed_dtype":
+        return max(len({t.dtype for t in tensors}), 1) * (1 + PACKED_TABLE_MEMCPYS)
     return 1 + PACKED_TABLE_MEMCPYS
 
 
@@ -145,3 +150,6 @@ def fsdp_copy_cost(op: OpRecord, ctx: CostContext) -> Cost:
 
 
 register(*FSDP_COPY_ARGS)(fsdp_copy_cost)
+# torch 2.15: tells the caching allocator which stream reads a gradient buffer; a no-op on CUDA (its
+# CompositeExplicitAutograd default returns), no device work.
+register_zero_cost("fsdp.record_grad_output_stream")

@@ -216,14 +216,18 @@ def _out_args(op: OpRecord) -> list:
 
 
 COPY_OP_TENSORS = {"fsdp.all_gather_copy_in": "all_gather_inputs", "fsdp.split_with_sizes_copy": "out",
-                   "fsdp.chunk_cat": "tensors"}  # the argument listing the tensors each copies
+                   "fsdp.chunk_cat": "tensors",
+                   "fsdp.chunk_cat_mixed_dtype": "tensors"}  # the argument listing the tensors each copies
+# torch 2.15's ops priced by the fitted cost of the op they replace (the same Python wrapper around _chunk_cat;
+# the profile was fitted on torch 2.11)
+FITTED_AS = {"fsdp.chunk_cat_mixed_dtype": "fsdp.chunk_cat"}
 
 
 def fsdp_op_us(ops: Sequence[OpRecord], costs: ParallelHostCosts) -> dict[int, float]:
     """FSDP2's copy ops (torch.library ops with Python CUDA kernels): their fitted CPU time per call."""
     out = {}
     for i, op in enumerate(ops):
-        cost = costs.fsdp_ops.get(op.packet)
+        cost = costs.fsdp_ops.get(op.packet) or costs.fsdp_ops.get(FITTED_AS.get(op.packet, ""))
         if cost is not None:
             tensors = op.args.get(COPY_OP_TENSORS.get(op.packet, ""))
             out[i] = cost(len(tensors) if isinstance(tensors, tuple) else 1)
