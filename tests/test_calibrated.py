@@ -203,3 +203,15 @@ def test_attention_backward_timed_by_its_kernels_replaces_the_event_timed_row():
     assert len(event_rows) == len(kernel_rows) == 1
     assert event_rows[0][-2] > 10 * kernel_rows[0][-2]
     assert kernel_rows[0][-2] == timed["time_us"] < 30
+
+
+def test_host_copies_run_at_each_gpus_own_host_link():
+    from kernelcast.predict.kernel_model import RooflineModel
+
+    copy = Cost(bytes_read=64e6, kernels=1, kind="h2d_pinned")
+    # datasheet: 64 MB over PCIe 5 x16 (64 GB/s) is 1000 us, over the L4's PCIe 4 (32 GB/s) 2000 us
+    assert RooflineModel(get_gpu("h100"), CaptureSettings()).estimate(copy).time_us == pytest.approx(1000)
+    assert RooflineModel(get_gpu("l4"), CaptureSettings()).estimate(copy).time_us == pytest.approx(2000)
+    # calibrated: the H200 host's measured rate, carried to the L4 by the two links' ratio (32 / 64)
+    h200, l4 = _model("h200").estimate(copy), _model("l4").estimate(copy)
+    assert l4.time_us == pytest.approx(2 * h200.time_us) and "scaled to pcie4" in l4.roof

@@ -173,3 +173,21 @@ def test_failed_capture_mutes_torch_error_log_only_while_it_runs(caplog):
         capture_workload(build, "h100")
     assert caplog.records == []  # fake_tensor.py logs this error with its traceback before re-raising it
     assert not any(logging.getLogger(name).disabled for name in RERAISING_TORCH_LOGGERS)
+
+
+def test_a_zero_dim_parameter_moves_with_the_module():
+    # nn.Parameter(torch.tensor(2.0)): a fake tensor that keeps its value, listed by FakeTensorMode for
+    # invalidation; Module._apply's swap_tensors had refused it (KernelBench level 2 programs 3, 50 and 68).
+    from kernelcast.capture import capture_workload
+
+    def build():
+        scale = torch.nn.Parameter(torch.tensor(2.0))
+        lin = torch.nn.Linear(4, 4)
+        model = torch.nn.ModuleDict({"lin": lin}).cuda()
+        model.scale = scale
+        model.cuda()
+        x = torch.randn(2, 4, device="cuda")
+        return (lambda x: (model["lin"](x) * model.scale).sum().backward()), (x,)
+
+    cap = capture_workload(build, "h200")
+    assert any(o.op == "aten.mul.Tensor" for o in cap.ops)

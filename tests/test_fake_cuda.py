@@ -3,6 +3,8 @@
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from kernelcast import _fake_cuda
 
 
@@ -60,3 +62,27 @@ def test_a_torch_that_refuses_to_override_a_meta_kernel_keeps_it(monkeypatch):
     with pytest.raises(RuntimeError):  # any other refusal is not swallowed
         with cuda_only.cuda_only_fakes(load_op_table()):
             pass
+
+
+def test_a_cuda_build_loads_the_helper_only_where_no_gpu_is_usable(monkeypatch, tmp_path):
+    """The CUDA build on a machine without a GPU needs the helper (its real hooks fail the first backward);
+    with a GPU it keeps torch's own."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert not _fake_cuda.gpu_usable()  # every device hidden
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    monkeypatch.setattr(_fake_cuda, "NVIDIA_DEVICE_GLOB", "no-such-device-node-*")
+    assert not _fake_cuda.gpu_usable()  # no /dev/nvidia* node: the driver made none
+    monkeypatch.setattr(_fake_cuda, "NVIDIA_DEVICE_GLOB", "*")  # some node exists in /dev
+    monkeypatch.setattr(_fake_cuda, "CUDA_DRIVER_LIBRARY", str(tmp_path / "libcuda-missing.so.1"))
+    assert not _fake_cuda.gpu_usable()  # no driver library
+
+
+def test_this_machines_torch_has_the_helper_loaded():
+    """CI runs the suite on machines without a GPU, under a CPU build and a CUDA build: the helper is loaded in
+    both, before torch (tests/conftest.py imports kernelcast first)."""
+    import torch
+
+    state = _fake_cuda.state()
+    if torch.version.cuda is not None and _fake_cuda.gpu_usable():
+        pytest.skip("a GPU is usable here: torch's own CUDA hooks are kept")
+    assert state.needed and state.loaded and state.before_torch, state.detail

@@ -46,6 +46,7 @@ NEEDS_GPU = {"calibrate", "measure", "validate"}  # without --from-raw: run on a
 NOT_RUN = {
     "make demo": "the set-up itself: CI runs `make test` on a clean clone (.ci/run), which shares its recipe",
     "make test": "the set-up itself: CI runs it on a clean clone (.ci/run)",
+    "make test-cuda-build": "CI runs it after `make test` on a clean clone (.ci/run); several GB to install",
     "source .venv/bin/activate": "shell state; here the CLI runs in-process from the checkout",
 }
 

@@ -1,6 +1,6 @@
 """kernelcast: predict what a PyTorch step costs on a GPU, without one.
 
-    import kernelcast                      # before torch, so backward can be captured on a CPU-only torch
+    import kernelcast                      # before torch, so backward can be captured on a machine without a GPU
     pred = kernelcast.predict_file("train.py:build", gpu="h100")
     pred.show()
 """
@@ -10,7 +10,7 @@ import types
 
 from kernelcast import _fake_cuda
 
-# Before anything imports torch: a CPU-only torch needs fake CUDA hooks registered first (see _fake_cuda.py).
+# Before anything imports torch: a torch without a GPU needs fake CUDA hooks registered first (see _fake_cuda.py).
 _fake_cuda.preload()
 
 __version__ = "0.1.0"

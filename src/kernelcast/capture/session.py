@@ -122,15 +122,22 @@ def _swappable_fake_tensors(fake_mode: FakeTensorMode) -> Iterator[None]:
 
     Module._apply always swaps FakeTensor parameters (torch.utils.swap_tensors), and swap_tensors refuses a
     tensor that has weak references. FakeTensorMode's converter memo holds one to every op output, so every
-    fake parameter has one. Dropping the two memo entries first is safe: the memo is a cache.
+    fake parameter has one. Dropping the two memo entries first is safe: the memo is a cache. A fake tensor
+    that keeps its real value (one element from `torch.tensor(2.0)`: a 0-d `nn.Parameter` scale) is also
+    listed under its source storage in `constant_storage_mapping`, so that writing to that storage forgets the
+    value; after the swap the parameter's data is a new tensor, so its entry goes too (KernelBench level 2
+    programs 3, 50 and 68, a CLIP-style logit scale: "Couldn't swap Model.scale1").
     """
     original = torch.utils.swap_tensors
 
     def swap_tensors(t1, t2):
-        memo = fake_mode.fake_tensor_converter.tensor_memo
+        converter = fake_mode.fake_tensor_converter
+        memo = converter.tensor_memo
         for key, value in list(memo.items()):
             if value is t1 or value is t2:
                 del memo[key]
+        for refs in getattr(converter, "constant_storage_mapping", {}).values():
+            refs[:] = [ref for ref in refs if ref() is not t1 and ref() is not t2]
         return original(t1, t2)
 
     with mock.patch.object(torch.utils, "swap_tensors", swap_tensors):

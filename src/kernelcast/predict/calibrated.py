@@ -709,10 +709,15 @@ class CalibratedModel:
             copies = self.profile.get("host", {}).get("copies", {})
             curve = copies.get(f"{cost.kind}_curve")
             rate = _rate_on_curve(curve, cost.bytes) if curve else copies.get(f"{cost.kind}_bytes_per_s")
-            if not rate or self.transferred:  # another machine's host link says little about this one's
+            if not rate:
                 return roofline
+            roof, source = "measured host link", "interpolated"  # a rate read off the measured copy curve
+            if self.transferred:  # the share of its link the profiled host reached, on this GPU's own link
+                rate *= self.gpu.host_link_bw_bytes_per_s / self.profiled_gpu.host_link_bw_bytes_per_s
+                roof, source = f"measured host link, scaled to {self.gpu.host_link}", "interpolated, scaled"
             link_us = cost.bytes / rate * 1e6
-            return KernelEstimate(max(link_us, self.floor_us), "host link", "measured host link", 0.0, link_us)
+            return KernelEstimate(max(link_us, self.floor_us), "host link", roof, 0.0, link_us, source,
+                                  MEMORY_CURVE_UNCERTAINTY)
         source, uncertainty = "interpolated", MEMORY_CURVE_UNCERTAINTY
         if cost.kind == "cudnn_rnn" and cost.key:
             time_us = self._cudnn_rnn_us(cost)

@@ -19,10 +19,9 @@ from kernelcast.records import CaptureSettings
 # profile measures it per device.
 DATASHEET_MIN_KERNEL_US = 2.0
 
-# Host <-> device copies on the datasheet: PCIe Gen5 x16, 32 GT/s x 16 lanes, about 63 GB/s each way (PCI-SIG,
-# PCIe 5.0 specification). Pageable memory is slower (staged through a pinned buffer); only a calibrated
-# profile knows by how much.
-DATASHEET_HOST_LINK_BYTES_PER_S = 63e9
+# Host <-> device copies on the datasheet run at the GPU's own host link, one direction (gpus.toml
+# host_link_bw_bytes_per_s: PCIe 3/4/5 x16 = 16/32/64 GB/s, PCI-SIG). Pageable memory is slower (staged through a
+# pinned buffer); only a calibrated profile knows by how much.
 
 BOUNDS = ("compute", "memory", "latency")
 
@@ -88,8 +87,9 @@ class RooflineModel:
         if cost.kernels == 0:
             return NO_KERNEL
         if cost.kind in TRANSFER_KINDS:
-            link_us = cost.bytes / DATASHEET_HOST_LINK_BYTES_PER_S * 1e6
-            return KernelEstimate(max(link_us, self.min_kernel_us), "host link", "pcie5_x16", 0.0, link_us)
+            link_us = cost.bytes / self.gpu.host_link_bw_bytes_per_s * 1e6
+            return KernelEstimate(max(link_us, self.min_kernel_us), "host link", f"{self.gpu.host_link}_x16", 0.0,
+                                  link_us)
         peak, roof = self.peak(cost)
         compute_us = cost.flops / peak * 1e6
         memory_us = cost.bytes / self.gpu.mem_bw_bytes_per_s * 1e6
