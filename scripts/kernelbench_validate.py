@@ -40,7 +40,7 @@ CAPTURE_TIMEOUT_S = 120  # one program's capture; past it the program is listed 
 PUBLISHED = {
     "H100_together": "h100-sxm", "B200_together": "b200", "A100-80GB_modal": "a100-80gb",
     "A100_modal": "a100-40gb", "L40S_babel": "l40s", "L40S_matx3": "l40s", "L40S_modal": "l40s",
-    "L4_modal": "l4", "T4_modal": "t4", "A6000_babel": None, "RTX_3090_Ti": None,
+    "L4_modal": "l4", "T4_modal": "t4", "A6000_babel": "rtx-a6000", "RTX_3090_Ti": "rtx3090ti",
 }
 OURS = "H200_ours"
 BUSY_SHARE = 0.85  # kernel time over call time, on the H200, for a program to count as GPU-busy
@@ -207,6 +207,38 @@ def summarize(doc: dict, busy_only: bool = True) -> dict[str, dict]:
     return out
 
 
+# A program's family by its name, first match: the kinds of kernel that dominate it (KernelBench names each
+# program after its ops).
+FAMILIES = (("conv_transposed_3d", ("conv_transposed_3d", "convtranspose3d")),
+            ("conv_3d", ("conv3d", "conv_standard_3d")),
+            ("conv_transposed_1d_2d", ("conv_transposed", "convtranspose")), ("conv_depthwise", ("depthwise",)),
+            ("conv_1d_2d", ("conv",)), ("matmul", ("matmul", "gemm", "bmm", "linear", "matrix")),
+            ("norm", ("norm",)), ("pool", ("pool",)), ("softmax", ("softmax",)), ("scan", ("cum",)),
+            ("loss", ("loss", "entropy", "divergence", "triplet", "hinge")))
+
+
+def family(name: str) -> str:
+    s = name.lower().split("/")[-1]
+    squeezed = s.replace("_", "")
+    for label, marks in FAMILIES:
+        if any(m in s or m.replace("_", "") in squeezed for m in marks):
+            return label
+    return "elementwise / reduction"
+
+
+def family_table(doc: dict) -> list[tuple[str, str, int, float]]:
+    """(family, GPU, n, median |error|) of the GPU-busy programs."""
+    out = []
+    rows = {n: r for n, r in doc["programs"].items() if "predicted" in r and _busy(r)}
+    for label in sorted({family(n) for n in rows}):
+        for gpu in doc["gpus"]:
+            errors = [_error(r["predicted"][gpu]["first_step_us"], r["measured_ms"][gpu]) for n, r in rows.items()
+                      if family(n) == label and r["measured_ms"].get(gpu) and gpu in r["predicted"]]
+            if errors:
+                out.append((label, gpu, len(errors), statistics.median(errors)))
+    return out
+
+
 def report(path: str) -> int:
     doc = json.loads(Path(path).read_text())
     busy = sum(_busy(r) for r in doc["programs"].values())
@@ -218,6 +250,14 @@ def report(path: str) -> int:
         for gpu, s in summarize(doc, busy_only).items():
             ratio = f"{s['ratio_median_error']:.0%}" if s["ratio_median_error"] is not None else "-"
             print(f"{gpu:<12} {s['n']:>4} {s['median_error']:>13.0%} {s['within_15']:>11.0%} {ratio:>28}")
+    table = family_table(doc)
+    gpus = [g for g in doc["gpus"] if any(t[1] == g for t in table)]
+    print("\nGPU-busy programs by family: median error (n)")
+    print(f"{'family':<24}" + "".join(f"{g[:10]:>11}" for g in gpus))
+    for label in sorted({t[0] for t in table}):
+        cells = {t[1]: t for t in table if t[0] == label}
+        print(f"{label:<24}" + "".join(f"{cells[g][3]:>6.0%} ({cells[g][2]:>2})" if g in cells else f"{'-':>11}"
+                                       for g in gpus))
     return 0
 
 

@@ -69,3 +69,32 @@ def test_the_copies_are_parts_of_the_conv_cost():
     (copy,) = cost.parts
     # a broadcast source of one value: each distinct element read once, every element written, a plain copy
     assert copy.kind == "copy" and copy.bytes_written == 64 * 1024 * 49 * 2 and copy.bytes_read == 2
+
+
+def ndhwc(shape, dtype="float32"):
+    n, c, d, h, w = shape
+    return TensorMeta(tuple(shape), dtype, (d * h * w * c, 1, h * w * c, w * c, c), "cuda")
+
+
+def test_channels_last_3d_is_read_as_c10_reads_it():
+    # is_channels_last_strides_3d_s5: strides grow C, W, H, D, N
+    x = (2, 16, 8, 32, 32)
+    assert strides_like_channels_last(ndhwc(x)) and channels_last_contiguous(ndhwc(x))
+    assert not strides_like_channels_last(contiguous(x)) and not channels_last_contiguous(contiguous(x))
+    ops = forward_operands(contiguous(x), ndhwc((64, 16, 3, 3, 3)), native_depthwise=False)
+    assert ops.nhwc and len(ops.copies) == 1 and ops.copies[0].shape == x
+    assert ops.x.stride == ndhwc(x).stride
+
+
+def test_a_3d_conv_is_keyed_by_its_mean_sizes():
+    from kernelcast.costs.matmul import conv_key, spatial_mean
+
+    # KernelBench level 1 #66: a 16 x 128 x 256 clip, a 3 x 5 x 7 kernel: keyed by their geometric means, so
+    # that size ** 3 and kernel ** 3 stay its positions and taps
+    x, w = contiguous((8, 3, 16, 128, 256), "float32"), contiguous((64, 3, 3, 5, 7), "float32")
+    args = {"input": x, "weight": w, "bias": None, "stride": (1, 1, 1), "padding": (0, 0, 0),
+            "dilation": (1, 1, 1), "transposed": False, "output_padding": (0, 0, 0), "groups": 1}
+    key = conv_key(x, w, op("aten.convolution.default", args, [contiguous((8, 64, 14, 124, 250))]), "conv_fwd")
+    assert key == ("conv_fwd", "float32", False, 3, 64, 5, 1, 81, 1, 8, 3, False)
+    assert spatial_mean((16, 128, 256)) == 81 and abs(81 ** 3 / (16 * 128 * 256) - 1) < 0.02
+    assert spatial_mean((7,)) == 7 and spatial_mean(()) == 1

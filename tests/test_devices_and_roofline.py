@@ -90,7 +90,10 @@ def test_model_label_says_what_kernel_model_for_does(gpu_id):
         assert isinstance(model, RooflineModel)
     else:
         assert isinstance(model, CalibratedModel) and model.transferred == (label != "calibrated")
-    assert label == ("calibrated" if gpu_id == "h200" else "scaled from H200 (unvalidated)")  # one profile today
+    if gpu_id == "h200":  # one profile today
+        assert label == "calibrated"
+    else:  # carried from it with the GPU's own or its architecture's achieved rates (devices/achieved.py)
+        assert label.startswith("scaled from H200") and ("fitted" in label or "unvalidated" in label)
 
 
 def test_only_other_vendors_get_the_cuda_kernels_note():

@@ -29,8 +29,11 @@ def _cmd_devices(args: argparse.Namespace) -> int:
         return 0
     console.print(_gpus_table())
     console.print("model: how kernel times are predicted. calibrated = from the GPU's own measured profile; scaled "
-                  "= another GPU's profile carried over by datasheet ratios; datasheet = roofline only. "
-                  "GPU-to-GPU links: `kernelcast devices --interconnects`.")
+                  "= another GPU's profile carried over by datasheet ratios, with the GPU's own achieved rates "
+                  "fitted to KernelBench's published timings where it has them, its architecture's where it has "
+                  "not (held-out error: median over the GPU-busy programs, scripts/fit_gpu_rates.py), unvalidated "
+                  "where neither; datasheet = roofline only. GPU-to-GPU links: `kernelcast devices "
+                  "--interconnects`.")
     return 0
 
 
@@ -657,6 +660,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compile", metavar="MODE", choices=("default", "reduce-overhead", "max-autotune"),
                    help="predict the step as torch.compile(step, mode=MODE) runs it: default, reduce-overhead "
                         "(CUDA graphs) or max-autotune (needs the triton package)")
+    p.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
     p.set_defaults(func=_cmd_predict)
 
     f = sub.add_parser("fit", help="the largest batch (or other build() argument) whose step fits a GPU's memory")
@@ -670,6 +674,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--interconnect", metavar="LINK", help="GPU-to-GPU link for collectives")
     f.add_argument("--expandable-segments", action="store_true",
                    help="predict memory with the allocator's expandable_segments:True")
+    f.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
     f.set_defaults(func=_cmd_fit)
 
     a = sub.add_parser("advise", help="the fixes that would make a step faster, each applied and re-predicted")
@@ -678,6 +683,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--arg", action="append", metavar="NAME=VALUE", help="build() arguments (repeatable)")
     a.add_argument("--json", metavar="OUT", help="also write the fixes, their predicted steps and costs there")
     a.add_argument("--world-size", type=int, default=1, metavar="N", help="capture as rank 0 of N ranks")
+    a.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
     a.set_defaults(func=_cmd_advise)
 
     w = sub.add_parser("sweep", help="step time and throughput against a build() argument (the batch size)")
@@ -687,6 +693,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the build() argument and its range, e.g. batch=1..256 (low, powers of two, high)")
     w.add_argument("--arg", action="append", metavar="NAME=VALUE", help="other build() arguments (repeatable)")
     w.add_argument("--json", metavar="OUT", help="also write the points there")
+    w.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
     w.set_defaults(func=_cmd_sweep)
 
     c = sub.add_parser("capture", help="capture a step's ops to a JSON file")
@@ -726,6 +733,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("workload", help="FILE.py:build or example:NAME")
     v.add_argument("--gpu", default=DEFAULT_GPU, help="the catalogue GPU this machine has")
     v.add_argument("--json", metavar="OUT", help="also write the comparison as JSON")
+    v.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
     v.set_defaults(func=_cmd_validate)
 
     r = sub.add_parser("report", help="one self-contained HTML report: summary, roofline, timeline, top ops, advice",
@@ -742,6 +750,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--world-size", type=int, default=1, metavar="N",
                    help="capture the step as rank 0 of N ranks (fake process group; default 1: one GPU)")
     r.add_argument("--interconnect", metavar="LINK", help="GPU-to-GPU link for collectives (see predict)")
+    r.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
     r.set_defaults(func=_cmd_report)
 
     cmp = sub.add_parser("compare", help="what changed between two saved predictions (summary, ops, sync points)")
@@ -759,9 +768,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+PROFILE_HELP = ("a device profile from `kernelcast calibrate --out FILE` on your own GPU: its GPU's kernels and host "
+                "costs are predicted from it in place of the shipped data")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if getattr(args, "profile", None):
+            from kernelcast.profiles import use_profile
+
+            use_profile(args.profile)
         return args.func(args)
     except KernelcastError as exc:
         if os.environ.get(DEBUG_ENV):

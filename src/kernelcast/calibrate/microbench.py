@@ -9,6 +9,7 @@ device time. Inputs are random normal data, never zeros. The whole sweep takes w
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 import time
 from typing import Callable
@@ -818,6 +819,77 @@ def linalg_grid(results: list, quick: bool) -> None:
             record(results, "linalg_svd", base, lambda: torch.linalg.svd(a, full_matrices=False))
 
 
+# Kinds whose speed depends on the launch's geometry more than on bytes (issue 30): 3-D pooling (a window of
+# up to 27 taps per output, or 8 at stride = kernel), 2-D average pooling with wide windows, layer norm over few
+# rows of millions of elements (a block per row: 16 rows leave most SMs idle) and many short ones, group norm
+# over few groups, and scans along either dim of (rows, cols) grids. Each a forward and, for pooling and norms,
+# the backward, in fp32 and bf16.
+POOL3D_SHAPES = ((2, 16, 16, 32, 32), (4, 32, 32, 64, 64), (16, 32, 64, 64, 64), (8, 64, 16, 56, 56),
+                 (1, 3, 64, 128, 128))
+POOL3D_WINDOWS = ((2, 2, 0, 1), (3, 2, 1, 1), (3, 1, 1, 1), (3, 2, 1, 3), (5, 3, 2, 1))  # kernel, stride, pad, dil
+POOL2D_WINDOWS = ((3, 1, 1), (5, 5, 0), (11, 4, 0), (2, 2, 0), (7, 1, 3))
+POOL2D_SHAPES = ((16, 64, 256, 256), (32, 128, 56, 56), (8, 3, 512, 512))
+FEW_ROWS = (1, 2, 4, 16, 64, 256, 4096)
+LONG_COLS = (1 << 16, 1 << 18, 1 << 20, 1 << 22)
+GRID_MAX_ELEMENTS = 1 << 26
+SCAN_ROWS = (1, 16, 128, 1024, 16384)
+SCAN_COLS = (128, 1000, 4000, 32768, 1 << 20)
+
+
+def shape_kinds_grid(results: list, quick: bool) -> None:
+    for shape, (k, s, pad, dil), dtype in itertools.product(POOL3D_SHAPES[::2] if quick else POOL3D_SHAPES,
+                                                            POOL3D_WINDOWS, (torch.float32, torch.bfloat16)):
+        if math.prod(shape) * dtype.itemsize > 1 << 30 or pad > k // 2:
+            continue
+        x = randn(*shape, dtype=dtype)
+        base = {"shape": list(shape), "kernel": k, "stride": s, "padding": pad, "dilation": dil,
+                "dtype": str(dtype)[6:]}
+        window = ([k] * 3, [s] * 3, [pad] * 3)
+        record(results, "max_pool3d", base, lambda: aten.max_pool3d_with_indices(x, *window, [dil] * 3))
+        out, idx = aten.max_pool3d_with_indices(x, *window, [dil] * 3)
+        g = torch.randn_like(out)
+        record(results, "max_pool3d_bwd", base, lambda: aten.max_pool3d_with_indices_backward(
+            g, x, *window, [dil] * 3, False, idx))
+        if dil == 1:
+            record(results, "avg_pool3d", base, lambda: aten.avg_pool3d(x, *window))
+            ga = torch.randn_like(aten.avg_pool3d(x, *window))
+            record(results, "avg_pool3d_bwd", base, lambda: aten.avg_pool3d_backward(ga, x, *window, False, True,
+                                                                                      None))
+    for shape, (k, s, pad), dtype in itertools.product(POOL2D_SHAPES, POOL2D_WINDOWS, (torch.float32, torch.bfloat16)):
+        x = randn(*shape, dtype=dtype)
+        base = {"shape": list(shape), "kernel": k, "stride": s, "padding": pad, "dtype": str(dtype)[6:]}
+        record(results, "avg_pool2d", base, lambda: aten.avg_pool2d(x, [k, k], [s, s], [pad, pad]))
+        record(results, "max_pool2d", base, lambda: aten.max_pool2d_with_indices(x, [k, k], [s, s], [pad, pad]))
+    for rows, cols, dtype in itertools.product(FEW_ROWS, LONG_COLS, (torch.float32, torch.bfloat16)):
+        if rows * cols > GRID_MAX_ELEMENTS:
+            continue
+        x, w, b = randn(rows, cols, dtype=dtype), randn(cols, dtype=dtype), randn(cols, dtype=dtype)
+        base = {"rows": rows, "width": cols, "dtype": str(dtype)[6:]}
+        record(results, "layer_norm_fwd", base, lambda: aten.native_layer_norm(x, [cols], w, b, 1e-5))
+        out, mean, rstd = aten.native_layer_norm(x, [cols], w, b, 1e-5)
+        g = torch.randn_like(x)
+        record(results, "layer_norm_bwd", base, lambda: aten.native_layer_norm_backward(
+            g, x, [cols], mean, rstd, w, b, [True, True, True]))
+    for (n, c, hw, groups), dtype in itertools.product(
+            [(16, 64, 256, 8), (32, 256, 32, 32), (128, 512, 8, 8), (4, 32, 128, 1), (64, 128, 64, 4)],
+            (torch.float32, torch.bfloat16)):
+        x, w, b = randn(n, c, hw, hw, dtype=dtype), randn(c, dtype=dtype), randn(c, dtype=dtype)
+        base = {"n": n, "c": c, "size": hw, "groups": groups, "dtype": str(dtype)[6:]}
+        record(results, "group_norm_fwd", base, lambda: aten.native_group_norm(x, w, b, n, c, hw * hw, groups, 1e-5))
+        out, mean, rstd = aten.native_group_norm(x, w, b, n, c, hw * hw, groups, 1e-5)
+        g = torch.randn_like(x)
+        record(results, "group_norm_bwd", base, lambda: aten.native_group_norm_backward(
+            g, x, mean, rstd, w, n, c, hw * hw, groups, [True, True, True]))
+    for rows, cols, dtype in itertools.product(SCAN_ROWS, SCAN_COLS, (torch.float32, torch.bfloat16)):
+        if rows * cols > GRID_MAX_ELEMENTS:
+            continue
+        x = randn(rows, cols, dtype=dtype)
+        base = {"rows": rows, "cols": cols, "dtype": str(dtype)[6:]}
+        record(results, "cumsum_last", base, lambda: aten.cumsum(x, -1))
+        record(results, "cumsum_first", base, lambda: aten.cumsum(x, 0))
+        record(results, "cumprod_last", base, lambda: aten.cumprod(x, -1))
+
+
 SECTIONS = {"gemm": gemms, "conv": convs, "reduce": reductions, "attention": attention, "norms": norms_and_more,
             "elementwise": elementwise, "extras": extras, "extras2": extras2}
 # Not in the default run: by name (`kernelcast calibrate --sections reduce_grid`).
@@ -825,7 +897,8 @@ EXTRA_SECTIONS = {"reduce_grid": reductions_grid, "row_grid": row_grid, "bn_grid
                   "weight_norm_grid": weight_norm_grid, "sort_grid": sort_grid,
                   "grouped_mm_grid": grouped_mm_grid, "cat_strided_grid": cat_strided_grid,
                   "sparse_grid": sparse_grid, "gather_grid": gather_grid,
-                  "norm_width_grid": norm_width_grid, "layout_grid": layout_grid, "linalg_grid": linalg_grid,
+                  "norm_width_grid": norm_width_grid, "shape_kinds_grid": shape_kinds_grid,
+                  "layout_grid": layout_grid, "linalg_grid": linalg_grid,
                   "triton_grid": lambda results, quick: triton_grid(results, quick, _flush_l2)}
 
 

@@ -386,28 +386,110 @@ def conv_log_uniform_cases(device: str, scale: float = 1.0, draw: int = 1) -> It
 
 
 def _conv_call(p: dict, device: str) -> Callable[[], object]:
+    """One convolution pass of the params. Square by default (size, kernel, stride in every spatial dim, padding
+    kernel // 2, or (kernel - stride) // 2 transposed); a case may give per-dim `spatial`, `kernel_shape` and
+    `stride_shape`, and `padding`, `output_padding` and `dilation` (one int for every dim)."""
     import torch
 
     aten = torch.ops.aten
     dtype = getattr(torch, p["dtype"])
-    dims, k, s, g, transposed = p["dims"], p["kernel"], p["stride"], p["groups"], p.get("transposed", False)
-    spatial = (p["size"],) * dims
+    dims, g, transposed = p["dims"], p["groups"], p.get("transposed", False)
+    spatial = tuple(p.get("spatial") or (p["size"],) * dims)
+    kernel = tuple(p.get("kernel_shape") or (p["kernel"],) * dims)
+    stride = list(p.get("stride_shape") or (p["stride"],) * dims)
     x = torch.randn(p["batch"], p["c_in"], *spatial, device=device, dtype=dtype)
     if transposed:
-        w = torch.randn(p["c_in"], p["c_out"] // g, *(k,) * dims, device=device, dtype=dtype)
-        pad = (k - s) // 2
+        w = torch.randn(p["c_in"], p["c_out"] // g, *kernel, device=device, dtype=dtype)
+        pad = [p["padding"]] * dims if "padding" in p else [max(k - s, 0) // 2 for k, s in zip(kernel, stride)]
     else:
-        w = torch.randn(p["c_out"], p["c_in"] // g, *(k,) * dims, device=device, dtype=dtype)
-        pad = k // 2
+        w = torch.randn(p["c_out"], p["c_in"] // g, *kernel, device=device, dtype=dtype)
+        pad = [p["padding"]] * dims if "padding" in p else [k // 2 for k in kernel]
     if p["channels_last"]:
-        x, w = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
-    args = ([s] * dims, [pad] * dims, [1] * dims, transposed, [0] * dims, g)
+        fmt = torch.channels_last_3d if dims == 3 else torch.channels_last
+        x, w = x.to(memory_format=fmt), w.to(memory_format=fmt)
+    args = (stride, pad, [p.get("dilation", 1)] * dims, transposed, [p.get("output_padding", 0)] * dims, g)
     if p["pass"] == "forward":
         return lambda: aten.convolution(x, w, None, *args)
     out = aten.convolution(x, w, None, *args)
     grad = torch.randn_like(out)
     mask = [True, False, False] if p["pass"] == "input_grad" else [False, True, False]
     return lambda: aten.convolution_backward(grad, x, w, None, *args, mask)
+
+
+# -- volumetric and transposed convolutions (issue 30) --------------------------------------------------------
+# The designed sweep has no 3-D convolution and few transposed ones (U-Net up-sampling, kernel 2 or 4, stride 2,
+# square): every 3-D convolution priced at the datasheet and transposed ones from 2-D neighbours of other
+# kinds. These cases draw what video, volumetric and medical models and decoders run: 3-D convolutions
+# (clips of 4-64 frames at 8-128 pixels, kernels 1-7 and the factorised (1, k, k) / (k, 1, 1) of R(2+1)D,
+# strides 1-2, often padding 0), transposed 3-D and 2-D convolutions (kernels 2-7, strides 1-3, padding,
+# output padding, dilation, groups), sizes per dim unequal where models make them so, every dtype and layout,
+# forward and both gradients.
+CONV_VOLUMETRIC_CASES = 400
+CONV_VOLUMETRIC_SEED = 20261203
+CONV_VOLUMETRIC_CHANNELS = [1, 3, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512]
+CONV_VOLUMETRIC_MAX_BYTES = 1 << 29  # input + output of one pass
+CONV_VOLUMETRIC_MAX_FLOPS = {"float32": 2.5e11, "bfloat16": 1e12, "float16": 1e12}  # a few ms at worst
+
+
+def _volumetric_shape(rng: random.Random, dims: int) -> tuple[list[int], list[int], list[int]]:
+    """(spatial sizes, kernel, stride) per dim."""
+    if dims == 3:
+        depth, side = rng.choice([4, 8, 16, 16, 24, 32, 48, 64]), rng.choice([8, 16, 28, 32, 56, 64, 112, 128])
+        spatial = [depth, side, side] if rng.random() < 0.7 else [depth, side, rng.choice([8, 16, 32, 64, 96])]
+        form = rng.choice(["cube", "cube", "cube", "spatial", "temporal", "mixed"])
+        k = rng.choice([1, 2, 3, 3, 3, 4, 5, 7])
+        kernel = {"cube": [k] * 3, "spatial": [1, k, k], "temporal": [k, 1, 1],
+                  "mixed": [rng.choice([1, 3, 5]), rng.choice([3, 5]), rng.choice([3, 5, 7])]}[form]
+    else:
+        side = rng.choice([8, 16, 28, 32, 56, 64, 128, 256])
+        spatial = [side, side] if rng.random() < 0.7 else [side, rng.choice([16, 32, 64, 128, 256])]
+        kernel = [rng.choice([2, 3, 3, 4, 5, 7])] * 2 if rng.random() < 0.8 else \
+            [rng.choice([3, 5]), rng.choice([3, 5, 7])]
+    s = rng.choice([1, 1, 2, 2, 3]) if dims == 2 else rng.choice([1, 1, 2])
+    stride = [s] * dims if rng.random() < 0.85 else [1] + [s] * (dims - 1)
+    return spatial, [min(k, n) for k, n in zip(kernel, spatial)], stride
+
+
+def _conv_volumetric_params(rng: random.Random) -> dict:
+    while True:
+        transposed = rng.random() < 0.55
+        dims = 3 if not transposed or rng.random() < 0.55 else 2
+        spatial, kernel, stride = _volumetric_shape(rng, dims)
+        c_in, c_out = rng.choice(CONV_VOLUMETRIC_CHANNELS), rng.choice(CONV_VOLUMETRIC_CHANNELS[2:])
+        groups = rng.choice([g for g in (2, 4, 8, 16) if c_in % g == 0 and c_out % g == 0] or [1]) \
+            if rng.random() < 0.15 else 1
+        batch = rng.choice([1, 2, 4, 8, 16, 32])
+        dtype = rng.choice(["float32", "float32", "bfloat16", "float16"])
+        p = {"dims": dims, "batch": batch, "c_in": c_in, "c_out": c_out, "kernel": kernel[-1], "stride": stride[-1],
+             "groups": groups, "size": spatial[-1], "dtype": dtype, "channels_last": rng.random() < 0.3,
+             "transposed": transposed, "spatial": spatial, "kernel_shape": kernel, "stride_shape": stride,
+             "padding": rng.choice([0, 0, 1, min(kernel) // 2])}
+        if transposed and max(stride) > 1 and rng.random() < 0.3:
+            p["output_padding"] = 1
+        if rng.random() < 0.1 and min(spatial) >= 16:
+            p["dilation"] = 2
+        pad, dil, extra = p["padding"], p.get("dilation", 1), p.get("output_padding", 0)
+        if transposed:
+            out = [(n - 1) * s - 2 * pad + dil * (k - 1) + extra + 1 for n, k, s in zip(spatial, kernel, stride)]
+            positions = math.prod(spatial)
+        else:
+            out = [(n + 2 * pad - dil * (k - 1) - 1) // s + 1 for n, k, s in zip(spatial, kernel, stride)]
+            positions = math.prod(out) if min(out) >= 1 else 0
+        flops = 2.0 * batch * c_out * (c_in // groups) * math.prod(kernel) * positions
+        nbytes = batch * (c_in * math.prod(spatial) + c_out * math.prod(max(o, 0) for o in out)) * \
+            (4 if dtype == "float32" else 2)
+        if min(out) >= 1 and extra < min(stride) and 0 < flops <= CONV_VOLUMETRIC_MAX_FLOPS[dtype] and \
+                nbytes <= CONV_VOLUMETRIC_MAX_BYTES:
+            return p
+
+
+def conv_volumetric_cases(device: str, scale: float = 1.0) -> Iterator[Case]:
+    """3-D and transposed convolutions drawn as _conv_volumetric_params draws them, each in its three passes."""
+    rng = random.Random(CONV_VOLUMETRIC_SEED)
+    for _ in range(max(1, int(CONV_VOLUMETRIC_CASES * scale))):
+        params = _conv_volumetric_params(rng)
+        for pass_ in CONV_PASSES:
+            yield Case("conv", {**params, "pass": pass_}, lambda p={**params, "pass": pass_}: _conv_call(p, device))
 
 
 # -- attention -----------------------------------------------------------------------------------------------
@@ -516,6 +598,7 @@ SECTIONS = {"gemm": lambda dev, scale: gemm_cases(Pool(dev), scale),
 EXTRA_SECTIONS = {
     "gemm_fp32_round": lambda dev, scale: gemm_fp32_round_cases(Pool(dev), scale),
     "attention_decode": attention_decode_cases,
+    "conv_volumetric": conv_volumetric_cases,
     **{drawn_section("gemm_log_uniform", draw): (lambda dev, scale, draw=draw: gemm_log_uniform_cases(Pool(dev), scale, draw))
        for draw in range(1, DRAWS + 1)},
     **{drawn_section("conv_log_uniform", draw): (lambda dev, scale, draw=draw: conv_log_uniform_cases(dev, scale, draw))

@@ -125,6 +125,21 @@ def held_out_predictions(kind: str, keys: list[tuple], features: list[list[float
     return list(out)
 
 
+def fit_families(kind: str, keys: list[tuple]) -> dict[str, list[int]]:
+    """Row indices per fitted model of a kind: convolutions split into the plain 1-D / 2-D ones and the 3-D or
+    transposed ones (predict/calibrated.py fitted_name), each its own regressor. One regressor over both had
+    moved the 2-D convolutions' corrections once 1200 volumetric and transposed passes joined the table (their
+    cuDNN kernels differ: fallback direct kernels of 76 ms beside implicit GEMMs of 100 us; KernelBench's
+    level 1 2-D convolutions went from +29% to +67% at the median, level 2's 2-D chains from 6% to 15%, on the
+    H200 with the profile of 2026-12-03)."""
+    from kernelcast.predict.calibrated import fitted_name
+
+    out: dict[str, list[int]] = {}
+    for i, key in enumerate(keys):
+        out.setdefault(fitted_name(kind, key), []).append(i)
+    return out
+
+
 def fit_time_models(model) -> dict:
     """{kind: {"regressor", "fitted_on", "held_out"}} for the kinds the profile measured; {} without
     scikit-learn (the nearest points then price every shape). `model`: a CalibratedModel of the profiled GPU
@@ -136,19 +151,30 @@ def fit_time_models(model) -> dict:
         return {}
     out = {}
     for kind in FITTED_KINDS:
-        keys, features, targets = training_set(model, kind)
-        if len(keys) < 2 * FOLDS:
-            continue
-        predicted = held_out_predictions(kind, keys, features, targets)
-        log_errors = sorted(abs(p - t) for p, t in zip(predicted, targets))
-        relative = sorted(abs(math.exp(p - t) - 1.0) for p, t in zip(predicted, targets))
-        reg = _regressor().fit(np.array(features), np.array(targets))
-        out[kind] = {
-            "regressor": _export(reg, kind).to_dict(),
-            "fitted_on": f"{len(keys)} measured {kind} shapes (timings.{kind})",
-            "held_out": {"folds": FOLDS, "by": f"regions of {OCTAVES_PER_REGION} octaves",
-                         "median_error": round(statistics.median(relative), 4),
-                         "p90_error": round(relative[int(0.9 * (len(relative) - 1))], 4),
-                         "uncertainty": round(log_errors[int(UNCERTAINTY_QUANTILE * (len(log_errors) - 1))], 3)},
-        }
+        every_key, every_feature, every_target = training_set(model, kind)
+        for name, rows in fit_families(kind, every_key).items():
+            fitted = _fit_one(kind, name, [every_key[i] for i in rows], [every_feature[i] for i in rows],
+                              [every_target[i] for i in rows])
+            if fitted is not None:
+                out[name] = fitted
     return out
+
+
+def _fit_one(kind: str, name: str, keys: list[tuple], features: list[list[float]], targets: list[float]) -> dict | None:
+    """One regressor over these rows with its held-out errors (region folds); None with too few rows."""
+    import numpy as np
+
+    if len(keys) < 2 * FOLDS:
+        return None
+    predicted = held_out_predictions(kind, keys, features, targets)
+    log_errors = sorted(abs(p - t) for p, t in zip(predicted, targets))
+    relative = sorted(abs(math.exp(p - t) - 1.0) for p, t in zip(predicted, targets))
+    reg = _regressor().fit(np.array(features), np.array(targets))
+    return {
+        "regressor": _export(reg, kind).to_dict(),
+        "fitted_on": f"{len(keys)} measured {kind} shapes (timings.{kind}, {name})",
+        "held_out": {"folds": FOLDS, "by": f"regions of {OCTAVES_PER_REGION} octaves",
+                     "median_error": round(statistics.median(relative), 4),
+                     "p90_error": round(relative[int(0.9 * (len(relative) - 1))], 4),
+                     "uncertainty": round(log_errors[int(UNCERTAINTY_QUANTILE * (len(log_errors) - 1))], 3)},
+    }

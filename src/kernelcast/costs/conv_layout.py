@@ -29,18 +29,20 @@ from kernelcast.records import TensorMeta
 
 from .common import row_major
 
-# c10's order for reading channels_last strides: C, W, H, N (is_channels_last_strides_2d_s4).
+# c10's order for reading channels_last strides: C, W, H, N (is_channels_last_strides_2d_s4); for a 5-D tensor
+# (channels_last_3d, is_channels_last_strides_3d_s5) C, W, H, D, N.
 CHANNELS_LAST_DIM_ORDER = (1, 3, 2, 0)
+CHANNELS_LAST_DIM_ORDERS = {4: CHANNELS_LAST_DIM_ORDER, 5: (1, 4, 3, 2, 0)}
 
 
 def strides_like_channels_last(t: TensorMeta) -> bool:
-    """c10's is_channels_last_strides_2d (MemoryFormat.h): a 4-D tensor whose strides grow in the order C, W, H,
-    N, size-1 dims not deciding; ambiguous cases (a zero channel stride, N111) default to NCHW. This is what
-    `suggest_memory_format()` reads."""
-    if len(t.shape) != 4 or t.stride[1] == 0:
+    """c10's is_channels_last_strides_2d / _3d (MemoryFormat.h): a 4-D (5-D) tensor whose strides grow in the
+    order C, W, H, (D,) N, size-1 dims not deciding; ambiguous cases (a zero channel stride, N111) default to
+    NCHW. This is what `suggest_memory_format()` reads."""
+    if len(t.shape) not in CHANNELS_LAST_DIM_ORDERS or t.stride[1] == 0:
         return False
     lowest = 0
-    for d in CHANNELS_LAST_DIM_ORDER:
+    for d in CHANNELS_LAST_DIM_ORDERS[len(t.shape)]:
         if t.shape[d] == 0 or t.stride[d] < lowest:
             return False
         if d == 0 and lowest == t.stride[1]:
@@ -50,11 +52,12 @@ def strides_like_channels_last(t: TensorMeta) -> bool:
 
 
 def channels_last_contiguous(t: TensorMeta) -> bool:
-    """`is_contiguous(memory_format=torch.channels_last)`: dense NHWC, size-1 dims with any stride."""
-    if len(t.shape) != 4:
+    """`is_contiguous(memory_format=torch.channels_last)` (channels_last_3d for 5-D): dense NHWC (NDHWC), size-1
+    dims with any stride."""
+    if len(t.shape) not in CHANNELS_LAST_DIM_ORDERS:
         return False
     expected = 1
-    for d in CHANNELS_LAST_DIM_ORDER:
+    for d in CHANNELS_LAST_DIM_ORDERS[len(t.shape)]:
         if t.shape[d] != 1:
             if t.stride[d] != expected:
                 return False
@@ -73,7 +76,7 @@ def in_format(t: TensorMeta, nhwc: bool) -> TensorMeta:
         return t
     strides = [0] * len(t.shape)
     step = 1
-    order = CHANNELS_LAST_DIM_ORDER if nhwc else tuple(reversed(range(len(t.shape))))
+    order = CHANNELS_LAST_DIM_ORDERS[len(t.shape)] if nhwc else tuple(reversed(range(len(t.shape))))
     for d in order:
         strides[d] = step
         step *= max(t.shape[d], 1)
@@ -81,8 +84,9 @@ def in_format(t: TensorMeta, nhwc: bool) -> TensorMeta:
 
 
 def cudnn_nhwc(a: TensorMeta, b: TensorMeta) -> bool:
-    """cudnn_conv_suggest_memory_format(a, b) for 2-D convolutions: channels_last when either suggests it."""
-    return len(b.shape) == 4 and (strides_like_channels_last(a) or strides_like_channels_last(b))
+    """cudnn_conv_suggest_memory_format(a, b) for 2-D and 3-D convolutions: channels_last when either suggests
+    it."""
+    return len(b.shape) in CHANNELS_LAST_DIM_ORDERS and (strides_like_channels_last(a) or strides_like_channels_last(b))
 
 
 def view4d(t: TensorMeta) -> TensorMeta:

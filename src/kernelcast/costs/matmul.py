@@ -131,21 +131,30 @@ CONV_PASSES = ("conv_fwd", "conv_bwd_input", "conv_bwd_weight", "conv_bwd")  # c
 
 def conv_key(x: TensorMeta, w: TensorMeta, op: OpRecord, pass_: str) -> tuple:
     """How launch and time tables look a convolution up: (pass, dtype, channels_last, C_in, C_out, kernel,
-    stride, spatial size, groups, batch, spatial dims, transposed). 1-D and 2-D convolutions; () otherwise.
-    channels_last is the layout cuDNN runs in (costs/conv_layout.py: channels_last when the input or the weight
-    is strided like it). A backward that computes both gradients runs cuDNN's input- and weight-gradient
-    kernels one after the other (aten/src/ATen/native/cudnn/ConvShared.cpp, cudnn_convolution_backward), so it
-    is looked up as the two."""
+    stride, spatial size, groups, batch, spatial dims, transposed). 1-, 2- and 3-D convolutions; () otherwise.
+    A convolution whose sizes differ between spatial dims (a 16 x 64 x 64 video clip, a 3 x 5 x 7 kernel) is
+    keyed by each one's geometric mean (spatial_mean), so that size ** dims and kernel ** dims stay its
+    positions and taps: the implicit GEMM the tables compare (predict/calibrated.py _conv_point). channels_last
+    is the layout cuDNN runs in (costs/conv_layout.py: channels_last when the input or the weight is strided
+    like it). A backward that computes both gradients runs cuDNN's input- and weight-gradient kernels one after
+    the other (aten/src/ATen/native/cudnn/ConvShared.cpp, cudnn_convolution_backward), so it is looked up as the
+    two."""
     dims = len(x.shape) - 2
-    if dims not in (1, 2):
+    if dims not in (1, 2, 3):
         return ()
     transposed = bool(op.args.get("transposed", False))
-    stride = op.args.get("stride") or (1,)
+    stride = tuple(op.args.get("stride") or (1,))
     groups = int(op.args.get("groups", 1) or 1)
     c_out = w.shape[1] * groups if transposed else w.shape[0]
-    nhwc = dims == 2 and cudnn_nhwc(x, w)
-    return (pass_, x.dtype, nhwc, x.shape[1], c_out, w.shape[-1], int(stride[0]), x.shape[-1],
-            groups, x.shape[0], dims, transposed)
+    nhwc = dims >= 2 and cudnn_nhwc(x, w)
+    return (pass_, x.dtype, nhwc, x.shape[1], c_out, spatial_mean(w.shape[2:]), spatial_mean(stride),
+            spatial_mean(x.shape[2:]), groups, x.shape[0], dims, transposed)
+
+
+def spatial_mean(sizes) -> int:
+    """The geometric mean of a convolution's per-dim sizes, rounded (at least 1): (16, 64, 64) -> 40."""
+    sizes = [max(int(s), 1) for s in sizes] or [1]
+    return max(1, round(math.prod(sizes) ** (1.0 / len(sizes))))
 
 
 def layout_copies(operands: ConvOperands) -> tuple[Cost, ...]:

@@ -18,6 +18,11 @@ TENSOR_CORE_KEY = {
     "float8_e5m2": "fp8_tensor", "float64": "fp64_tensor", "tf32": "tf32_tensor",
 }
 VECTOR_KEY = {"float64": "fp64", "float32": "fp32"}
+# FP32 add / multiply / fused multiply-add lanes per SM and clock, by compute capability (NVIDIA CUDA C++
+# Programming Guide, "Arithmetic Instructions", throughput of native arithmetic instructions per clock cycle per
+# multiprocessor): the datasheet's FP32 peak is SMs x lanes x 2 FLOPs x boost clock, so the clock follows from it.
+FP32_LANES_PER_SM = {"7.0": 64, "7.5": 64, "8.0": 64, "8.6": 128, "8.7": 128, "8.9": 128, "9.0": 128,
+                     "10.0": 128, "10.3": 128, "12.0": 128}
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,20 @@ class GPU:
         """(FLOP/s, roof name) for elementwise and reduction math; CUDA kernels compute half types in fp32."""
         key = VECTOR_KEY.get(dtype, "fp32")
         return self.peak_flops.get(key, self.peak_flops["fp32"]), key
+
+    @property
+    def boost_clock_hz(self) -> float | None:
+        """The clock the datasheet's FP32 peak assumes: peak / (SMs x FP32 lanes per SM x 2); None where the lanes
+        per SM are not known (another vendor's GPU)."""
+        lanes = FP32_LANES_PER_SM.get(self.compute_capability) if self.vendor == "nvidia" else None
+        return self.peak_flops["fp32"] / (self.sm_count * lanes * 2) if lanes else None
+
+    @property
+    def sm_cycles_per_s(self) -> float | None:
+        """SMs x clock: the rate at which the GPU issues work that is bound by neither DRAM nor the math units
+        (a kernel of few thread blocks, a block's serial walk, index arithmetic)."""
+        clock = self.boost_clock_hz
+        return self.sm_count * clock if clock else None
 
     def ridge_flop_per_byte(self, key: str) -> float:
         return self.peak_flops[key] / self.mem_bw_bytes_per_s

@@ -38,6 +38,7 @@ from kernelcast.costs.rnn import RnnPart, part_from_key
 from kernelcast.costs.sparse import COALESCE_KEY
 from kernelcast.costs.tree_model import TreeRegressor
 from kernelcast.devices import GPU
+from kernelcast.devices.achieved import DATASHEET, MEMORY, AchievedRates, achieved_rates, rate_class
 from kernelcast.records import CaptureSettings
 
 from .kernel_model import NO_KERNEL, KernelEstimate, RooflineModel, combined
@@ -110,6 +111,10 @@ GENERATED_FIT_NOTE = ("Inductor's Triton kernels are timed from Inductor's own b
                       "compiled zoo steps: 23-31% median error per kernel, 20% per step's generated kernels summed); "
                       "foreach kernels at the eager foreach rate and templates by their FLOPs, stand-ins")
 _KEY_LENGTH = {"gemm": 7, "conv": 12, "attention": 9}
+# How a transferred model's source reads, by where the GPU's achieved-rate factors come from.
+ACHIEVED_LABEL = {"fitted": "datasheet ratios and this GPU's rates fitted to published timings",
+                  "prior": "datasheet ratios and its architecture's rates fitted to published timings",
+                  "datasheet": "datasheet ratios: unvalidated"}
 
 
 def _itemsize(dtype: str) -> int:
@@ -301,6 +306,17 @@ _GROUPS = {"gemm": _gemm_group, "conv": _conv_group, "attention": _attention_gro
 _POINTS = {"gemm": _gemm_point, "conv": _conv_point, "attention": _attention_point}
 
 
+VOLUMETRIC_FIT = "conv_volumetric"
+
+
+def fitted_name(kind: str, key: tuple) -> str:
+    """The profile's fitted correction model (timings.fitted) that prices a shape of this kind: a 3-D or
+    transposed convolution has its own (calibrate/time_model.py fit_families says why)."""
+    if kind == "conv" and len(key) == _KEY_LENGTH["conv"] and (key[10] == 3 or key[11]):
+        return VOLUMETRIC_FIT
+    return kind
+
+
 def _nearest_table(tables: dict[tuple, ShapeTable], group: tuple) -> ShapeTable | None:
     """The group's table; else, for a GEMM, the same dtype and layout at the nearest alignment class, then any
     layout of the dtype; for other kinds the group must match."""
@@ -336,8 +352,10 @@ ROW_LENGTH_OCTAVES = 1.0
 # range (bf16 forward at 128 MB on the H200: 113 GB/s at 32 wide, 334 at 96, 1.0 TB/s at 384, 2.6 TB/s at 4096;
 # validation/h200_norm_layout_linalg_raw.json.gz). Rows within an octave either side averaged together priced a
 # 96-wide layer norm at the rate of 64- to 192-wide ones; instead each measured width's own curve is read at the
-# op's size and the two widths that bracket the op's are interpolated in log width (_across_widths).
-WIDTH_CURVE_KINDS = {"norm", "norm_backward", "rms_norm", "rms_norm_backward", "norm_unvectorized"}
+# op's size and the two widths that bracket the op's are interpolated in log width (_across_widths). Group norm
+# likewise, by the elements of one group (costs/norms.py group_key): its moments kernel runs a block per group.
+WIDTH_CURVE_KINDS = {"norm", "norm_backward", "rms_norm", "rms_norm_backward", "norm_unvectorized", "group_norm",
+                     "group_norm_backward"}
 # Kernels that stream their inputs once, as the add whose warm/cold ratio calibration measures; row-wise and
 # reduction kernels did not show that gain in the suite's first run, so they keep the cold rate.
 L2_STREAMING_KINDS = {"pointwise", "pointwise_cast", "pointwise_strided", "copy", "copy_cast", "fill",
@@ -474,6 +492,8 @@ class CalibratedModel:
     _gemm_rates: dict = field(default_factory=dict)  # by key: a step repeats its few shapes many times
     _shape_tables: dict = field(default_factory=dict)  # by kind: built on first use
     _fitted_models: dict = field(default_factory=dict)  # by kind: read on first use
+    # this GPU's factors over the datasheet ratios (devices/achieved.py); None: looked up by the GPU
+    achieved: AchievedRates | None = None
 
     def __post_init__(self) -> None:
         timings = self.profile["timings"]
@@ -486,9 +506,11 @@ class CalibratedModel:
                 self._memory[kind] = parsed
         self.transferred = self.gpu.id != self.profiled_gpu.id
         torch_version = self.profile["torch"].split("+")[0]
+        if self.achieved is None:
+            self.achieved = achieved_rates(self.gpu.id, self.gpu.compute_capability) if self.transferred else DATASHEET
         if self.transferred:
             self.source = (f"calibrated on {self.profile['gpu']} (torch {torch_version}), scaled to this GPU by "
-                           "datasheet ratios: unvalidated")
+                           f"{ACHIEVED_LABEL[self.achieved.source]}")
         else:
             self.source = f"calibrated ({self.profile['gpu']} profile, torch {torch_version}, {self.profile['date']})"
 
@@ -512,7 +534,7 @@ class CalibratedModel:
         tables = self._tables(kind)
         group = _GROUPS[kind](key, self.settings)
         table = _nearest_table(tables, group)
-        fitted = self._fitted(kind)
+        fitted = self._fitted(fitted_name(kind, key))
         if table is None and fitted is None:
             return None
         coords, shape_kind = _POINTS[kind](key)
@@ -676,7 +698,30 @@ class CalibratedModel:
         if l2_warm > 0 and cost.kind in L2_STREAMING_KINDS and cost.bytes:
             warm = l2_warm * cost.bytes_read / cost.bytes
             t = t * (1.0 - warm + warm / self.l2_speedup(cost.bytes))
-        return self.floor_us + (t - self.floor_us) * self._bandwidth_ratio() if self.transferred else t
+        return self._carried_memory_us(t, cost.bytes) if self.transferred else t
+
+    def _streaming_bytes_per_us(self) -> float:
+        """The fastest the profiled GPU streams bytes: its largest measured copy's rate (profile memory.copy;
+        4.2 TB/s on the H200, 88% of the datasheet's 4.8), or the datasheet bandwidth without one."""
+        copies = self.profile["timings"]["memory"].get("copy") or []
+        if not copies:
+            return self.profiled_gpu.mem_bw_bytes_per_s / 1e6
+        nbytes, _, time_us, *_ = max(copies, key=lambda p: p[0])
+        return nbytes / time_us
+
+    def _carried_memory_us(self, time_us: float, nbytes: float) -> float:
+        """A memory-bound kernel's time on the profiled GPU carried to this one. The part the profiled GPU's
+        streaming rate explains (the bytes at its fastest copy's rate) scales with the two DRAM bandwidths; the
+        rest, time the kernel spends beyond streaming its bytes (few thread blocks, a block's serial walk, index
+        arithmetic), with the two GPUs' SMs x clock (devices.GPU.sm_cycles_per_s); the launch floor stays. Both
+        times this GPU's achieved factor for memory-bound kernels (devices/achieved.py)."""
+        work_us = max(time_us - self.floor_us, 0.0)
+        streaming_us = min(work_us, nbytes / self._streaming_bytes_per_us())
+        bandwidth = self.profiled_gpu.mem_bw_bytes_per_s / self.gpu.mem_bw_bytes_per_s
+        here, there = self.gpu.sm_cycles_per_s, self.profiled_gpu.sm_cycles_per_s
+        issue = there / here if here and there else bandwidth
+        return self.floor_us + (streaming_us * bandwidth + (work_us - streaming_us) * issue) * \
+            self.achieved.factor(MEMORY)
 
     def _arithmetic_bound_us(self, cost: Cost, l2_warm: float) -> float | None:
         """A pointwise op whose math can bound it (costs.elementwise.ARITHMETIC_OPS): its bytes as any pointwise
@@ -812,10 +857,14 @@ class CalibratedModel:
         return part.count * max(each, floor_us)
 
     def _compute_ratio(self, cost: Cost) -> float:
-        """Profiled GPU's peak over this GPU's, for the op's roof (1 on the profiled GPU)."""
+        """Profiled GPU's peak over this GPU's, for the op's roof, times this GPU's achieved-rate factor for the
+        op's class (devices/achieved.py; 1 on the profiled GPU)."""
         if not self.transferred:
             return 1.0
-        return self._profiled_roofline.peak(cost)[0] / self._fallback.peak(cost)[0]
+        peak, roof = self._fallback.peak(cost)
+        return self._profiled_roofline.peak(cost)[0] / peak * self.achieved.factor(rate_class(cost.math, roof))
 
     def _bandwidth_ratio(self) -> float:
-        return self.profiled_gpu.mem_bw_bytes_per_s / self.gpu.mem_bw_bytes_per_s
+        """Profiled GPU's DRAM bandwidth over this GPU's, times this GPU's achieved factor for memory-bound
+        kernels."""
+        return self.profiled_gpu.mem_bw_bytes_per_s / self.gpu.mem_bw_bytes_per_s * self.achieved.factor(MEMORY)

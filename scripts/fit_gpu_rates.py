@@ -1,0 +1,220 @@
+"""Fit each GPU's achieved-rate factors (devices/achieved.py) to KernelBench's published timings, and say how
+well they hold out.
+
+    python3 scripts/kernelbench_validate.py capture          # once: build/kernelbench/captures
+    python3 scripts/fit_gpu_rates.py predict                 # per program and GPU, predicted time by class
+    python3 scripts/fit_gpu_rates.py fit                     # -> src/kernelcast/devices/achieved.json
+
+predict: every captured program predicted on the H200 and on every GPU with published timings, with the
+achieved factors off (the datasheet ratios alone), its GPU time split by rate class (devices/achieved.py
+RATE_CLASSES), written to build/kernelbench/rates_predicted.json (about 5 minutes on two cores).
+
+fit: for each GPU and class, the programs that class dominates (at least DOMINANT_SHARE of the H200's predicted
+GPU time) among those that keep the H200 busy (scripts/kernelbench_validate.py's rule) give each a factor: the
+GPU's measured time over the H200's, divided by the same ratio predicted. Ratios to the H200 cancel what the
+H200's kernel model gets wrong and leave what this GPU's datasheet ratio does; the factor is their median, the
+geometric mean's robust cousin. Held out:
+- by program: each program's factor left out of its own fit (leave one out), the GPU's predicted time then
+  compared with its measured one, median over the GPU-busy programs;
+- by GPU: each GPU predicted with the prior of its compute capability fitted without it (e.g. the L4 from the
+  L40S alone), as a GPU with no published timings would be; GPUs alone in their capability get the datasheet.
+The H200 reference is measured with torch 2.11 and the published GPUs with torch 2.5: a change in what torch or
+its libraries run between the two is inside every factor alike (the H100, torch 2.5, against the H200, torch 2.11,
+of the same architecture, shows its size).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from kernelbench_validate import CAPTURES, PUBLISHED, _busy, _ours, _published  # noqa: E402
+
+PREDICTED = ROOT / "build" / "kernelbench" / "rates_predicted.json"
+OUT = ROOT / "src" / "kernelcast" / "devices" / "achieved.json"
+REFERENCE = "h200"
+DOMINANT_SHARE = 0.8  # of the H200's predicted GPU time, for a program to speak for a class
+MIN_PROGRAMS = 3  # fewer: the class keeps the datasheet (factor 1)
+MATMUL_OPS = {"mm", "addmm", "bmm", "baddbmm", "addbmm", "addmv", "mv", "matmul", "dot", "linear"}
+
+
+def _class(op: str, roof: str) -> str:
+    from kernelcast.devices.achieved import rate_class
+
+    name = op.split(".")[-2] if op.count(".") >= 2 else op.split(".")[-1]
+    name = name.removeprefix("aten::")
+    math_kind = "conv" if "convolution" in name else "matmul" if name in MATMUL_OPS else "other"
+    return rate_class(math_kind, roof.removeprefix("datasheet:"))
+
+
+def predict(out: Path) -> int:
+    from kernelcast.devices import get_gpu
+    from kernelcast.devices.achieved import DATASHEET
+    from kernelcast.predict import predict_capture
+    from kernelcast.predict.calibrated import CalibratedModel
+    from kernelcast.profiles import profile_with
+    from kernelcast.records import Capture
+
+    gpus = [REFERENCE, *sorted({g for g in PUBLISHED.values() if g})]
+    profile = profile_with(REFERENCE, "timings")
+    rows, start = {}, time.perf_counter()
+    for path in sorted(CAPTURES.glob("*.json")):
+        if path.name == "failed.json":
+            continue
+        cap = Capture.load(path)
+        row = {}
+        for gpu in gpus:
+            spec = get_gpu(gpu)
+            model = CalibratedModel(spec, cap.settings, profile.data, get_gpu(profile.gpu), achieved=DATASHEET)
+            pred = predict_capture(cap, spec, kernel_model=model)
+            by_class: dict[str, float] = {}
+            for op in pred.ops:
+                if op.time_us > 0:
+                    c = _class(op.op, op.roof)
+                    by_class[c] = by_class.get(c, 0.0) + op.time_us
+            row[gpu] = {"first_step_us": pred.first_step_us, "gpu_time_us": pred.gpu_time_us, "by_class": by_class}
+        rows[path.stem.replace("__", "/").removesuffix(".json")] = row
+    doc = {"command": "python3 scripts/fit_gpu_rates.py predict", "gpus": gpus,
+           "seconds": round(time.perf_counter() - start, 1), "programs": rows}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, separators=(",", ":")))
+    print(f"wrote {out} ({len(rows)} programs, {len(gpus)} GPUs, {doc['seconds']} s)")
+    return 0
+
+
+def _dominant(row: dict) -> str | None:
+    classes = row[REFERENCE]["by_class"]
+    total = sum(classes.values())
+    if total <= 0:
+        return None
+    top = max(classes, key=classes.get)
+    return top if classes[top] >= DOMINANT_SHARE * total else None
+
+
+def _samples(predicted: dict, measured: dict, ours: dict, gpu: str) -> dict[str, list[tuple[str, float]]]:
+    """{class: [(program, log(measured ratio / predicted ratio))]} of the GPU-busy programs a class dominates."""
+    out: dict[str, list] = {}
+    for name, row in predicted["programs"].items():
+        meas, ref = measured.get(gpu, {}).get(name), ours.get(name)
+        if gpu not in row or meas is None or ref is None or not _busy_row(ref):
+            continue
+        if _dominant(row) is None:
+            continue
+        # the class by the roof this GPU runs it under (a TF32 convolution on the H200 is an FP32 one on a T4)
+        c = max(row[gpu]["by_class"], key=row[gpu]["by_class"].get)
+        ratio_measured = meas / ref["mean_ms"]
+        ratio_predicted = row[gpu]["first_step_us"] / row[REFERENCE]["first_step_us"]
+        out.setdefault(c, []).append((name, math.log(ratio_measured / ratio_predicted)))
+    return out
+
+
+def _busy_row(ref: dict) -> bool:
+    return _busy({"measured_ms": {"h200": ref["mean_ms"]}, "h200_gpu_busy_us": ref["gpu_busy_us"]})
+
+
+def _factors(samples: dict[str, list[tuple[str, float]]], leave_out: str | None = None) -> dict[str, float]:
+    out = {}
+    for c, values in samples.items():
+        logs = [v for name, v in values if name != leave_out]
+        if len(logs) >= MIN_PROGRAMS:
+            out[c] = round(math.exp(statistics.median(logs)), 4)
+    return out
+
+
+def _scaled_us(row: dict, gpu: str, factors: dict[str, float]) -> float:
+    """The GPU's predicted call time with the factors applied to its classes' GPU time (the host part as it
+    is): the same arithmetic the kernel model does, applied after the fact."""
+    by_class = row[gpu]["by_class"]
+    extra = sum(t * (factors.get(c, 1.0) - 1.0) for c, t in by_class.items())
+    return row[gpu]["first_step_us"] + extra
+
+
+def _errors(predicted: dict, measured: dict, ours: dict, gpu: str, factors_for) -> list[float]:
+    """|predicted / measured - 1| of the GPU-busy programs, each with factors_for(program)."""
+    out = []
+    for name, row in predicted["programs"].items():
+        meas, ref = measured.get(gpu, {}).get(name), ours.get(name)
+        if gpu not in row or meas is None or ref is None or not _busy_row(ref):
+            continue
+        out.append(abs(_scaled_us(row, gpu, factors_for(name)) / (meas * 1000.0) - 1.0))
+    return out
+
+
+def fit(predicted_path: Path, out: Path) -> int:
+    from kernelcast.devices import get_gpu
+    from kernelcast.devices.achieved import capability_prior
+
+    predicted = json.loads(predicted_path.read_text())
+    measured, ours = _published(), _ours()
+    gpus = [g for g in predicted["gpus"] if g != REFERENCE]
+    fitted, report = {}, {}
+    samples = {g: _samples(predicted, measured, ours, g) for g in gpus}
+    for gpu in gpus:
+        factors = _factors(samples[gpu])
+        datasheet = _errors(predicted, measured, ours, gpu, lambda name: {})
+        held = _errors(predicted, measured, ours, gpu, lambda name, g=gpu: _factors(samples[g], leave_out=name))
+        fitted[gpu] = {"factors": factors, "programs": {c: len(v) for c, v in samples[gpu].items()},
+                       "held_out": {"by": "program (leave one out)", "programs": len(held),
+                                    "median_error": round(statistics.median(held), 4),
+                                    "within_15": round(sum(e <= 0.15 for e in held) / len(held), 3),
+                                    "datasheet_median_error": round(statistics.median(datasheet), 4)}}
+    by_capability: dict[str, list[str]] = {}
+    for gpu in gpus:
+        by_capability.setdefault(get_gpu(gpu).compute_capability, []).append(gpu)
+    priors = {}
+    for capability, members in sorted(by_capability.items()):
+        priors[capability] = {"factors": {c: round(v, 4) for c, v in capability_prior(
+            {g: fitted[g]["factors"] for g in members}).items()}, "from": members}
+    for gpu in gpus:  # each GPU as if unseen: its capability's prior without it
+        siblings = [g for g in by_capability[get_gpu(gpu).compute_capability] if g != gpu]
+        prior = capability_prior({g: fitted[g]["factors"] for g in siblings}) if siblings else {}
+        held = _errors(predicted, measured, ours, gpu, lambda name, p=prior: p)
+        fitted[gpu]["held_out_gpu"] = {"by": "GPU (its capability's prior without it" + (
+            f": {', '.join(siblings)})" if siblings else "; none: the datasheet)"),
+            "median_error": round(statistics.median(held), 4),
+            "within_15": round(sum(e <= 0.15 for e in held) / len(held), 3)}
+        report[gpu] = fitted[gpu]
+    for capability, prior in priors.items():  # a GPU the prior stands in for: as its members did when unseen
+        unseen = [fitted[g]["held_out_gpu"]["median_error"] for g in prior["from"] if len(prior["from"]) > 1]
+        if unseen:
+            prior["held_out"] = {"by": "each member GPU predicted from the others' prior",
+                                 "median_error": round(statistics.median(unseen), 4)}
+    doc = {"command": "python3 scripts/fit_gpu_rates.py fit", "date": time.strftime("%Y-%m-%d"),
+           "fitted_on": ("KernelBench levels 1-2, published timings (torch 2.5, fp32) against the H200's (torch "
+                         "2.11), the GPU-busy programs each class dominates"),
+           "reference": REFERENCE, "dominant_share": DOMINANT_SHARE, "min_programs": MIN_PROGRAMS,
+           "fitted": fitted, "priors": priors}
+    out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    print(f"{'GPU':12s} {'factors':58s} {'datasheet':>9s} {'fitted, LOO':>11s} {'as unseen':>9s}")
+    for gpu, r in report.items():
+        f = " ".join(f"{c}={v:.2f}" for c, v in sorted(r["factors"].items()))
+        print(f"{gpu:12s} {f:58s} {r['held_out']['datasheet_median_error']:9.0%} "
+              f"{r['held_out']['median_error']:11.0%} {r['held_out_gpu']['median_error']:9.0%}")
+    print(f"wrote {out}")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("predict")
+    p.add_argument("--out", default=str(PREDICTED))
+    f = sub.add_parser("fit")
+    f.add_argument("predicted", nargs="?", default=str(PREDICTED))
+    f.add_argument("--out", default=str(OUT))
+    args = parser.parse_args()
+    if args.cmd == "predict":
+        return predict(Path(args.out))
+    return fit(Path(args.predicted), Path(args.out))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

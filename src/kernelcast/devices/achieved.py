@@ -1,0 +1,109 @@
+"""What each GPU's kernels achieve beside what its datasheet promises: time factors fitted to published
+measurements (issue 30).
+
+A profile measured on one GPU (the H200) carries to another by datasheet ratios: a memory-bound kernel by the
+two GPUs' DRAM bandwidths, a compute-bound one by their peaks for the kernel's roof. Datasheets overstate some
+GPUs more than others: Ada's and GA10x's FP32 peak counts two FP32 instructions issued per clock, which
+cuBLAS's SGEMM does not sustain; GDDR parts reach another share of their bandwidth than HBM ones; cuDNN picks
+other kernels per architecture. An AchievedRates holds, per GPU and per class of kernel (RATE_CLASSES), the
+factor its time takes on top of the datasheet ratio: 1.0 is the datasheet, 2.0 twice as slow as the ratio
+says.
+
+Where the factors come from (achieved.json, written by scripts/fit_gpu_rates.py, which says how):
+- "fitted": the GPU's own published timings of KernelBench levels 1-2 (../shared/kernelbench: torch 2.5,
+  fp32), as the median over the programs one class dominates of measured over predicted time, each as a ratio
+  to the H200's (so the H200 kernel model's own errors cancel, and what remains is this GPU's);
+- "prior": for a GPU with no published timings, the geometric mean of the fitted GPUs of its compute
+  capability (one architecture, one instruction set and library kernels), e.g. the RTX 4090 from the L4 and
+  the L40S;
+- "datasheet": neither; factors 1.0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+
+DATA_FILE = "achieved.json"
+MEMORY = "memory"
+# The classes a factor is fitted for: memory-bound kernels, and compute-bound ones by their math and roof
+# (devices.GPU.matmul_peak's roof names). KernelBench's programs are fp32 with torch 2.5's defaults, so
+# matmuls run FP32 without tensor cores and convolutions TF32 (cuDNN's default) or FP32 where a GPU has no
+# TF32; classes the data cannot reach (fp16/bf16 tensor cores, attention) stay at the datasheet.
+RATE_CLASSES = (MEMORY, "matmul:fp32", "conv:tf32_tensor", "conv:fp32")
+
+
+def rate_class(math_kind: str, roof: str) -> str:
+    """The class of a kernel: its Cost.math ("matmul", "conv", "attention", or other for memory-bound) and the
+    roof it runs under ("fp32", "tf32_tensor", ...)."""
+    if math_kind in ("matmul", "conv", "attention"):
+        return f"{math_kind}:{roof}"
+    return MEMORY
+
+
+@dataclass(frozen=True)
+class AchievedRates:
+    gpu: str
+    factors: dict[str, float] = field(default_factory=dict)  # class -> time factor over the datasheet ratio
+    source: str = "datasheet"  # fitted / prior / datasheet
+    detail: str = ""  # what the factors were fitted on, or which GPUs a prior came from
+    held_out_error: float | None = None  # median |predicted / measured - 1| of held-out programs, where known
+
+    def factor(self, rate: str) -> float:
+        return self.factors.get(rate, 1.0)
+
+
+DATASHEET = AchievedRates("", {}, "datasheet", "datasheet ratios alone")
+
+
+@lru_cache(maxsize=1)
+def _data() -> dict:
+    path = resources.files(__package__).joinpath(DATA_FILE)
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def achieved_rates(gpu_id: str, capability: str, data: dict | None = None) -> AchievedRates:
+    """The factors for a GPU: its own fitted ones, else its compute capability's prior, else the datasheet's.
+    `data`: achieved.json's contents (read from the package when None)."""
+    data = _data() if data is None else data
+    fitted = data.get("fitted", {}).get(gpu_id)
+    if fitted:
+        return AchievedRates(gpu_id, dict(fitted["factors"]), "fitted", data.get("fitted_on", ""),
+                             fitted.get("held_out", {}).get("median_error"))
+    priors = data.get("priors", {})
+    nearest = nearest_capability(capability, list(priors))
+    if nearest is not None:
+        prior = priors[nearest]
+        detail = f"compute capability {nearest}: the geometric mean of {', '.join(prior['from'])}"
+        if nearest != capability:
+            detail = f"no fitted GPU of compute capability {capability}; the nearest one's, {detail}"
+        return AchievedRates(gpu_id, dict(prior["factors"]), "prior", detail,
+                             prior.get("held_out", {}).get("median_error"))
+    return AchievedRates(gpu_id, {}, "datasheet", "no published timings of this GPU or its architecture")
+
+
+def nearest_capability(capability: str, fitted: list[str]) -> str | None:
+    """The fitted compute capability closest to this one: itself, else the same major version's nearest minor,
+    else the nearest major (Volta's 7.0 takes Turing's 7.5: both lack TF32 and run 64 FP32 lanes per SM). None
+    for a GPU with no capability (another vendor's) or when nothing is fitted."""
+    def parts(c: str) -> tuple[int, int]:
+        major, _, minor = c.partition(".")
+        return int(major), int(minor or 0)
+
+    if not capability or not fitted or "." not in capability:
+        return None
+    major, minor = parts(capability)
+    return min(fitted, key=lambda c: (abs(parts(c)[0] - major), abs(parts(c)[1] - minor)))
+
+
+def capability_prior(fitted: dict[str, dict[str, float]]) -> dict[str, float]:
+    """Per class, the geometric mean of the given GPUs' factors (those that have the class)."""
+    classes = sorted({c for factors in fitted.values() for c in factors})
+    out = {}
+    for c in classes:
+        values = [f[c] for f in fitted.values() if c in f]
+        out[c] = math.exp(sum(math.log(v) for v in values) / len(values))
+    return out

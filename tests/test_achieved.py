@@ -1,0 +1,78 @@
+"""Per-GPU achieved-rate factors (devices/achieved.py): where each GPU's come from, and that the calibrated
+model carries them to another GPU's kernel times."""
+
+import dataclasses
+
+from kernelcast.costs import Cost
+from kernelcast.devices import get_gpu
+from kernelcast.devices.achieved import DATASHEET, MEMORY, achieved_rates, capability_prior, rate_class
+from kernelcast.predict.calibrated import CalibratedModel
+from kernelcast.profiles import profile_with
+from kernelcast.records import CaptureSettings
+
+DATA = {"fitted_on": "test", "fitted": {"l4": {"factors": {MEMORY: 1.2, "matmul:fp32": 2.0},
+                                               "held_out": {"median_error": 0.1}},
+                                        "l40s": {"factors": {MEMORY: 1.0, "matmul:fp32": 2.0 / 1.5 ** 2}}},
+        "priors": {"8.9": {"factors": {MEMORY: 1.1}, "from": ["l4", "l40s"]}}}
+
+
+def test_a_gpu_gets_its_own_factors_then_its_architectures_then_the_datasheets():
+    own = achieved_rates("l4", "8.9", DATA)
+    assert own.source == "fitted" and own.factor("matmul:fp32") == 2.0 and own.held_out_error == 0.1
+    assert own.factor("conv:tf32_tensor") == 1.0  # a class without data keeps the datasheet
+    prior = achieved_rates("rtx4090", "8.9", DATA)
+    assert prior.source == "prior" and prior.factor(MEMORY) == 1.1 and "l4, l40s" in prior.detail
+    assert achieved_rates("mi300x", "gfx942", DATA).source == "datasheet"
+    nearest = achieved_rates("v100", "7.0", DATA)  # no 7.x fitted: the nearest architecture's
+    assert nearest.source == "prior" and "nearest" in nearest.detail
+
+
+def test_the_prior_is_the_geometric_mean():
+    prior = capability_prior({g: f["factors"] for g, f in DATA["fitted"].items()})
+    assert abs(prior["matmul:fp32"] - 2.0 / 1.5) < 1e-9 and abs(prior[MEMORY] - 1.2 ** 0.5) < 1e-9
+
+
+def test_classes_follow_the_math_and_the_roof():
+    assert rate_class("matmul", "fp32") == "matmul:fp32" and rate_class("conv", "tf32_tensor") == "conv:tf32_tensor"
+    assert rate_class("", "fp32") == MEMORY and rate_class("pointwise", "fp32") == MEMORY
+
+
+def test_the_calibrated_model_scales_each_class_by_its_factor():
+    profile = profile_with("h200", "timings")
+    gpu = get_gpu("l4")
+    plain = CalibratedModel(gpu, CaptureSettings(), profile.data, get_gpu(profile.gpu), achieved=DATASHEET)
+    factors = dataclasses.replace(achieved_rates("l4", "8.9", DATA))
+    scaled = CalibratedModel(gpu, CaptureSettings(), profile.data, get_gpu(profile.gpu), achieved=factors)
+    gemm = Cost(flops=2.0 * 1024 ** 3, bytes_read=8 * 1024 ** 2, bytes_written=4 * 1024 ** 2, math="matmul",
+                dtype="float32", kind="gemm", key=("float32", False, False, False, 1024, 1024, 1024))
+    copy = Cost(bytes_read=64e6, bytes_written=64e6, dtype="float32", kind="copy", key=(1, 4))
+    assert abs(scaled.estimate(gemm).time_us / plain.estimate(gemm).time_us - 2.0) < 1e-6
+    floor = plain.floor_us
+    assert abs((scaled.estimate(copy).time_us - floor) / (plain.estimate(copy).time_us - floor) - 1.2) < 1e-6
+    assert "fitted to published timings" in scaled.source
+    # on the profiled GPU itself nothing is scaled
+    h200 = CalibratedModel(get_gpu("h200"), CaptureSettings(), profile.data, get_gpu(profile.gpu))
+    assert h200.achieved.source == "datasheet" and h200.estimate(gemm).time_us > 0
+
+
+def test_every_gpu_with_published_timings_has_fitted_factors():
+    rates = {g: achieved_rates(g, get_gpu(g).compute_capability) for g in ("a100-80gb", "l4", "l40s", "t4")}
+    assert all(r.source == "fitted" and r.held_out_error is not None for r in rates.values()), rates
+    assert achieved_rates("rtx4090", "8.9").source == "prior"
+
+
+def test_a_memory_kernels_time_beyond_streaming_scales_with_the_sms_not_the_bandwidth():
+    profile = profile_with("h200", "timings")
+    l4, h200 = get_gpu("l4"), get_gpu("h200")
+    model = CalibratedModel(l4, CaptureSettings(), profile.data, h200, achieved=DATASHEET)
+    floor = model.floor_us
+    nbytes = 1e9
+    streaming = nbytes / model._streaming_bytes_per_us()
+    bandwidth, issue = h200.mem_bw_bytes_per_s / l4.mem_bw_bytes_per_s, h200.sm_cycles_per_s / l4.sm_cycles_per_s
+    # at the profiled GPU's streaming rate the whole time carries by bandwidth
+    assert abs(model._carried_memory_us(floor + streaming, nbytes) - (floor + streaming * bandwidth)) < 1e-6
+    # three times slower than streaming: the excess by SMs x clock
+    slow = model._carried_memory_us(floor + 3 * streaming, nbytes)
+    assert abs(slow - (floor + streaming * bandwidth + 2 * streaming * issue)) < 1e-6
+    # the clock behind it: the datasheet's FP32 peak over SMs x lanes x 2 (L4: 2040 MHz boost)
+    assert abs(l4.boost_clock_hz / 1e9 - 2.04) < 0.01 and abs(h200.boost_clock_hz / 1e9 - 1.98) < 0.01
