@@ -494,6 +494,7 @@ class CalibratedModel:
     _fitted_models: dict = field(default_factory=dict)  # by kind: read on first use
     # this GPU's factors over the datasheet ratios (devices/achieved.py); None: looked up by the GPU
     achieved: AchievedRates | None = None
+    _streaming_rate: float | None = None  # bytes/us, read on first use (_streaming_bytes_per_us)
 
     def __post_init__(self) -> None:
         timings = self.profile["timings"]
@@ -702,12 +703,16 @@ class CalibratedModel:
 
     def _streaming_bytes_per_us(self) -> float:
         """The fastest the profiled GPU streams bytes: its largest measured copy's rate (profile memory.copy;
-        4.2 TB/s on the H200, 88% of the datasheet's 4.8), or the datasheet bandwidth without one."""
-        copies = self.profile["timings"]["memory"].get("copy") or []
-        if not copies:
-            return self.profiled_gpu.mem_bw_bytes_per_s / 1e6
-        nbytes, _, time_us, *_ = max(copies, key=lambda p: p[0])
-        return nbytes / time_us
+        4.2 TB/s on the H200, 88% of the datasheet's 4.8), or the datasheet bandwidth without one. Read once per
+        model: every memory-bound estimate on another GPU asks for it."""
+        if self._streaming_rate is None:
+            copies = self.profile["timings"]["memory"].get("copy") or []
+            if copies:
+                nbytes, _, time_us, *_ = max(copies, key=lambda p: p[0])
+                self._streaming_rate = nbytes / time_us
+            else:
+                self._streaming_rate = self.profiled_gpu.mem_bw_bytes_per_s / 1e6
+        return self._streaming_rate
 
     def _carried_memory_us(self, time_us: float, nbytes: float) -> float:
         """A memory-bound kernel's time on the profiled GPU carried to this one. The part the profiled GPU's
