@@ -97,6 +97,17 @@ def _profile(step, args, module_ranges: bool = True) -> dict:
             "aten_ops": aten, "runtime_calls": blocking}
 
 
+def backend_flags() -> tuple:
+    """The global math settings a workload's build() may change for its own step (TF32 GEMMs, convolutions)."""
+    return (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
+            torch.get_float32_matmul_precision())
+
+
+def restore_backend_flags(flags: tuple) -> None:
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32, precision = flags
+    torch.set_float32_matmul_precision(precision)
+
+
 def measure(build) -> dict:
     step, args = build()
     args = tuple(args)
@@ -133,6 +144,7 @@ def main() -> int:
         if args.only and name not in args.only:
             continue
         entry = {"name": name, "family": family, "workload": spec}
+        flags = backend_flags()  # a build() may set TF32 for its step: the next workload gets the defaults back
         t0 = time.perf_counter()
         try:
             build, folder = load_build(str(root / spec.split(":")[0]) + ":" + spec.split(":")[1])
@@ -142,6 +154,7 @@ def main() -> int:
             entry["error"] = f"{type(exc).__name__}: {exc}"[:2000]
             entry["traceback"] = traceback.format_exc()[-3000:]
         entry["seconds"] = round(time.perf_counter() - t0, 1)
+        restore_backend_flags(flags)
         doc["workloads"].append(entry)
         gc.collect()
         torch.cuda.empty_cache()

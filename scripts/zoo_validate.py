@@ -30,6 +30,7 @@ from kernelcast.capture.workload import load_build, on_sys_path
 from kernelcast.measure import packet
 from kernelcast.predict import predict_capture, step_verdict
 from kernelcast.records import root_indices
+from zoo_measure import backend_flags, restore_backend_flags  # scripts/ is on the path of a script run
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL_TARGET_MEDIAN, KERNEL_TARGET_WORST = 0.02, 0.10  # issue 9
@@ -162,6 +163,7 @@ def main() -> int:
         m = entry["measured"]
         row["measured"] = {"kernels": m["work_items"], "gpu_time_us": m["gpu_time_us"],
                            "step_time_us": round(m["step_ms_median"] * 1e3, 1)}
+        flags = backend_flags()  # a build() may set TF32 for its step: the next workload gets the defaults back
         try:
             row["predicted"] = predict_one(entry, args.gpu, doc["torch"])
             row["comparison"] = compare(entry, row["predicted"])
@@ -179,6 +181,7 @@ def main() -> int:
             row["capture_error"] = f"{type(exc).__name__}: {exc}"[:1000]
             row["traceback"] = traceback.format_exc()[-2000:]
             print(f"{entry['name']:32s} CAPTURE FAILED {row['capture_error'][:200]}", flush=True)
+        restore_backend_flags(flags)
         rows.append(row)
     print()
     print(report(rows))

@@ -83,6 +83,21 @@ ZOO: list[tuple[str, str, str]] = [
     ("layernorm_odd_widths", "op_kinds", _Z + "misc.py:layernorm_odd_widths"),
     ("d2h_pageable", "op_kinds", _Z + "misc.py:d2h_pageable"),
     ("compiled_mean", "op_kinds", _Z + "misc.py:compiled_mean"),
+    # generation loops whose exit reads the GPU (issue 31)
+    ("gpt2_generate_greedy", "generation", _Z + "generation.py:gpt2_generate_greedy"),
+    ("gpt2_generate_sample", "generation", _Z + "generation.py:gpt2_generate_sample"),
+    ("gpt2_generate_beam", "generation", _Z + "generation.py:gpt2_generate_beam"),
+    ("gpt2_generate_eos", "generation", _Z + "generation.py:gpt2_generate_eos"),
+    ("llama_generate_static_cache", "generation", _Z + "generation.py:llama_generate_static_cache"),
+    # kinds of program a user hits on day one (issue 31)
+    ("vit_checkpointed_train", "checkpointing", _Z + "program_kinds.py:vit_checkpointed_train"),
+    ("vit_plain_train", "checkpointing", _Z + "program_kinds.py:vit_plain_train"),
+    ("video_conv3d_train", "cnn_3d", _Z + "program_kinds.py:video_conv3d_train"),
+    ("volumetric_conv3d_forward_bf16", "cnn_3d", _Z + "program_kinds.py:volumetric_conv3d_forward_bf16"),
+    ("fft_layers_train", "op_kinds", _Z + "program_kinds.py:fft_layers_train"),
+    ("mlp_tf32_train", "op_kinds", _Z + "program_kinds.py:mlp_tf32_train"),
+    ("lstm_inference_fp32", "rnn", _Z + "program_kinds.py:lstm_inference_fp32"),
+    ("llama7b_adamw_step", "optimizers", _Z + "program_kinds.py:llama7b_adamw_step"),
 ]
 
 _OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adam_amsgrad", "adamw", "adamw_fused", "adagrad", "rmsprop",

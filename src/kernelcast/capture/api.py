@@ -48,6 +48,7 @@ def _session(gpu: str | GPU, compile_mode: str | None = None) -> CaptureSession:
 def _run_steps(session: CaptureSession, step: Callable, args: tuple, timing_steps: int = TIMING_STEPS) -> None:
     session.compiled_found = compiled_in(step, args)
     session.real_run_paths.refresh()  # libraries the build imported
+    step = _counting_reads_per_step(session, step)
     progress.stage("warm-up step (not recorded)")
     storages = session.storages
     storages.start_warmup()
@@ -70,6 +71,17 @@ def _run_steps(session: CaptureSession, step: Callable, args: tuple, timing_step
     session.record_timed(lambda: step(*args), timing_steps, storages, args)
     session.measure_gap_baselines()
     session.recording = False
+
+
+def _counting_reads_per_step(session: CaptureSession, step: Callable) -> Callable:
+    """`step`, with the host reads at each line counted from each call's start: a stated list of values
+    (--assume train.py:40=True*9,False) is one step's reads at that line."""
+    def counted(*args):
+        if session.recorder is not None:
+            session.recorder.host_reads.new_step()
+        return step(*args)
+
+    return counted
 
 
 def timing_steps_for(world_size: int) -> int:

@@ -29,7 +29,6 @@ import math
 from typing import Any, Callable
 
 import torch
-from torch._subclasses.fake_tensor import CONSTANT_NUMEL_LIMIT
 from torch.utils._python_dispatch import _disable_current_modes
 from torch.utils._pytree import tree_flatten, tree_map
 from torch.utils.weak import WeakIdKeyDictionary
@@ -49,6 +48,31 @@ LIFT_OPS = (aten.lift_fresh.default, aten.lift_fresh_copy.default)
 # in almost every step of a training run; GradScaler.step reads it back and skips optimizer.step() on 1.
 AMP_INF_CHECK = aten._amp_foreach_non_finite_check_and_unscale_.default
 STATED_WRITES = {AMP_INF_CHECK: 1}  # op -> index of the argument whose value is stated
+# Constant fills: the host states every value (torch.full, ones, zeros, their _like/new_ forms, scalar_tensor),
+# so their hints are exact. A loop that keeps its state in such a tensor and reads it back (transformers'
+# generate: `unfinished_sequences = torch.ones(...)`, `& ~stopping_criteria(...)` of a torch.full, then
+# `unfinished_sequences.max() == 0`) then runs as many times on the capture as on the GPU.
+FILL_VALUE_ARG = {  # packet -> how its fill value is read from (args, kwargs)
+    aten.full: lambda args, kwargs: args[1] if len(args) > 1 else kwargs["fill_value"],
+    aten.full_like: lambda args, kwargs: args[1] if len(args) > 1 else kwargs["fill_value"],
+    aten.new_full: lambda args, kwargs: args[2] if len(args) > 2 else kwargs["fill_value"],
+    aten.scalar_tensor: lambda args, kwargs: args[0],
+    aten.ones: lambda args, kwargs: 1,
+    aten.ones_like: lambda args, kwargs: 1,
+    aten.new_ones: lambda args, kwargs: 1,
+    aten.zeros: lambda args, kwargs: 0,
+    aten.zeros_like: lambda args, kwargs: 0,
+    aten.new_zeros: lambda args, kwargs: 0,
+}
+# Boolean and/or: the operand value that decides the result whatever the other holds. transformers' beam search
+# ends on `improvement_possible & open_beam & ~all(stopping criteria hit)`: scores (unknown here) decide the
+# first, max_length the last, which alone ends the loop at the right step.
+DOMINANT_VALUES = {aten.bitwise_and: False, aten.logical_and: False, aten.bitwise_or: True, aten.logical_or: True}
+# In-place fills write a stated value over the whole tensor, whatever it held (packet -> its value).
+FILL_IN_PLACE = {
+    aten.fill_.Scalar: lambda args, kwargs: args[1],
+    aten.zero_.default: lambda args, kwargs: 0,
+}
 
 
 def _is_fake(t: Any) -> bool:
@@ -165,9 +189,9 @@ class ValueHints:
             return
         if func in LIFT_OPS:
             real = args[0]
-            # FakeTensorMode keeps the values of one-element host tensors itself (their `constant`)
-            if (isinstance(real, torch.Tensor) and not _is_fake(real)
-                    and CONSTANT_NUMEL_LIMIT < real.numel() <= VALUE_HINT_MAX_NUMEL):
+            # one-element ones too: FakeTensorMode keeps their values as `constant`, but drops it when they move
+            # to the GPU (`torch.tensor(eos_id, device="cuda")`), where the hint carries on
+            if isinstance(real, torch.Tensor) and not _is_fake(real) and real.numel() <= VALUE_HINT_MAX_NUMEL:
                 with _disable_current_modes():
                     self.set(out, real.clone())
             return
@@ -177,7 +201,14 @@ class ValueHints:
             with _disable_current_modes():
                 self.set(target, torch.zeros(target.shape, dtype=target.dtype), why)
             return
+        if func in FILL_IN_PLACE:
+            self._fill(args[0], FILL_IN_PLACE[func](args, kwargs))
+            return
         packet = func.overloadpacket
+        if packet in FILL_VALUE_ARG:
+            if isinstance(out, torch.Tensor):
+                self._fill(out, FILL_VALUE_ARG[packet](args, kwargs))
+            return
         if packet is aten.arange:
             seeder = self._arange
         elif packet is aten.randint or packet is aten.randint_like:
@@ -187,6 +218,16 @@ class ValueHints:
         if seeder is not None:
             with _disable_current_modes():  # hints are real CPU tensors: compute them outside the fake mode
                 seeder(func, args, kwargs, out)
+
+    def _fill(self, t: torch.Tensor, value: Any) -> None:
+        """An exact hint for a tensor filled with one host value (not for parameters: nn.init fills them,
+        and a weak reference to one makes Module._apply's swap_tensors fail)."""
+        if isinstance(t, torch.nn.Parameter) or t.numel() > VALUE_HINT_MAX_NUMEL or not isinstance(
+                value, (bool, int, float)):
+            self.drop(t)
+            return
+        with _disable_current_modes():
+            self.set(t, torch.full(tuple(t.shape), value, dtype=t.dtype))
 
     def _arange(self, func, args, kwargs, out) -> None:
         if isinstance(out, torch.Tensor) and out.numel() <= VALUE_HINT_MAX_NUMEL:
@@ -268,6 +309,9 @@ class ValueHints:
         in-place op with an input of unknown value makes its target's hint unknown."""
         tensors = _tensor_args(args, kwargs)
         values = self._values
+        dominant = DOMINANT_VALUES.get(func.overloadpacket)
+        if dominant is not None and self._dominated(dominant, args, out):
+            return
         if not any(t in values for t in tensors):  # the common case, kept short: it runs for every op
             return
         hinted = [t in values or not _is_fake(t) or t.constant is not None for t in tensors]
@@ -287,6 +331,29 @@ class ValueHints:
             return
         why = frozenset().union(*(self.why(t) for t in tensors))
         self._attach(out, real_out, why)
+
+    def _dominated(self, dominant: bool, args: tuple, out: Any) -> bool:
+        """A boolean and/or whose one operand decides it (False & anything, True | anything) gets an exact
+        hint though the other operand is unknown; whether it did."""
+        if not isinstance(out, torch.Tensor) or out.dtype != torch.bool or out.numel() > VALUE_HINT_MAX_NUMEL:
+            return False
+        for a in args[:2]:
+            if isinstance(a, bool):
+                decides, why = a is dominant, frozenset()
+            elif isinstance(a, torch.Tensor):
+                known = self._real(a) if (a in self._values or (_is_fake(a) and a.constant is not None)) else None
+                if known is None:
+                    continue
+                with _disable_current_modes():
+                    decides = bool((known.to(torch.bool) == dominant).all())
+                why = self.why(a)
+            else:
+                continue
+            if decides:
+                with _disable_current_modes():
+                    self.set(out, torch.full(tuple(out.shape), dominant, dtype=torch.bool), why)
+                return True
+        return False
 
     def _real(self, a: Any) -> Any:
         if not isinstance(a, torch.Tensor) or not _is_fake(a):

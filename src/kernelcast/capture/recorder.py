@@ -25,6 +25,7 @@ from .dynamic_shapes import DynamicShapes, ValueHints, as_python
 from .cuda_path import CudaOpTable
 from .decompose import Decomposer
 from .host_clock import HostClock
+from .host_reads import HostReads, how_to_state
 from .lifetimes import StorageTracker
 from .rnn import cudnn_rnn_with_cuda_layout
 from .source import current_source
@@ -181,6 +182,33 @@ class _Schema:
         return bound
 
 
+def _number_overload(func, args: tuple, kwargs: dict):
+    """The overload of `func`'s op that takes a Python number where `func` takes a Tensor, or None.
+
+    A kernel that calls an op with a wrapped-number tensor (remainder.Scalar calls remainder.Tensor with its
+    scalar wrapped; take_along_dim's index wrap-around does) reaches a Python mode with that argument as a
+    Python number (torch/csrc/utils/python_dispatch: wrapped numbers are passed as scalars), which the Tensor
+    overload then refuses. The Scalar overload is the same kernel on the same values."""
+    def accepts(arg_type, value) -> bool:
+        if isinstance(value, torch.Tensor):
+            return isinstance(arg_type, torch.TensorType)
+        if isinstance(value, (bool, int, float)):
+            return str(arg_type) in ("Scalar", "float", "int", "bool", "number")
+        return True
+
+    packet = func.overloadpacket
+    for name in packet.overloads():
+        candidate = getattr(packet, name)
+        schema = candidate._schema
+        params = [a for a in schema.arguments if not a.kwarg_only]
+        if (candidate is func or schema.is_mutable != func._schema.is_mutable or len(params) < len(args)
+                or not all(accepts(p.type, a) for p, a in zip(params, args))
+                or not set(kwargs) <= {a.name for a in schema.arguments}):
+            continue
+        return candidate
+    return None
+
+
 def _on_gpu(args: tuple, kwargs: dict) -> bool:
     for value in (*args, *kwargs.values()):
         if isinstance(value, torch.Tensor):
@@ -235,6 +263,7 @@ class Recorder(TorchDispatchMode):
         self._schemas: dict[Any, _Schema] = {}
         # Which bool tensors came from all()/any(), so .item() on them gets a plausible placeholder.
         self._bool_hint = WeakIdKeyDictionary()
+        self.host_reads = HostReads()  # stated values of reads no hint decides (--assume)
         self._fill_mean = WeakIdKeyDictionary()  # one-element random fills: (op, its mean), for .item()
         # Plausible values of small tensors whose data the GPU would compute, and data-dependent sizes.
         self.hints = ValueHints(self._note)
@@ -310,7 +339,15 @@ class Recorder(TorchDispatchMode):
         if handler is not None:
             out, sync = handler(func, args, kwargs)
         else:
-            out, sync = func(*args, **kwargs), None
+            try:
+                out, sync = func(*args, **kwargs), None
+            except RuntimeError as exc:
+                number_overload = _number_overload(func, args, kwargs) if "Expected a value of type" in str(exc) \
+                    else None
+                if number_overload is None:
+                    raise
+                func = number_overload
+                out, sync = func(*args, **kwargs), None
         self.in_place.note(func, out)
         if self.storages is not None:
             self.storages.see_op(args, kwargs, out)
@@ -582,27 +619,50 @@ class Recorder(TorchDispatchMode):
             # .item() reads a one-element tensor of any shape as a number
             number = as_python(constant, as_number=True)
             value = number if func is aten._local_scalar_dense.default else bool(number)
-        elif t.dtype == torch.bool or func is aten.is_nonzero.default:
-            value = self._bool_hint.get(t, False)
-            self._note(f"bool read back from the GPU: assumed {value} (all/eq -> True, any/ne/other -> False)")
-        elif t in self._fill_mean:
-            fill, value = self._fill_mean[t]
-            self._note(f"{fill} read back at {current_source() or 'set-up'}: random value assumed {value:g}, "
-                       "its mean")
-        elif t.dtype.is_floating_point or t.dtype.is_complex:
-            value = 1.0
-            self._note("float read back from the GPU: assumed 1.0")
         else:
-            value = 1
-            self._note("integer read back from the GPU: assumed 1")
+            value = self._unknown_read(func, t)
         return value, ("item" if device_type(t) == "cuda" else None)
 
     def _equal(self, func, args, kwargs):
         a, b = self.hints.use(args[0]), self.hints.use(args[1])
         if a is not None and b is not None:
             return as_python(a) == as_python(b), ("item" if _on_gpu(args, kwargs) else None)
-        self._note("torch.equal on GPU tensors: assumed True")
+        source = current_source() or "set-up"
+        stated = self.host_reads.value(source)
+        if stated is not None:
+            self._note(f"torch.equal on GPU tensors at {source}: {bool(stated[0])} ({stated[1]})")
+            return bool(stated[0]), ("item" if _on_gpu(args, kwargs) else None)
+        self._note(f"torch.equal on GPU tensors at {source}: assumed True; {how_to_state(source)}")
         return True, ("item" if _on_gpu(args, kwargs) else None)
+
+    def _unknown_read(self, func, t: torch.Tensor):
+        """A value read back from the GPU that no hint decides: the user's statement for its line, a known
+        library loop's, or the dtype's placeholder; each is a note with the line (host_reads.py)."""
+        source = current_source() or "set-up"
+        as_bool = t.dtype == torch.bool or func is aten.is_nonzero.default
+        kind = "bool" if as_bool else "float" if t.dtype.is_floating_point or t.dtype.is_complex else "integer"
+        stated = self.host_reads.value(source)
+        if stated is not None:
+            value, why = stated
+            value = bool(value) if as_bool else value
+            # a stated list gives one line several values: the note names the statement, not each value
+            self._note(f"{kind} read back from the GPU at {source}: {why}" if why.startswith("stated")
+                       else f"{kind} read back from the GPU at {source}: {value} ({why})")
+            return value
+        if as_bool:
+            value = self._bool_hint.get(t, False)
+            self._note(f"bool read back from the GPU at {source}: assumed {value} (all/eq -> True, "
+                       f"any/ne/other -> False); {how_to_state(source)}")
+        elif t in self._fill_mean:
+            fill, value = self._fill_mean[t]
+            self._note(f"{fill} read back at {source}: random value assumed {value:g}, its mean")
+        elif kind == "float":
+            value = 1.0
+            self._note(f"float read back from the GPU at {source}: assumed 1.0; {how_to_state(source)}")
+        else:
+            value = 1
+            self._note(f"integer read back from the GPU at {source}: assumed 1; {how_to_state(source)}")
+        return value
 
     def copy_to_host(self, tensor: torch.Tensor, kind: str) -> None:
         """A host read outside aten (tolist) of a GPU tensor: torch copies it to the CPU first

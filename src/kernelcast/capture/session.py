@@ -151,7 +151,12 @@ class _CountingTracker(ModuleTracker):
         super().__init__()
         self.clock = HostClock()  # the recorder's, set by the session
 
+    # Dynamo inlines module hooks into the graph it compiles, where the clock's thread reads are skipped
+    # functions (a graph break of ours, not the user's): under compilation both hooks do nothing, and the
+    # compiled region's kernels are named by Inductor's graph instead.
     def _fw_pre_hook(self, mod, input) -> None:
+        if torch.compiler.is_compiling():
+            return
         self.clock.module_calls += 1
         self.clock.ours_begin()
         try:
@@ -160,6 +165,8 @@ class _CountingTracker(ModuleTracker):
             self.clock.ours_end()
 
     def _fw_post_hook(self, mod, input, output) -> None:
+        if torch.compiler.is_compiling():
+            return
         self.clock.ours_begin()
         try:
             super()._fw_post_hook(mod, input, output)
@@ -481,6 +488,8 @@ class CaptureSession:
                                        python_median_us=round(self._median_model_python_us(ops), 1),
                                        capture_wait_share=self.wait_share)
         notes = set(self.recorder.notes)
+        notes.update(f"--assume {where}: no host read of the GPU at that line (check the path and line in the "
+                     "notes)" for where in self.recorder.host_reads.unused())
         if self.wait_share > BUSY_WAIT_SHARE:
             notes.add(BUSY_NOTE.format(share=self.wait_share))
         if self.op_table is not None and self.op_table.note:

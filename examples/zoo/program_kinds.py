@@ -1,0 +1,177 @@
+"""Kinds of program that broke the capture or the prediction when tried as users would (issue 31):
+activation checkpointing, 3-D CNNs, FFT layers, TF32 GEMMs, cuDNN LSTM inference, a 7B-parameter optimizer step.
+
+    kernelcast predict examples/zoo/program_kinds.py:vit_checkpointed_train --gpu h200
+"""
+
+import torch
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+BF16 = torch.bfloat16
+
+
+def _train(model, loss_of, *inputs, opt=None):
+    opt = opt or torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def step(*inputs):
+        loss = loss_of(model, *inputs)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step, inputs
+
+
+class _Block(nn.Module):
+    def __init__(self, width, heads):
+        super().__init__()
+        self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.attn = nn.MultiheadAttention(width, heads, batch_first=True)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+
+    def forward(self, x):
+        h = self.norm1(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]
+        return x + self.mlp(self.norm2(x))
+
+
+class _Encoder(nn.Module):
+    def __init__(self, width=768, heads=12, depth=8, checkpointed=True):
+        super().__init__()
+        self.blocks = nn.ModuleList(_Block(width, heads) for _ in range(depth))
+        self.head = nn.Linear(width, 1000)
+        self.checkpointed = checkpointed
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = checkpoint(block, x, use_reentrant=False) if self.checkpointed else block(x)
+        return self.head(x.mean(dim=1))
+
+
+def _vit_train(checkpointed):
+    model = _Encoder(checkpointed=checkpointed).cuda()
+    x = torch.randn(32, 197, 768, device="cuda")
+    labels = torch.randint(0, 1000, (32,), device="cuda")
+
+    def loss_of(model, x, labels):
+        with torch.autocast("cuda", dtype=BF16):
+            return nn.functional.cross_entropy(model(x), labels)
+
+    return _train(model, loss_of, x, labels)
+
+
+def vit_checkpointed_train():
+    """A ViT-B-shaped encoder (8 blocks, 197 tokens, batch 32), bf16 autocast, each block checkpointed
+    (torch.utils.checkpoint, non-reentrant): the forward keeps only block inputs, backward recomputes."""
+    return _vit_train(True)
+
+
+def vit_plain_train():
+    """The same encoder without checkpointing (the memory checkpointing saves is the difference)."""
+    return _vit_train(False)
+
+
+def video_conv3d_train():
+    """A small 3-D CNN for video (R3D-style: 3x3x3 convolutions, batch norm, ReLU, strided downsampling),
+    bf16 autocast, batch 4 x 3 x 16 frames x 112 x 112."""
+    def stage(cin, cout, stride):
+        return nn.Sequential(nn.Conv3d(cin, cout, 3, stride=stride, padding=1, bias=False), nn.BatchNorm3d(cout),
+                             nn.ReLU(inplace=True))
+
+    model = nn.Sequential(stage(3, 32, (1, 2, 2)), stage(32, 64, 2), stage(64, 128, 2), stage(128, 256, 2),
+                          nn.AdaptiveAvgPool3d(1), nn.Flatten(), nn.Linear(256, 400)).cuda()
+    x = torch.randn(4, 3, 16, 112, 112, device="cuda")
+    labels = torch.randint(0, 400, (4,), device="cuda")
+
+    def loss_of(model, x, labels):
+        with torch.autocast("cuda", dtype=BF16):
+            return nn.functional.cross_entropy(model(x), labels)
+
+    return _train(model, loss_of, x, labels)
+
+
+def volumetric_conv3d_forward_bf16():
+    """A 3-D U-Net-style encoder forward in bf16 (medical volumes: batch 2 x 1 x 64^3)."""
+    model = nn.Sequential(
+        nn.Conv3d(1, 32, 3, padding=1), nn.GroupNorm(8, 32), nn.SiLU(),
+        nn.Conv3d(32, 64, 3, stride=2, padding=1), nn.GroupNorm(8, 64), nn.SiLU(),
+        nn.Conv3d(64, 128, 3, stride=2, padding=1), nn.GroupNorm(8, 128), nn.SiLU(),
+        nn.ConvTranspose3d(128, 64, 2, stride=2), nn.SiLU(),
+    ).to("cuda", BF16).eval()
+    x = torch.randn(2, 1, 64, 64, 64, device="cuda", dtype=BF16)
+
+    def step(x):
+        with torch.no_grad():
+            return model(x)
+
+    return step, (x,)
+
+
+class _SpectralConv(nn.Module):
+    """An FNO-style spectral layer: rfft2, a complex einsum on the lowest modes, irfft2."""
+
+    def __init__(self, channels, modes):
+        super().__init__()
+        self.modes = modes
+        scale = 1 / channels
+        self.weight = nn.Parameter(scale * torch.randn(channels, channels, modes, modes, dtype=torch.cfloat))
+        self.skip = nn.Conv2d(channels, channels, 1)
+
+    def forward(self, x):
+        spectrum = torch.fft.rfft2(x)
+        out = torch.zeros_like(spectrum)
+        m = self.modes
+        out[:, :, :m, :m] = torch.einsum("bixy,ioxy->boxy", spectrum[:, :, :m, :m], self.weight)
+        return nn.functional.gelu(torch.fft.irfft2(out, s=x.shape[-2:]) + self.skip(x))
+
+
+def fft_layers_train():
+    """Four spectral layers (32 channels, 16 modes) on batch 16 x 128 x 128, fp32 training."""
+    model = nn.Sequential(nn.Conv2d(3, 32, 1), *(_SpectralConv(32, 16) for _ in range(4)), nn.Conv2d(32, 1, 1)).cuda()
+    x = torch.randn(16, 3, 128, 128, device="cuda")
+    target = torch.randn(16, 1, 128, 128, device="cuda")
+    return _train(model, lambda model, x, target: nn.functional.mse_loss(model(x), target), x, target)
+
+
+def mlp_tf32_train():
+    """An fp32 MLP (4 x 4096 wide, batch 2048) trained with TF32 GEMMs (allow_tf32 set in build())."""
+    torch.backends.cuda.matmul.allow_tf32 = True
+    layers = []
+    for _ in range(4):
+        layers += [nn.Linear(4096, 4096), nn.ReLU()]
+    model = nn.Sequential(*layers, nn.Linear(4096, 10)).cuda()
+    x = torch.randn(2048, 4096, device="cuda")
+    labels = torch.randint(0, 10, (2048,), device="cuda")
+    return _train(model, lambda model, x, labels: nn.functional.cross_entropy(model(x), labels), x, labels)
+
+
+def lstm_inference_fp32():
+    """A 2-layer cuDNN LSTM (hidden 1024) forward in fp32, batch 32 x 256 steps, under no_grad."""
+    model = nn.LSTM(512, 1024, num_layers=2, batch_first=True).cuda().eval()
+    x = torch.randn(32, 256, 512, device="cuda")
+
+    def step(x):
+        with torch.no_grad():
+            return model(x)[0]
+
+    return step, (x,)
+
+
+def llama7b_adamw_step():
+    """The optimizer step alone of a Llama-7B-shaped model (32 layers, hidden 4096, MLP 11008, vocab 32000:
+    6.7B parameters) in bf16 with bf16 gradients, AdamW (foreach): multi_tensor_apply's launches over 291
+    tensors of up to 131M elements."""
+    hidden, mlp, layers, vocab = 4096, 11008, 32, 32000
+    shapes = [(vocab, hidden), (vocab, hidden), (hidden,)]
+    for _ in range(layers):
+        shapes += [(hidden, hidden)] * 4 + [(mlp, hidden), (mlp, hidden), (hidden, mlp), (hidden,), (hidden,)]
+    params = [nn.Parameter(torch.empty(shape, device="cuda", dtype=BF16)) for shape in shapes]
+    for p in params:
+        p.grad = torch.empty_like(p)
+    opt = torch.optim.AdamW(params, lr=1e-4, foreach=True)
+
+    def step():
+        opt.step()
+
+    return step, ()
