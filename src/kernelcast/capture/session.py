@@ -160,7 +160,10 @@ class _CountingTracker(ModuleTracker):
         self.clock.module_calls += 1
         self.clock.ours_begin()
         try:
-            super()._fw_pre_hook(mod, input)
+            if _recomputing():
+                self._get_append_fn(self._get_mod_name(mod), False)()
+            else:
+                super()._fw_pre_hook(mod, input)
         finally:
             self.clock.ours_end()
 
@@ -169,9 +172,21 @@ class _CountingTracker(ModuleTracker):
             return
         self.clock.ours_begin()
         try:
-            super()._fw_post_hook(mod, input, output)
+            if _recomputing():
+                self._get_pop_fn(self._get_mod_name(mod), False)()
+            else:
+                super()._fw_post_hook(mod, input, output)
         finally:
             self.clock.ours_end()
+
+
+def _recomputing() -> bool:
+    """Whether a module's forward runs inside a backward: activation checkpointing recomputing it
+    (torch.utils.checkpoint). ModuleTracker's backward hooks on its tensors would hold the recomputed graph's
+    nodes (register_multi_grad_hook keeps every grad_fn in its closure, a cycle through the node's own hook
+    dict), and that graph never runs backward, so its saved activations would stay alive to the end of the
+    capture, where the GPU frees each as soon as backward has used it. The module is entered and left only."""
+    return torch._C._current_graph_task_id() != -1
 
 
 BUSY_NOTE = ("the capture machine was busy (the capturing thread waited {share:.0%} of its CPU time for a core): "
