@@ -349,3 +349,22 @@ def test_the_profiles_compiled_host_costs_come_from_the_committed_probe_fit():
     host = HostModel.from_profile(section, "H200 host")
     assert host.cudagraph_replay_us == fit["units_us"]["cudagraph_replay_us"]
     assert host.compiled_input_us == fit["units_us"]["compiled_input_us"]
+
+
+@needs_triton
+def test_the_capture_adds_no_graph_break_of_its_own():
+    """Module hooks (the capture's module tracker) and the torch-function router run inside what Dynamo
+    traces; they pass through under compilation, so the graph breaks are the user's only (a compiled
+    static-cache generate() had listed `graph break (Dynamo) at .../kernelcast/capture/host_clock.py`).
+    torch._dynamo.explain counts them while the capture records, its tracker on."""
+    from kernelcast.capture.api import _session
+
+    with _session("h200") as session:
+        model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.GELU(), torch.nn.LayerNorm(64)).cuda()
+        x = torch.randn(32, 64, device="cuda")
+        session.recording = True
+        try:
+            explained = torch._dynamo.explain(model)(x)
+        finally:
+            session.recording = False
+    assert explained.graph_break_count == 0, [str(b.reason) for b in explained.break_reasons]

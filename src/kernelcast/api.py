@@ -6,6 +6,7 @@ import contextlib
 from typing import Any, Callable
 
 from kernelcast.capture import capture, capture_step, capture_workload
+from kernelcast.capture.host_reads import parse_assume, stated_reads
 from kernelcast.capture.inductor import check_compile_mode
 from kernelcast.capture.workload import build_kwargs, load_build, on_sys_path, one_line, where_it_failed
 from kernelcast.errors import CaptureError, KernelcastError
@@ -18,15 +19,20 @@ __all__ = ["capture", "capture_file", "predict", "predict_file"]
 
 
 def capture_file(spec: str, gpu: str = DEFAULT_GPU, world_size: int = 1, args: dict[str, Any] | list[str] | None = None,
-                 prepare: Callable | None = None, compile_mode: str | None = None) -> Capture:
+                 prepare: Callable | None = None, compile_mode: str | None = None,
+                 assume: list[str] | None = None) -> Capture:
     """Capture a workload given as "path/to/file.py:build" or "example:NAME" (as rank 0 of world_size).
     args: build()'s keyword arguments, as a dict or as NAME=VALUE strings (typed from build()'s defaults);
-    compile_mode: as if its step were wrapped in torch.compile(step, mode=compile_mode)."""
+    compile_mode: as if its step were wrapped in torch.compile(step, mode=compile_mode); assume: values of
+    host reads of the GPU the capture cannot know, as "PATH:LINE=VALUE" (capture/host_reads.py; the CLI's
+    --assume). Raises KernelcastError on a malformed statement, CaptureError when the step fails."""
     if compile_mode is not None:
         check_compile_mode(compile_mode)
+    stated = [parse_assume(text) for text in assume or ()]
     build, folder = load_build(spec)
     kwargs = build_kwargs(build, args) if isinstance(args, list) else dict(args or {})
-    with on_sys_path(folder) if folder else contextlib.nullcontext():
+    with on_sys_path(folder) if folder else contextlib.nullcontext(), \
+            stated_reads(stated) if stated else contextlib.nullcontext():
         try:
             return capture_workload(build, gpu, workload=_with_args(spec, kwargs), world_size=world_size,
                                     build_kwargs=kwargs, prepare=prepare, compile_mode=compile_mode)

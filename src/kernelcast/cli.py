@@ -633,6 +633,11 @@ examples:
 """
 
 
+ASSUME_HELP = ("the value the step reads back from the GPU at PATH:LINE, where the capture cannot know it (a note names "
+               "each such read): True, False or a number, or a list read in turn, e.g. train.py:40=True*9,False "
+               "(repeatable)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kernelcast", description="Predict what a PyTorch step costs on a GPU, without one.",
@@ -653,6 +658,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="GPU-to-GPU link for collectives, e.g. nvlink, pcie4, ib-ndr (default: the GPU's own)")
     p.add_argument("--arg", action="append", metavar="NAME=VALUE",
                    help="a keyword argument for build(), typed from its default (repeatable), e.g. --arg batch=16")
+    p.add_argument("--assume", action="append", metavar="PATH:LINE=VALUE", help=ASSUME_HELP)
     p.add_argument("--expandable-segments", action="store_true",
                    help="predict memory with the allocator's expandable_segments:True")
     p.add_argument("--no-fixes", action="store_true",
@@ -669,6 +675,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--arg-range", required=True, metavar="NAME=LOW..HIGH",
                    help="the build() argument to search and its range, e.g. batch=1..1024")
     f.add_argument("--arg", action="append", metavar="NAME=VALUE", help="other build() arguments (repeatable)")
+    f.add_argument("--assume", action="append", metavar="PATH:LINE=VALUE", help=ASSUME_HELP)
     f.add_argument("--json", metavar="OUT", help="also write max_batch, first_oom_batch and the prediction there")
     f.add_argument("--world-size", type=int, default=1, metavar="N", help="capture as rank 0 of N ranks")
     f.add_argument("--interconnect", metavar="LINK", help="GPU-to-GPU link for collectives")
@@ -681,6 +688,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("workload", help="FILE.py:build or example:NAME")
     a.add_argument("--gpu", default=DEFAULT_GPU, help=f"target GPU (default {DEFAULT_GPU})")
     a.add_argument("--arg", action="append", metavar="NAME=VALUE", help="build() arguments (repeatable)")
+    a.add_argument("--assume", action="append", metavar="PATH:LINE=VALUE", help=ASSUME_HELP)
     a.add_argument("--json", metavar="OUT", help="also write the fixes, their predicted steps and costs there")
     a.add_argument("--world-size", type=int, default=1, metavar="N", help="capture as rank 0 of N ranks")
     a.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
@@ -692,6 +700,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--arg-range", required=True, metavar="NAME=LOW..HIGH",
                    help="the build() argument and its range, e.g. batch=1..256 (low, powers of two, high)")
     w.add_argument("--arg", action="append", metavar="NAME=VALUE", help="other build() arguments (repeatable)")
+    w.add_argument("--assume", action="append", metavar="PATH:LINE=VALUE", help=ASSUME_HELP)
     w.add_argument("--json", metavar="OUT", help="also write the points there")
     w.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
     w.set_defaults(func=_cmd_sweep)
@@ -704,6 +713,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="capture the step as rank 0 of N ranks (fake process group; default 1: one GPU)")
     c.add_argument("--arg", action="append", metavar="NAME=VALUE",
                    help="a keyword argument for build(), typed from its default (repeatable), e.g. --arg batch=16")
+    c.add_argument("--assume", action="append", metavar="PATH:LINE=VALUE", help=ASSUME_HELP)
     c.add_argument("--compile", metavar="MODE", choices=("default", "reduce-overhead", "max-autotune"),
                    help="predict the step as torch.compile(step, mode=MODE) runs it: default, reduce-overhead "
                         "(CUDA graphs) or max-autotune (needs the triton package)")
@@ -779,7 +789,10 @@ def main(argv: list[str] | None = None) -> int:
             from kernelcast.profiles import use_profile
 
             use_profile(args.profile)
-        return args.func(args)
+        from kernelcast.capture.host_reads import parse_assume, stated_reads
+
+        with stated_reads([parse_assume(spec) for spec in getattr(args, "assume", None) or ()]):
+            return args.func(args)
     except KernelcastError as exc:
         if os.environ.get(DEBUG_ENV):
             raise

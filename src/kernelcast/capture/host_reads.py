@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from kernelcast.errors import KernelcastError
+from kernelcast.errors import CaptureError, KernelcastError
 
 Number = bool | int | float
 
@@ -32,6 +32,10 @@ LIBRARY_LOOP_READS: dict[tuple[str, str], tuple[Number, str]] = {
     ("transformers/generation/utils.py", "_beam_search"): (
         True, "beam search assumed to go on until max_length (no beam's score rules out the rest early)"),
 }
+
+# Reads of one line in one step past which a loop is taken to never end under the values given it (a stated
+# True with no False after it): the capture stops with an error instead of running on.
+MAX_READS_PER_LINE = 100_000
 
 _VALUE = re.compile(r"^(?P<value>[^*]+?)(?:\*(?P<times>\d+))?$")
 # a read's place: "path/to/file.py:LINE", matched against the end of the capture's "path:line in function"
@@ -125,6 +129,9 @@ class HostReads:
         place, function = _place(source)
         nth = self._reads.get(place, 0)
         self._reads[place] = nth + 1
+        if nth >= MAX_READS_PER_LINE:
+            raise CaptureError(f"the step read the GPU at {place} {MAX_READS_PER_LINE} times without its loop "
+                               f"ending: state the reads so that it ends, e.g. --assume {place}=True*9,False")
         for read in self.stated:
             if _matches(place, read.where):
                 self.used.add(read.where)

@@ -606,6 +606,13 @@ class Recorder(TorchDispatchMode):
         ))
         self.clock.ours_end()
 
+    def forget_weak_refs(self, t: torch.Tensor) -> None:
+        """Drop the recorder's weak references to `t` (value hints, bool and fill hints): swap_tensors, which
+        Module._apply uses, refuses a tensor that has any."""
+        self.hints.drop(t)
+        self._bool_hint.pop(t, None)
+        self._fill_mean.pop(t, None)
+
     # -- sync points -----------------------------------------------------------------------------------
     def _note(self, text: str) -> None:
         self.notes.add(text)

@@ -17,7 +17,7 @@ import logging
 import os
 import statistics
 import time
-from typing import Iterator
+from typing import Callable, Iterator
 from unittest import mock
 
 import torch
@@ -117,7 +117,8 @@ def _foreach_accepts_fake_tensors() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _swappable_fake_tensors(fake_mode: FakeTensorMode) -> Iterator[None]:
+def _swappable_fake_tensors(fake_mode: FakeTensorMode,
+                            forget: Callable[[torch.Tensor], None] = lambda t: None) -> Iterator[None]:
     """Let `model.to("cuda")` / `.cuda()` / `.to(dtype)` work on modules built under FakeTensorMode.
 
     Module._apply always swaps FakeTensor parameters (torch.utils.swap_tensors), and swap_tensors refuses a
@@ -126,7 +127,8 @@ def _swappable_fake_tensors(fake_mode: FakeTensorMode) -> Iterator[None]:
     that keeps its real value (one element from `torch.tensor(2.0)`: a 0-d `nn.Parameter` scale) is also
     listed under its source storage in `constant_storage_mapping`, so that writing to that storage forgets the
     value; after the swap the parameter's data is a new tensor, so its entry goes too (KernelBench level 2
-    programs 3, 50 and 68, a CLIP-style logit scale: "Couldn't swap Model.scale1").
+    programs 3, 50 and 68, a CLIP-style logit scale: "Couldn't swap Model.scale1"). `forget(t)` drops the
+    recorder's own weak references to t (its value hints: a 0-d parameter from `torch.tensor(2.0)` has one).
     """
     original = torch.utils.swap_tensors
 
@@ -138,6 +140,8 @@ def _swappable_fake_tensors(fake_mode: FakeTensorMode) -> Iterator[None]:
                 del memo[key]
         for refs in getattr(converter, "constant_storage_mapping", {}).values():
             refs[:] = [ref for ref in refs if ref() is not t1 and ref() is not t2]
+        forget(t1)
+        forget(t2)
         return original(t1, t2)
 
     with mock.patch.object(torch.utils, "swap_tensors", swap_tensors):
@@ -265,7 +269,8 @@ class CaptureSession:
             stack.enter_context(cuda_only_fakes(self.op_table))
             stack.enter_context(sdpa_routed(self.arch))
             self.fake_mode = _CaptureFakeMode(allow_non_fake_inputs=True)
-            stack.enter_context(_swappable_fake_tensors(self.fake_mode))
+            stack.enter_context(_swappable_fake_tensors(
+                self.fake_mode, lambda t: self.recorder.forget_weak_refs(t) if self.recorder else None))
             stack.enter_context(self.fake_mode)
             self.recorder = stack.enter_context(
                 Recorder(self._phase, self._module, origin_of_current_backward_node, self.op_table,
