@@ -106,7 +106,7 @@ def main() -> int:
         "",
         f"{len(rows)} workloads in {len({r['family'] for r in rows})} families (examples/zoo/registry.py), measured on "
         f"the {doc['device']} with torch {doc['device_torch']} (`PYTHONPATH=src python3 scripts/zoo_measure.py --out "
-        "$OUT/zoo_measured.json.gz`, validation/zoo_measured.json.gz), captured and predicted on a 2-core machine "
+        f"$OUT/{Path(doc['measured_in']).name}`, {doc['measured_in']}), captured and predicted on a 2-core machine "
         "without a GPU by the committed code:",
         "",
         "```",
