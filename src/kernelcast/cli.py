@@ -633,9 +633,9 @@ examples:
 """
 
 
-ASSUME_HELP = ("the value the step reads back from the GPU at PATH:LINE, where the capture cannot know it (a note names "
-               "each such read): True, False or a number, or a list read in turn, e.g. train.py:40=True*9,False "
-               "(repeatable)")
+ASSUME_HELP = ("the value the step reads back from the GPU at PATH:LINE, where the capture cannot know it (a note "
+               "names each such read): True, False or a number, or a list read in turn, e.g. "
+               "train.py:40=True*9,False (repeatable)")
 
 
 def build_parser() -> argparse.ArgumentParser:
