@@ -151,6 +151,12 @@ def main() -> int:
     parser.add_argument("--show-times", action="store_true", help="print predicted and measured µs per op")
     args = parser.parse_args()
     doc = load_measured(args.measured)
+    here, there = _transformers_version(), doc.get("transformers")
+    if here and there and here != there:  # models built from configs differ by version: t5, mixtral and a static
+        # KV cache moved 13-35% in GPU time between transformers 5.24 here and 5.17 on the device (2026-12-03)
+        print(f"zoo_validate: transformers {here} here, {there} on the device: put {there} first on the path "
+              f"(pip install --target DIR transformers=={there}; PYTHONPATH=DIR:src) to capture the measured models",
+              file=sys.stderr, flush=True)
     rows = []
     for entry in doc["workloads"]:
         if args.only and entry["name"] not in args.only or args.family and entry["family"] not in args.family:
