@@ -23,6 +23,20 @@ def _train(model, loss_of, *inputs, opt=None):
     return step, inputs
 
 
+def _bf16_cross_entropy(model, x, labels):
+    with torch.autocast("cuda", dtype=BF16):
+        return nn.functional.cross_entropy(model(x), labels)
+
+
+def _no_grad_forward(model, x):
+    def step(x):
+        with torch.no_grad():
+            out = model(x)
+        return out[0] if isinstance(out, tuple) else out  # nn.LSTM: (output, (h, c))
+
+    return step, (x,)
+
+
 class _Block(nn.Module):
     def __init__(self, width, heads):
         super().__init__()
@@ -54,11 +68,7 @@ def _vit_train(checkpointed):
     x = torch.randn(32, 197, 768, device="cuda")
     labels = torch.randint(0, 1000, (32,), device="cuda")
 
-    def loss_of(model, x, labels):
-        with torch.autocast("cuda", dtype=BF16):
-            return nn.functional.cross_entropy(model(x), labels)
-
-    return _train(model, loss_of, x, labels)
+    return _train(model, _bf16_cross_entropy, x, labels)
 
 
 def vit_checkpointed_train():
@@ -84,11 +94,7 @@ def video_conv3d_train():
     x = torch.randn(4, 3, 16, 112, 112, device="cuda")
     labels = torch.randint(0, 400, (4,), device="cuda")
 
-    def loss_of(model, x, labels):
-        with torch.autocast("cuda", dtype=BF16):
-            return nn.functional.cross_entropy(model(x), labels)
-
-    return _train(model, loss_of, x, labels)
+    return _train(model, _bf16_cross_entropy, x, labels)
 
 
 def volumetric_conv3d_forward_bf16():
@@ -99,13 +105,7 @@ def volumetric_conv3d_forward_bf16():
         nn.Conv3d(64, 128, 3, stride=2, padding=1), nn.GroupNorm(8, 128), nn.SiLU(),
         nn.ConvTranspose3d(128, 64, 2, stride=2), nn.SiLU(),
     ).to("cuda", BF16).eval()
-    x = torch.randn(2, 1, 64, 64, 64, device="cuda", dtype=BF16)
-
-    def step(x):
-        with torch.no_grad():
-            return model(x)
-
-    return step, (x,)
+    return _no_grad_forward(model, torch.randn(2, 1, 64, 64, 64, device="cuda", dtype=BF16))
 
 
 class _SpectralConv(nn.Module):
@@ -149,13 +149,7 @@ def mlp_tf32_train():
 def lstm_inference_fp32():
     """A 2-layer cuDNN LSTM (hidden 1024) forward in fp32, batch 32 x 256 steps, under no_grad."""
     model = nn.LSTM(512, 1024, num_layers=2, batch_first=True).cuda().eval()
-    x = torch.randn(32, 256, 512, device="cuda")
-
-    def step(x):
-        with torch.no_grad():
-            return model(x)[0]
-
-    return step, (x,)
+    return _no_grad_forward(model, torch.randn(32, 256, 512, device="cuda"))
 
 
 def llama7b_adamw_step():
