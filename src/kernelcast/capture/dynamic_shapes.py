@@ -341,7 +341,7 @@ class ValueHints:
             if isinstance(a, bool):
                 decides, why = a is dominant, frozenset()
             elif isinstance(a, torch.Tensor):
-                known = self._real(a) if (a in self._values or (_is_fake(a) and a.constant is not None)) else None
+                known = self._real(a)  # the tensor itself, its hint, its constant, or None: unknown
                 if known is None:
                     continue
                 with _disable_current_modes():

@@ -125,7 +125,8 @@ class HostReads:
         self._reads.clear()
 
     def value(self, source: str) -> tuple[Number, str] | None:
-        """(value, why) for a read at `source` ("path:line in function"), or None: the dtype's placeholder."""
+        """(value, how the capture came by it, for its note) for a read at `source` ("path:line in function"),
+        or None: the dtype's placeholder."""
         place, function = _place(source)
         nth = self._reads.get(place, 0)
         self._reads[place] = nth + 1
@@ -138,7 +139,7 @@ class HostReads:
                 return read.value(nth), "stated with --assume"
         for (path, loop_function), (value, why) in LIBRARY_LOOP_READS.items():
             if function == loop_function and place.rpartition(":")[0].endswith(path):
-                return value, why
+                return value, f"{value} ({why})"
         return None
 
     def unused(self) -> list[str]:

@@ -635,12 +635,20 @@ class Recorder(TorchDispatchMode):
         if a is not None and b is not None:
             return as_python(a) == as_python(b), ("item" if _on_gpu(args, kwargs) else None)
         source = current_source() or "set-up"
+        stated = self._stated_read("torch.equal on GPU tensors", source)
+        if stated is None:
+            self._note(f"torch.equal on GPU tensors at {source}: assumed True; {how_to_state(source)}")
+        return True if stated is None else bool(stated), ("item" if _on_gpu(args, kwargs) else None)
+
+    def _stated_read(self, what: str, source: str):
+        """The value the user stated (--assume) or a known library loop gives a read at `source`, noted; or
+        None (host_reads.py)."""
         stated = self.host_reads.value(source)
-        if stated is not None:
-            self._note(f"torch.equal on GPU tensors at {source}: {bool(stated[0])} ({stated[1]})")
-            return bool(stated[0]), ("item" if _on_gpu(args, kwargs) else None)
-        self._note(f"torch.equal on GPU tensors at {source}: assumed True; {how_to_state(source)}")
-        return True, ("item" if _on_gpu(args, kwargs) else None)
+        if stated is None:
+            return None
+        value, how = stated
+        self._note(f"{what} at {source}: {how}")
+        return value
 
     def _unknown_read(self, func, t: torch.Tensor):
         """A value read back from the GPU that no hint decides: the user's statement for its line, a known
@@ -648,14 +656,9 @@ class Recorder(TorchDispatchMode):
         source = current_source() or "set-up"
         as_bool = t.dtype == torch.bool or func is aten.is_nonzero.default
         kind = "bool" if as_bool else "float" if t.dtype.is_floating_point or t.dtype.is_complex else "integer"
-        stated = self.host_reads.value(source)
+        stated = self._stated_read(f"{kind} read back from the GPU", source)
         if stated is not None:
-            value, why = stated
-            value = bool(value) if as_bool else value
-            # a stated list gives one line several values: the note names the statement, not each value
-            self._note(f"{kind} read back from the GPU at {source}: {why}" if why.startswith("stated")
-                       else f"{kind} read back from the GPU at {source}: {value} ({why})")
-            return value
+            return bool(stated) if as_bool else stated
         if as_bool:
             value = self._bool_hint.get(t, False)
             self._note(f"bool read back from the GPU at {source}: assumed {value} (all/eq -> True, "
