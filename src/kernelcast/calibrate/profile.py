@@ -17,7 +17,7 @@ from kernelcast.devices import get_gpu
 from kernelcast.predict.calibrated import BLOCK_SECTIONS
 from kernelcast.profiles import PROFILE_FORMAT
 from kernelcast.records import OpRecord
-from . import grouped_gemm, norm_blocks, sparse_fit, unit_rates
+from . import grouped_gemm, norm_blocks, sparse_fit, unit_rates, window_rates
 from .generated import grid_fits
 from .launch_model import fit_conv_model, fit_gemm_model, per_group_items
 
@@ -191,6 +191,7 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
     warm_time: dict[int, float] = {}
     cold: dict[int, tuple[float, float]] = {}
     floors = []
+    windows: list[tuple[Cost, float, int]] = []  # (cost, µs, work items) of lone windowed pooling ops
     for case in cases:
         costs = _costs(case)
         kind, time_us, items = case["kind"], case["device_us"], case["n_items"]
@@ -220,6 +221,9 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
         elif kind.endswith("_l2_warm"):
             warm_time[case["bytes_per_tensor"]] = time_us
             continue
+        elif len(costs) == 1 and window_rates.is_window(costs[0][1]):
+            # a window fit's point; on its byte curve only if its op gets no window fit (after the loop)
+            windows.append((costs[0][1], time_us, items))
         else:
             cost = _main(costs, MEMORY_KINDS)
             if kind == "add_fp32":
@@ -230,6 +234,10 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
                 memory[cost.kind].append([total_bytes, items, round(time_us, 3), inner, itemsize])
                 if items == 1:
                     floors.append(time_us)
+    pool_windows = window_rates.fit([(cost, time_us) for cost, time_us, _ in windows])
+    for cost, time_us, items in windows:
+        if cost.key[1] not in pool_windows and cost.kind in MEMORY_KINDS:
+            memory[cost.kind].append([cost.bytes, items, round(time_us, 3), *cost.key[-2:]])
     linalg = _linalg_rows(raw["cases"])
     meta = raw["meta"]
     gemm_launches = [row[:-2] for row in gemm + launch_only_gemm]
@@ -266,6 +274,8 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
     }
     if linalg:
         profile["timings"]["linalg"] = linalg  # per aten op: [n, matrices, µs] (predict/linalg_time.py)
+    if pool_windows:  # NC(D)HW pooling by its window's taps (calibrate/window_rates.py)
+        profile["timings"]["pool_windows"] = pool_windows
     measured = [c for c in raw["cases"] if "error" not in c]  # the unit and block fits use the L2-resident cases too
     rates = unit_rates.fit(measured)
     if rates:  # row gathers and index_add_: a time per unit as well as the bytes (calibrate/unit_rates.py)

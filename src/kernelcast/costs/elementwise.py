@@ -17,6 +17,7 @@ from kernelcast.records import DTYPE_BYTES, OpRecord, TensorMeta
 from .common import (arg, blocks_key, bytes_written, channels_last, contiguous_copies, dense, gpu_tensors,
                      host_transfer, memory_key, memory_op, out_dtype, row_major, width_key, write_only)
 from .conv_layout import channels_last_contiguous
+from .pooling import with_window_key
 from .reduce_config import REDUCE_SEMAPHORE_MEMSETS, is_global_reduce, reduced_dims, reduces_fastest_dim
 from .registry import Cost, CostContext, register, register_tag, register_zero_cost
 
@@ -370,12 +371,12 @@ def pooling_kind(op: OpRecord, backward: bool = False) -> str:
 
 @register("aten.max_pool2d_with_indices", "aten.avg_pool2d", "aten._adaptive_avg_pool2d")
 def pooling(op: OpRecord, ctx: CostContext) -> Cost:
-    return memory_op(op, kind=pooling_kind(op))
+    return with_window_key(op, memory_op(op, kind=pooling_kind(op)))
 
 
 @register("aten.avg_pool2d_backward", "aten._adaptive_avg_pool2d_backward")
 def pooling_backward(op: OpRecord, ctx: CostContext) -> Cost:
-    return memory_op(op, kind=pooling_kind(op, backward=True))
+    return with_window_key(op, memory_op(op, kind=pooling_kind(op, backward=True)))
 
 
 # split_with_sizes_copy on CUDA (aten/src/ATen/native/cuda/TensorShape.cu, split_with_sizes_copy_out_cuda): when
@@ -460,7 +461,8 @@ def max_pool2d_backward(op: OpRecord, ctx: CostContext) -> Cost:
     the CNN example's channels_last step, validation/capture_validation.json). The generic byte count reads
     the forward input, which neither kernel reads; it has the size of the zero-fill's write, so the total
     stands."""
-    return memory_op(op, kind=pooling_kind(op, backward=True)) + Cost(kernels=MAX_POOL_BACKWARD_KERNELS - 1)
+    base = memory_op(op, kind=pooling_kind(op, backward=True))
+    return with_window_key(op, dataclasses.replace(base, kernels=MAX_POOL_BACKWARD_KERNELS))
 
 
 @register("aten._to_copy")

@@ -15,23 +15,59 @@ from __future__ import annotations
 
 import dataclasses
 
-from kernelcast.records import OpRecord
+import math
 
-from .common import bytes_written, memory_op
+from kernelcast.records import OpRecord, TensorMeta
+
+from .common import bytes_written, memory_op, row_major
 from .registry import Cost, CostContext, register
 
 POOL_FLOPS_PER_ELEMENT = 1.0  # nominal: a compare or add per window element read (bytes set the roof)
 ZERO_FILL_KERNELS = 1
 
+# Windowed pooling in NC(D)HW: a thread per output (forward) or per gradient element (backward) walks its window,
+# so the kernel's time follows the window's taps per output as well as the bytes it moves: on the H200 a 3 x 3 x 3
+# max pool at stride 1 over 16 x 32 x 64^3 fp32 took 4.08 ms, 8x the same window at stride 2 (8x the outputs, the
+# same input), where the bytes alone give 1.6x (validation/h200_shape_kinds_grid_raw.json.gz). The key carries
+# what calibrate/window_rates.py fits a time to: (WINDOW_KEY, pool, window taps, outputs, input elements, then the
+# byte curves' own key (innermost dim, item size), which prices the op where the profile has no window fit).
+WINDOW_KEY = "pool_window"
+WINDOW_OPS = {"max_pool2d_with_indices": "max_pool2d", "avg_pool2d": "avg_pool2d",
+              "max_pool3d_with_indices": "max_pool3d", "avg_pool3d": "avg_pool3d"}
+
+
+def window_key(op: OpRecord, cost: Cost) -> tuple | None:
+    """The window key of a pooling op on a row-major (NCHW / NCDHW) input, else None (channels_last runs other
+    kernels, which the byte curves price). Backward ops count the gradient's elements as the outputs."""
+    backward = op.name.endswith("_backward")
+    pool = WINDOW_OPS.get(op.name.removesuffix("_backward"))
+    x = op.args.get("self")
+    grad = op.args.get("grad_output") if backward else (op.outputs[0] if op.outputs else None)
+    if pool is None or not isinstance(x, TensorMeta) or not isinstance(grad, TensorMeta) or not row_major(x):
+        return None
+    dims = 3 if pool.endswith("3d") else 2
+    kernel = op.args.get("kernel_size")
+    kernel = list(kernel) if isinstance(kernel, (list, tuple)) else [kernel]
+    kernel = kernel * dims if len(kernel) == 1 else kernel
+    if len(kernel) != dims or not all(isinstance(k, int) for k in kernel):
+        return None
+    inner, itemsize = cost.key if len(cost.key) == 2 else (1, 4)
+    return (WINDOW_KEY, pool + "_backward" * backward, math.prod(kernel), grad.numel, x.numel, inner, itemsize)
+
+
+def with_window_key(op: OpRecord, cost: Cost) -> Cost:
+    key = window_key(op, cost)
+    return cost if key is None else dataclasses.replace(cost, key=key)
+
 
 def _one_kernel(op: OpRecord, ctx: CostContext) -> Cost:
-    return memory_op(op, POOL_FLOPS_PER_ELEMENT, kind="pool")
+    return with_window_key(op, memory_op(op, POOL_FLOPS_PER_ELEMENT, kind="pool"))
 
 
 def _zero_then_scatter(op: OpRecord, ctx: CostContext) -> Cost:
     """A zero fill of the output, then the scatter kernel: the output is written twice."""
     base = memory_op(op, POOL_FLOPS_PER_ELEMENT, kernels=ZERO_FILL_KERNELS + 1, kind="pool")
-    return dataclasses.replace(base, bytes_written=2 * base.bytes_written)
+    return with_window_key(op, dataclasses.replace(base, bytes_written=2 * base.bytes_written))
 
 
 register("aten.max_pool3d_with_indices", "aten.avg_pool3d", "aten._adaptive_avg_pool3d", "aten.adaptive_max_pool2d",

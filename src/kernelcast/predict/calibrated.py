@@ -31,6 +31,7 @@ from kernelcast.costs.embedding import EMBEDDING_BAG_KEY
 from kernelcast.costs.gather import ELEMENTS_KEY, ROWS_KEY
 from kernelcast.costs.generated import GENERATED_ATOMICS_KEY, atomics_time_us
 from kernelcast.costs.indexing import ATOMICS_KEY
+from kernelcast.costs.pooling import WINDOW_KEY
 from kernelcast.costs.launch_table import gemm_alignment, gemm_features
 from kernelcast.costs.linalg import SOLVER_KEY
 from kernelcast.costs.launch_table import log2_size as _log2
@@ -46,6 +47,7 @@ from .linalg_time import linalg_time_us
 from .rnn_time import bias_grad_time_us, persist_time_us, step_time_us
 from .shape_model import ShapeEstimate, ShapePoint, ShapeTable, build_tables
 from .sparse_time import coalesce_us, embedding_bag_bytes, embedding_bag_us
+from .window_time import window_us
 
 NEAREST = 4  # shapes blended per lookup
 COMPUTE_KINDS = {"gemm", "conv", "attention", "grouped_gemm", ""}  # looked up by shape; without a shape: the datasheet
@@ -115,6 +117,14 @@ _KEY_LENGTH = {"gemm": 7, "conv": 12, "attention": 9}
 ACHIEVED_LABEL = {"fitted": "datasheet ratios and this GPU's rates fitted to published timings",
                   "prior": "datasheet ratios and its architecture's rates fitted to published timings",
                   "datasheet": "datasheet ratios: unvalidated"}
+
+
+def _curve_key(key: tuple) -> tuple[int, int]:
+    """(innermost dim, item size) by which a byte curve is read: a memory key itself, a pooling window key's last
+    two (costs/pooling.py window_key), else (1, 4)."""
+    if key[:1] == (WINDOW_KEY,):
+        return key[-2], key[-1]
+    return key if len(key) == 2 else (1, 4)
 
 
 def _itemsize(dtype: str) -> int:
@@ -640,6 +650,27 @@ class CalibratedModel:
         units_us += (cost.kernels - 1) * self.floor_us
         return max(units_us, bytes_us or 0.0)
 
+    def _window_time_us(self, cost: Cost) -> float:
+        """A windowed NC(D)HW pooling op: the longer of its window walk, by the profile's fit of its op
+        (calibrate/window_rates.py: a floor, a time per window tap, per output, per input element and per byte),
+        and its bytes at the profiled GPU's streaming rate. On the H200 the walk sets the time (its fit has
+        almost no per-byte term); on another GPU the walk scales with SMs x clock (a thread's loads over its
+        window hit L1, whose throughput is per SM and clock) and the streaming bound with the DRAM bandwidths,
+        both times the GPU's memory-bound factor. KernelBench level 1 #43 (3 x 3 x 3 max pool, 738 MB moved):
+        485 us on the H200, walk-bound; 2.64 ms on an L4, near its 300 GB/s for those bytes."""
+        _, pool, taps, outputs, inputs, _, _ = cost.key
+        fit = self.profile["timings"]["pool_windows"][pool]
+        floor_us = fit["coefficients"][0]
+        walk_us = window_us(fit, taps, outputs, inputs, cost.bytes) - floor_us
+        stream_us = cost.bytes / self._streaming_bytes_per_us()
+        if self.transferred:
+            here, there = self.gpu.sm_cycles_per_s, self.profiled_gpu.sm_cycles_per_s
+            bandwidth = self.profiled_gpu.mem_bw_bytes_per_s / self.gpu.mem_bw_bytes_per_s
+            factor = self.achieved.factor(MEMORY)
+            walk_us *= (there / here if here and there else bandwidth) * factor
+            stream_us *= bandwidth * factor
+        return floor_us + max(walk_us, stream_us)
+
     def _sparse_time_us(self, cost: Cost) -> float:
         """A coalesce's chain or an EmbeddingBag forward by the profile's sparse fits (calibrate/sparse_fit.py);
         on another GPU the fit's time scales with the datasheets' bandwidth ratio."""
@@ -673,7 +704,7 @@ class CalibratedModel:
                        if k in self._memory), None)
         if points is None or cost.bytes <= 0:
             return None
-        inner, itemsize = cost.key if len(cost.key) == 2 else (1, 4)
+        inner, itemsize = _curve_key(cost.key)
         across = (_across_widths(points, _log2(cost.bytes), _log2(inner), _log2(itemsize))
                   if cost.kind in WIDTH_CURVE_KINDS else None)
         if across is not None:
@@ -794,6 +825,9 @@ class CalibratedModel:
         elif cost.key[:1] in SPARSE_KEYS and SPARSE_SECTIONS[cost.key[0]] in self.profile["timings"].get("sparse", {}):
             time_us = self._sparse_time_us(cost)
             source, uncertainty = "fitted (sparse kernels)", MEMORY_CURVE_UNCERTAINTY
+        elif cost.key[:1] == (WINDOW_KEY,) and cost.key[1] in self.profile["timings"].get("pool_windows", {}):
+            time_us = self._window_time_us(cost)
+            source, uncertainty = "fitted (pooling window taps)", MEMORY_CURVE_UNCERTAINTY
         elif cost.key[:1] in UNIT_KEYS and "unit_rates" in self.profile["timings"]:
             time_us = self._unit_rate_time_us(cost)
         elif cost.kind in self.profile["timings"].get("generated", {}):
