@@ -122,3 +122,41 @@ def test_ops_that_launch_nothing_and_take_no_time_are_left_out_of_the_top_table(
     table = ops_table(dataclasses.replace(rec, ops=(*rec.ops, view)))
     assert "detach" not in "".join(str(c) for c in table.columns[0]._cells)
     assert table.row_count == len(ops_table(rec).rows)
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_devices_fits_the_terminal_and_honours_columns_in_a_pipe(columns, monkeypatch, capsys):
+    """`kernelcast devices` at COLUMNS wide in a pipe (capsys is one): every line within it, every GPU's id
+    whole on one line (not folded into `NVID/IA/H100` cells), the legend wrapped at word boundaries."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    assert main(["devices"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= columns
+    from kernelcast.devices import all_gpus
+    for gpu in all_gpus():
+        assert any(line.lstrip("│ ").startswith(gpu + " ") for line in lines), gpu
+    assert "calibrated" in out and "id" in lines[1] + lines[2]
+
+
+def test_output_width_reads_columns_then_the_pipe_default(monkeypatch):
+    from kernelcast.report import PIPE_WIDTH, output_width
+    monkeypatch.setenv("COLUMNS", "93")
+    assert output_width() == 93
+    monkeypatch.delenv("COLUMNS")
+    assert output_width() == PIPE_WIDTH  # pytest's stdout is not a terminal
+
+
+def test_wrapped_lines_keep_words_whole_and_hang_under_their_item():
+    from kernelcast.report import wrap_lines
+    text = "  1. use torch.compile on this step: saves 797.5 µs, 13% of the step, by fusing launches"
+    wrapped = wrap_lines(text, 40).splitlines()
+    assert all(len(line) <= 40 for line in wrapped) and len(wrapped) > 1
+    assert "13%" in " ".join(wrapped).split() and "µs," in " ".join(wrapped).split()
+    assert all(line.startswith("     ") for line in wrapped[1:])  # under "use", not under "1."
+
+
+@pytest.mark.parametrize("count, text", [(0, "0 syncs"), (1, "1 sync"), (2, "2 syncs")])
+def test_counts_agree_with_their_noun(count, text):
+    from kernelcast.report.format import plural
+    assert plural(count, "sync") == text

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import os
 import sys
 import warnings
@@ -21,43 +22,83 @@ DEFAULT_GPU = "h200"
 
 
 def _cmd_devices(args: argparse.Namespace) -> int:
-    from kernelcast.report import console_for_output
+    from kernelcast.report import console_for_output, wrap_lines
 
     console = console_for_output()
     if args.interconnects:
         console.print(_interconnects_table())
         return 0
-    console.print(_gpus_table())
-    console.print("model: how kernel times are predicted. calibrated = from the GPU's own measured profile; scaled "
-                  "= another GPU's profile carried over by datasheet ratios, with the GPU's own achieved rates "
-                  "fitted to KernelBench's published timings where it has them, its architecture's where it has "
-                  "not (held-out error: median over the GPU-busy programs, scripts/fit_gpu_rates.py), unvalidated "
-                  "where neither; datasheet = roofline only. GPU-to-GPU links: `kernelcast devices "
-                  "--interconnects`.")
+    console.print(_gpus_table(console.width))
+    console.print(wrap_lines(DEVICES_LEGEND, console.width), markup=False)
     return 0
 
 
-def _gpus_table():
+DEVICES_LEGEND = ("model: how kernel times are predicted. calibrated = from the GPU's own measured profile; "
+                  "scaled = another GPU's profile carried over by datasheet ratios, with the GPU's own achieved "
+                  "rates fitted to KernelBench's published timings where it has them (fitted), its architecture's "
+                  "where it has not (arch), held-out error in brackets (median over the GPU-busy programs, "
+                  "scripts/fit_gpu_rates.py), unvalidated where neither; datasheet = roofline only. GPU-to-GPU "
+                  "links: `kernelcast devices --interconnects`.")
+# `kernelcast devices` columns, dropped from the last while the table is wider than the output (the id, the
+# model's source and the peaks stay); below WIDE_DEVICES_FROM the model's source reads in a word or two.
+DEVICE_COLUMNS = ("id", "model", "bf16 TF/s", "fp32 TF/s", "TB/s", "SMs", "mem GB", "name", "L2 MB", "ridge bf16",
+                  "aliases")
+DEVICE_COLUMNS_MIN = 6
+WIDE_DEVICES_FROM = 150
+
+
+def _short_model_label(label: str) -> str:
+    """kernel_model_label in a word or two: "calibrated", "fitted (12%)", "arch (25%)", "unvalidated",
+    "datasheet"."""
+    held = re.search(r"held-out error (\d+%)", label)
+    tail = f" ({held.group(1)})" if held else ""
+    if "rates fitted" in label:
+        return "fitted" + tail
+    if "architecture" in label:
+        return "arch" + tail
+    return "unvalidated" if "unvalidated" in label else label.split(";")[0]
+
+
+def _gpus_table(width: int = 10_000):
+    from rich.console import Console
+    from rich.measure import Measurement
     from rich.table import Table
 
     from kernelcast.devices import all_gpus
     from kernelcast.predict import kernel_model_label
 
-    table = Table(title="GPUs kernelcast knows (dense peaks from datasheets; see gpus.toml for sources)")
-    for col in ("id", "name", "model", "bf16/fp16 TFLOP/s", "fp32 TFLOP/s", "HBM TB/s", "L2 MB", "SMs", "mem GB",
-                "ridge bf16", "aliases"):
-        table.add_column(col, justify="left" if col in ("id", "name", "model", "aliases") else "right",
-                         overflow="fold")
+    rows = []
     for gpu in all_gpus().values():
         bf16 = gpu.peak_flops.get("bf16_tensor") or gpu.peak_flops.get("fp16_tensor")
-        ridge = f"{bf16 / gpu.mem_bw_bytes_per_s:.0f} FLOP/B" if bf16 else "-"
-        model = kernel_model_label(gpu) + ("" if gpu.vendor == "nvidia" else f"; {gpu.vendor.upper()}: CUDA kernels")
-        table.add_row(
-            gpu.id, gpu.name, model, f"{bf16 / 1e12:.0f}" if bf16 else "-", f"{gpu.peak_flops['fp32'] / 1e12:.1f}",
-            f"{gpu.mem_bw_bytes_per_s / 1e12:.2f}", f"{gpu.l2_bytes / 1e6:.0f}", str(gpu.sm_count),
-            f"{gpu.memory_bytes / 1e9:.0f}", ridge, ", ".join(gpu.aliases),
-        )
-    return table
+        label = kernel_model_label(gpu)
+        if width >= WIDE_DEVICES_FROM:
+            model = label + ("" if gpu.vendor == "nvidia" else f"; {gpu.vendor.upper()}: CUDA kernels")
+        else:
+            model = _short_model_label(label) + ("" if gpu.vendor == "nvidia" else f" ({gpu.vendor.upper()})")
+        rows.append({"id": gpu.id, "name": gpu.name, "model": model, "bf16 TF/s": f"{bf16 / 1e12:.0f}" if bf16 else "-",
+                     "fp32 TF/s": f"{gpu.peak_flops['fp32'] / 1e12:.1f}",
+                     "TB/s": f"{gpu.mem_bw_bytes_per_s / 1e12:.2f}",
+                     "L2 MB": f"{gpu.l2_bytes / 1e6:.0f}", "SMs": str(gpu.sm_count),
+                     "mem GB": f"{gpu.memory_bytes / 1e9:.0f}",
+                     "ridge bf16": f"{bf16 / gpu.mem_bw_bytes_per_s:.0f} FLOP/B" if bf16 else "-",
+                     "aliases": ", ".join(gpu.aliases)})
+
+    def table(columns):
+        t = Table(title="GPUs kernelcast knows (datasheet peaks: gpus.toml)", title_justify="left")
+        for col in columns:
+            wraps = col in ("name", "aliases", "model")
+            t.add_column(col, justify="left" if col in ("id", "name", "model", "aliases") else "right",
+                         overflow="fold" if wraps else "ellipsis", no_wrap=not wraps)
+        for row in rows:
+            t.add_row(*(row[c] for c in columns))
+        return t
+
+    columns = list(DEVICE_COLUMNS)
+    measure = Console(width=10_000)
+    while len(columns) > DEVICE_COLUMNS_MIN and \
+            Measurement.get(measure, measure.options, table(columns)).maximum > width:
+        columns.pop()
+    return table(columns)
 
 
 def _interconnects_table():
@@ -282,6 +323,7 @@ def _rebuilt_workload_args(args: argparse.Namespace, why: str, arg_range: tuple[
 def _cmd_advise(args: argparse.Namespace) -> int:
     from kernelcast.advise import advice_json, advice_text, advise
     from kernelcast.devices import get_gpu
+    from kernelcast.report import output_width, wrap_lines
 
     gpu = get_gpu(args.gpu)
     _check_outputs(("--json", args.json))
@@ -293,7 +335,7 @@ def _cmd_advise(args: argparse.Namespace) -> int:
         warnings.simplefilter("ignore", UserWarning)
         advice = advise(args.workload, gpu.id, build_args, _world_size(args),
                         (lambda what: print(f"  capturing: {what}", file=sys.stderr, flush=True)) if talk else None)
-    print(advice_text(advice))
+    print(wrap_lines(advice_text(advice), output_width()))
     if args.json:
         write_text_atomic(args.json, json.dumps(advice_json(advice), indent=1))
         print(f"wrote {args.json}")

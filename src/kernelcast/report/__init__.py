@@ -7,6 +7,9 @@ so a saved prediction (`--json`) renders on a machine without torch. A function 
 
 from __future__ import annotations
 
+import os
+import re
+import textwrap
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Iterable
@@ -19,10 +22,10 @@ from rich.text import Text
 
 from kernelcast.records import PredictedOp, PredictionRecord
 
-from .format import module_pattern, short_op, short_source, si, tail, time_text
+from .format import module_pattern, plural, short_op, short_source, si, tail, time_text
 
 __all__ = ["as_record", "print_prediction", "summary_line", "prediction_json", "ops_table", "group_ops",
-           "module_pattern", "short_op", "time_text", "console_for_output"]
+           "module_pattern", "short_op", "time_text", "console_for_output", "output_width", "wrap_lines"]
 
 DEFAULT_TOP = 15
 
@@ -98,7 +101,7 @@ def summary_line(pred) -> str:
     return (
         f"{_compiled_lead(rec)}"
         f"step {time_text(rec.step_time_us)} on {rec.gpu_name}: GPU {time_text(rec.gpu_time_us)}, "
-        f"host {time_text(rec.host_time_us)}, {rec.kernels} kernels, {rec.sync_points} syncs -> "
+        f"host {time_text(rec.host_time_us)}, {plural(rec.kernels, 'kernel')}, {plural(rec.sync_points, 'sync')} -> "
         f"{verdict_text(rec)}; a host timer without synchronize would "
         f"read {time_text(rec.naive_host_timer_us)}; kernel times: {rec.kernel_model}"
     )
@@ -255,7 +258,8 @@ def _op_width(rows: list[tuple[OpGroup, float]], source_column: bool) -> int:
 def _table(title: str, columns: list[Column], rows: list[tuple[OpGroup, float]], source_column: bool,
            op_max: int | None = None, op_min: int = OP_MIN_WIDTH) -> Table:
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=source_column)
-    table.add_column("op", justify="left", overflow="fold", max_width=op_max, min_width=op_min)
+    # a name longer than the column ends in an ellipsis: never split over two lines
+    table.add_column("op", justify="left", overflow="ellipsis", no_wrap=True, max_width=op_max, min_width=op_min)
     by_name = {c.name: c for c in columns}
     order = [n for n in COLUMN_ORDER if n in by_name or (n == "source" and source_column)]
     for name in order:
@@ -295,13 +299,36 @@ def ops_table(pred, top: int = DEFAULT_TOP, width: int | None = None) -> Table:
     return _table(title, columns, rows, source_column, op_max=None if source_column else op_width, op_min=op_width)
 
 
-# Wide enough for the table when output goes to a file or pipe (rich would assume 80 columns).
+# Wide enough for the table when output goes to a file or pipe and COLUMNS does not say (rich would assume 80).
 PIPE_WIDTH = 180
 
 
-def console_for_output() -> Console:
+def output_width() -> int:
+    """The width output is laid out for: COLUMNS where it is set (a terminal or a pipe alike: `COLUMNS=80
+    kernelcast predict ... | less`), else the terminal's, else PIPE_WIDTH in a file or pipe."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
     console = Console()
-    return console if console.is_terminal else Console(width=PIPE_WIDTH)
+    return console.width if console.is_terminal else PIPE_WIDTH
+
+
+def console_for_output() -> Console:
+    return Console(width=output_width())
+
+
+def wrap_lines(text: str, width: int) -> str:
+    """Each line of text wrapped at word boundaries to width, continuation lines at the line's own indent
+    (a numbered or bulleted item's under its words); words longer than a line are kept whole."""
+    out = []
+    for line in text.splitlines():
+        body = line.lstrip()
+        indent = len(line) - len(body)
+        marker = re.match(r"(\d+\.|-|\*) ", body)
+        hang = " " * (indent + (len(marker.group(0)) if marker else 0))
+        out.append(textwrap.fill(line, width, subsequent_indent=hang, break_long_words=False,
+                                 break_on_hyphens=False) if len(line) > width else line)
+    return "\n".join(out)
 
 
 def print_prediction(pred, console: Console | None = None, top: int = DEFAULT_TOP) -> None:

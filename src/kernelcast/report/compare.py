@@ -81,6 +81,7 @@ def summary_table(a: PredictionRecord, b: PredictionRecord, names: tuple[str, st
 
 # Below this console width the changes table leaves out the phase and the op counts.
 NARROW_WIDTH = 120
+OP_MIN_WIDTH = 16  # the op column keeps this much of its names (short_op) at any width
 
 
 def changes_table(a: PredictionRecord, b: PredictionRecord, names: tuple[str, str], top: int = DEFAULT_TOP,
@@ -91,8 +92,9 @@ def changes_table(a: PredictionRecord, b: PredictionRecord, names: tuple[str, st
     columns = [("op", "left"), ("phase", "left"), ("module", "left"), (f"× {names[0]}", "right"),
                (f"× {names[1]}", "right"), (names[0], "right"), (names[1], "right"), ("Δ", "right"), ("change", "right")]
     keep = [i for i, (name, _) in enumerate(columns) if not (narrow and i in (1, 3, 4))]
-    for i in keep:
-        table.add_column(columns[i][0], justify=columns[i][1], overflow="fold")
+    for i in keep:  # names are shortened with an ellipsis where the table must narrow, never split over lines
+        table.add_column(columns[i][0], justify=columns[i][1], no_wrap=True, overflow="ellipsis",
+                         min_width=OP_MIN_WIDTH if i == 0 else None)
     for c in [c for c in op_changes(a, b) if c.delta_us][:top]:
         cells = (short_op(c.op), c.phase, tail(c.module, MODULE_WIDTH) or "-", str(c.a_count), str(c.b_count),
                  time_text(c.a_us), time_text(c.b_us), ("+" if c.delta_us > 0 else "") + time_text(c.delta_us),

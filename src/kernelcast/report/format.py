@@ -47,3 +47,8 @@ def short_source(source: str) -> str:
 def tail(text: str, width: int) -> str:
     """The end of `text` in at most `width` characters ("…h.*.attn.c_attn"): a module path's last parts say most."""
     return text if len(text) <= width else "…" + text[len(text) - width + 1:]
+
+
+def plural(count: int, noun: str) -> str:
+    """ "1 sync", "0 syncs", "2 syncs"."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
