@@ -43,16 +43,6 @@ OUT = ROOT / "src" / "kernelcast" / "devices" / "achieved.json"
 REFERENCE = "h200"
 DOMINANT_SHARE = 0.8  # of the H200's predicted GPU time, for a program to speak for a class
 MIN_PROGRAMS = 3  # fewer: the class keeps the datasheet (factor 1)
-MATMUL_OPS = {"mm", "addmm", "bmm", "baddbmm", "addbmm", "addmv", "mv", "matmul", "dot", "linear"}
-
-
-def _class(op: str, roof: str) -> str:
-    from kernelcast.devices.achieved import rate_class
-
-    name = op.split(".")[-2] if op.count(".") >= 2 else op.split(".")[-1]
-    name = name.removeprefix("aten::")
-    math_kind = "conv" if "convolution" in name else "matmul" if name in MATMUL_OPS else "other"
-    return rate_class(math_kind, roof.removeprefix("datasheet:"))
 
 
 def predict(out: Path) -> int:
@@ -78,7 +68,7 @@ def predict(out: Path) -> int:
             by_class: dict[str, float] = {}
             for op in pred.ops:
                 if op.time_us > 0:
-                    c = _class(op.op, op.roof)
+                    c = op.rate_class  # its kernel family and roof on this GPU (devices.achieved.rate_class)
                     by_class[c] = by_class.get(c, 0.0) + op.time_us
             row[gpu] = {"first_step_us": pred.first_step_us, "gpu_time_us": pred.gpu_time_us, "by_class": by_class}
         rows[path.stem.replace("__", "/").removesuffix(".json")] = row

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNELBENCH = ROOT.parent / "shared" / "kernelbench"
+KERNELBENCH = Path(os.environ.get("KERNELBENCH_DIR") or ROOT.parent / "shared" / "kernelbench")  # the device has no ../shared
 CAPTURES = ROOT / "build" / "kernelbench" / "captures"
 LEVELS = ("level1", "level2")
 SEED = 42  # KernelBench's seed before get_inputs() and before get_init_inputs()

@@ -46,8 +46,8 @@ def test_the_calibrated_model_scales_each_class_by_its_factor():
     gemm = Cost(flops=2.0 * 1024 ** 3, bytes_read=8 * 1024 ** 2, bytes_written=4 * 1024 ** 2, math="matmul",
                 dtype="float32", kind="gemm", key=("float32", False, False, False, 1024, 1024, 1024))
     copy = Cost(bytes_read=64e6, bytes_written=64e6, dtype="float32", kind="copy", key=(1, 4))
-    assert abs(scaled.estimate(gemm).time_us / plain.estimate(gemm).time_us - 2.0) < 1e-6
-    floor = plain.floor_us
+    floor = plain.floor_us  # the launch floor stays; the kernel's work takes the factor
+    assert abs((scaled.estimate(gemm).time_us - floor) / (plain.estimate(gemm).time_us - floor) - 2.0) < 1e-6
     assert abs((scaled.estimate(copy).time_us - floor) / (plain.estimate(copy).time_us - floor) - 1.2) < 1e-6
     assert "fitted to published timings" in scaled.source
     # on the profiled GPU itself nothing is scaled
@@ -76,3 +76,38 @@ def test_a_memory_kernels_time_beyond_streaming_scales_with_the_sms_not_the_band
     assert abs(slow - (floor + streaming * bandwidth + 2 * streaming * issue)) < 1e-6
     # the clock behind it: the datasheet's FP32 peak over SMs x lanes x 2 (L4: 2040 MHz boost)
     assert abs(l4.boost_clock_hz / 1e9 - 2.04) < 0.01 and abs(h200.boost_clock_hz / 1e9 - 1.98) < 0.01
+
+
+def _conv_cost(flops: float, nbytes: float, pass_: str = "conv_fwd", transposed: bool = False) -> Cost:
+    key = (pass_, "float32", False, 64, 64, 3, 1, 32, 1, 16, 3, transposed)
+    return Cost(flops=flops, bytes_read=nbytes, math="conv", dtype="float32", kind="conv", key=key)
+
+
+def test_a_compute_kernels_time_carries_by_its_roofline_parts():
+    """At the profiled GPU's roofline the whole work carries by the peaks' ratio; time beyond it by SMs x clock
+    (a convolution the H200 ran far from its TF32 peak is not 3.2x slower on an A100 for it)."""
+    profile = profile_with("h200", "timings")
+    a100, h200 = get_gpu("a100-80gb"), get_gpu("h200")
+    model = CalibratedModel(a100, CaptureSettings(), profile.data, h200, achieved=DATASHEET)
+    floor, flops = model.floor_us, 1e12
+    at_peak_us = flops / h200.peak_flops["tf32_tensor"] * 1e6
+    peaks = h200.peak_flops["tf32_tensor"] / a100.peak_flops["tf32_tensor"]
+    issue = h200.sm_cycles_per_s / a100.sm_cycles_per_s
+    conv = _conv_cost(flops, 1e6)
+    assert abs(model._carried_compute_us(conv, floor + at_peak_us) - (floor + at_peak_us * peaks)) < 1e-6
+    slow = model._carried_compute_us(conv, floor + 10 * at_peak_us)
+    assert abs(slow - (floor + at_peak_us * peaks + 9 * at_peak_us * issue)) < 1e-6
+    assert slow < floor + 10 * at_peak_us * peaks  # the whole-time ratio's answer
+
+
+def test_convolutions_take_the_factor_of_the_cudnn_kernels_they_run():
+    from kernelcast.costs.matmul import kernel_family
+    assert kernel_family(_conv_cost(1, 1)) == "conv"
+    assert kernel_family(_conv_cost(1, 1, transposed=True)) == "conv_dgrad"  # a transposed forward: dgrad kernels
+    assert kernel_family(_conv_cost(1, 1, "conv_bwd_input")) == "conv_dgrad"
+    assert kernel_family(_conv_cost(1, 1, "conv_bwd_input", transposed=True)) == "conv"
+    assert kernel_family(_conv_cost(1, 1, "conv_bwd_weight")) == "conv_wgrad"
+    rates = dataclasses.replace(DATASHEET, factors={"conv:tf32_tensor": 1.5, "conv_dgrad:tf32_tensor": 2.5})
+    assert rates.factor("conv_dgrad:tf32_tensor") == 2.5
+    assert rates.factor("conv_wgrad:tf32_tensor") == 1.5  # no factor of its own: the forward family's
+    assert rates.factor("conv_dgrad:fp32") == 1.0 and rate_class("conv_dgrad", "fp32") == "conv_dgrad:fp32"

@@ -129,6 +129,22 @@ def conv_backward_flops(grad_out_shape, x_shape, w_shape, grad_in_shape, transpo
 CONV_PASSES = ("conv_fwd", "conv_bwd_input", "conv_bwd_weight", "conv_bwd")  # conv_bwd: both gradients
 
 
+def kernel_family(cost: Cost) -> str:
+    """The kernel family an op's main kernel belongs to: cost.math, except a convolution by the cuDNN kernels
+    its pass runs (conv_key's pass and transposed flag): "conv" (forward kernels: a forward, or a transposed
+    convolution's input gradient), "conv_dgrad" (data-gradient kernels: a transposed forward, or an input
+    gradient), "conv_wgrad" (weight gradient). Both gradients in one call (conv_bwd) stay "conv"."""
+    key = cost.key
+    if cost.math != "conv" or len(key) < 12 or key[0] not in CONV_PASSES:
+        return cost.math
+    pass_, transposed = key[0], bool(key[-1])
+    if pass_ == "conv_bwd_weight":
+        return "conv_wgrad"
+    if (pass_ == "conv_fwd") == transposed and pass_ != "conv_bwd":
+        return "conv_dgrad"
+    return "conv"
+
+
 def conv_key(x: TensorMeta, w: TensorMeta, op: OpRecord, pass_: str) -> tuple:
     """How launch and time tables look a convolution up: (pass, dtype, channels_last, C_in, C_out, kernel,
     stride, spatial size, groups, batch, spatial dims, transposed). 1-, 2- and 3-D convolutions; () otherwise.

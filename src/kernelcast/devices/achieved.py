@@ -1,8 +1,9 @@
 """What each GPU's kernels achieve beside what its datasheet promises: time factors fitted to published
 measurements (issue 30).
 
-A profile measured on one GPU (the H200) carries to another by datasheet ratios: a memory-bound kernel by the
-two GPUs' DRAM bandwidths, a compute-bound one by their peaks for the kernel's roof. Datasheets overstate some
+A profile measured on one GPU (the H200) carries to another by datasheet ratios, part by part
+(predict/calibrated.py): a kernel's bytes at the streaming rate by the two GPUs' DRAM bandwidths, its FLOPs at
+the peak of its roof by their peaks, its time beyond both by their SMs x clock. Datasheets overstate some
 GPUs more than others: Ada's and GA10x's FP32 peak counts two FP32 instructions issued per clock, which
 cuBLAS's SGEMM does not sustain; GDDR parts reach another share of their bandwidth than HBM ones; cuDNN picks
 other kernels per architecture. An AchievedRates holds, per GPU and per class of kernel (RATE_CLASSES), the
@@ -33,13 +34,22 @@ MEMORY = "memory"
 # (devices.GPU.matmul_peak's roof names). KernelBench's programs are fp32 with torch 2.5's defaults, so
 # matmuls run FP32 without tensor cores and convolutions TF32 (cuDNN's default) or FP32 where a GPU has no
 # TF32; classes the data cannot reach (fp16/bf16 tensor cores, attention) stay at the datasheet.
-RATE_CLASSES = (MEMORY, "matmul:fp32", "conv:tf32_tensor", "conv:fp32")
+# A convolution runs one of cuDNN's three kernel families (forward, data gradient, weight gradient), each with
+# its own kernels and its own efficiency per architecture: a transposed convolution's forward and a
+# convolution's input gradient are data-gradient kernels (cudnn_convolution_transpose_forward calls the
+# backward-data path, aten/src/ATen/native/cudnn/ConvShared.cpp). On KernelBench the A100 ran forward 3-D
+# convolutions near 1.0x the carried H200 time and transposed ones near 2.0x (scripts/fit_gpu_rates.py).
+RATE_CLASSES = (MEMORY, "matmul:fp32", "conv:tf32_tensor", "conv:fp32", "conv_dgrad:tf32_tensor", "conv_dgrad:fp32")
+# A family without a factor of its own takes its parent's (the weight gradient, which KernelBench's forward-only
+# programs never run, and the data gradient where too few programs speak for it).
+PARENT_FAMILY = {"conv_dgrad": "conv", "conv_wgrad": "conv"}
 
 
 def rate_class(math_kind: str, roof: str) -> str:
-    """The class of a kernel: its Cost.math ("matmul", "conv", "attention", or other for memory-bound) and the
-    roof it runs under ("fp32", "tf32_tensor", ...)."""
-    if math_kind in ("matmul", "conv", "attention"):
+    """The class of a kernel: its kernel family (Cost.math, "matmul", "conv", "attention", or a convolution's
+    cuDNN family from costs.matmul.kernel_family, "conv_dgrad", "conv_wgrad"; other kinds are memory-bound) and
+    the roof it runs under ("fp32", "tf32_tensor", ...)."""
+    if math_kind in ("matmul", "conv", "attention") or math_kind in PARENT_FAMILY:
         return f"{math_kind}:{roof}"
     return MEMORY
 
@@ -53,7 +63,12 @@ class AchievedRates:
     held_out_error: float | None = None  # median |predicted / measured - 1| of held-out programs, where known
 
     def factor(self, rate: str) -> float:
-        return self.factors.get(rate, 1.0)
+        """The class's factor, else its parent family's (PARENT_FAMILY), else 1.0 (the datasheet)."""
+        if rate in self.factors:
+            return self.factors[rate]
+        family, _, roof = rate.partition(":")
+        parent = PARENT_FAMILY.get(family)
+        return self.factors.get(f"{parent}:{roof}", 1.0) if parent else 1.0
 
 
 DATASHEET = AchievedRates("", {}, "datasheet", "datasheet ratios alone")

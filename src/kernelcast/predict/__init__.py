@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from kernelcast.costs import Cost, CostContext, cost_of
 from kernelcast.costs.collectives import COLLECTIVE_KIND, collective_of
 from kernelcast.costs.launch_table import LaunchTable
+from kernelcast.costs.matmul import kernel_family
 from kernelcast.devices import GPU, get_gpu
+from kernelcast.devices.achieved import rate_class
 from kernelcast.gc_pause import cyclic_gc_paused
 from kernelcast.devices.interconnects import Interconnect, get_interconnect, natural_interconnect
 from kernelcast.capture.cpu_speed import BUSY_WAIT_SHARE, LOADED_PYTHON_INFLATION, CpuBench
@@ -50,6 +52,7 @@ class OpPrediction:
     time_source: str = ""  # where time_us came from: measured-near / fitted / interpolated / extrapolated / datasheet
     time_uncertainty: float = 0.0  # relative uncertainty of time_us (0.1 = +-10%)
     parent: int = -1  # the decomposed op whose CUDA code called this one (OpRecord.parent)
+    rate_class: str = ""  # devices.achieved.rate_class of its kernels on this GPU ("" when uncosted)
 
 
 # What to do about a sync point, by what caused it.
@@ -215,7 +218,7 @@ def _op_prediction(op: OpRecord, cost: Cost | None, est: KernelEstimate, host_us
         bound=est.bound if costed else "uncosted", roof=est.roof, host_us=host_us, sync=op.sync, costed=costed,
         python_us=python_us, launch_bound=launch_bound,
         time_source=est.source if costed and cost.kernels else "", time_uncertainty=est.uncertainty if costed else 0.0,
-        parent=op.parent,
+        parent=op.parent, rate_class=rate_class(kernel_family(cost), est.roof) if costed else "",
     )
 
 
