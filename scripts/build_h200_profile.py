@@ -52,6 +52,13 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
   pooling, wide 2-D average pooling, layer norm over 1-4096 rows of 64K-4M elements, group norm, scans along
   either dim (the microbenchmark section shape_kinds_grid); both by `PYTHONPATH=src python3
   scripts/probe_shape_kinds.py --out-dir .` (41 s on the H200), the kinds KernelBench showed missing (issue 30);
+- h200_conv_volumetric_wide_raw.json.gz: a second draw of conv_volumetric's kinds at batches to 128 and sizes to
+  2 GiB (`PYTHONPATH=src python3 scripts/probe_shape_kinds.py --out-dir . --only conv_wide`, 51 s on the H200);
+- h200_channel_grid_raw.json.gz: cuDNN's batch norm in training over 3-2048 channels of 1 K-33 M values (NCHW
+  and NCDHW, fp32 and fp16), softmax over a dim that is not the last, group norm at few groups over long maps
+  (the microbenchmark section channel_grid; `PYTHONPATH=src python3 scripts/probe_channel_kinds.py --out-dir .`,
+  20 s on the H200): the block fits of cuDNN's batch norm (calibrate/norm_blocks.py) and the spatial softmax's
+  geometry fit (calibrate/spatial_rates.py);
 - probes/rnn_time_fit.json: the cuDNN RNN time fit (scripts/fit_rnn_times.py from probes/probe_rnn.json, run
   on the H200 by scripts/probe_rnn.py), the profile's timings `rnn` section as it is.
 - h200_triton_grid_raw.json.gz: Inductor's generated Triton kernels of 191 compiled microbenchmarks (pointwise
@@ -106,7 +113,8 @@ RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.js
             "validation/h200_triton_grid_raw.json.gz", "validation/h200_sparse_grid_raw.json.gz",
             "validation/h200_gather_grid_raw.json.gz", "validation/h200_gemm_fp32_round_raw.json.gz",
             "validation/h200_attention_decode_raw.json.gz", "validation/h200_norm_layout_linalg_raw.json.gz",
-            "validation/h200_conv_volumetric_raw.json.gz", "validation/h200_shape_kinds_grid_raw.json.gz")
+            "validation/h200_conv_volumetric_raw.json.gz", "validation/h200_shape_kinds_grid_raw.json.gz",
+            "validation/h200_channel_grid_raw.json.gz", "validation/h200_conv_volumetric_wide_raw.json.gz")
 # launch counts only (calibrate/profile.py says why)
 LAUNCH_RUNS = ("validation/h200_gemm_log_uniform_raw.json.gz", "validation/h200_conv_log_uniform_raw.json.gz",
                "validation/h200_gemm_log_uniform_2_raw.json.gz", "validation/h200_conv_log_uniform_2_raw.json.gz")

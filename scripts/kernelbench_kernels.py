@@ -89,7 +89,7 @@ def _measured_by_op(calls: list, captured_ops: set[str]) -> dict[str, float]:
     return {op: statistics.median(c.get(op, 0.0) for c in per_call) for op in ops}
 
 
-def compare(path: str, out: str | None) -> int:
+def compare(path: str, out: str | None, profile_path: str | None = None) -> int:
     import kernelcast  # noqa: F401  (before torch: the fake CUDA shim)
     from kernelcast.measure import packet
     from kernelcast.devices import get_gpu
@@ -102,6 +102,11 @@ def compare(path: str, out: str | None) -> int:
         doc = json.load(f)
     ours = _ours()
     gpu = get_gpu("h200")
+    model = None
+    if profile_path:  # a rebuilt profile tried before it replaces the shipped one
+        from kernelcast.predict.calibrated import CalibratedModel
+
+        data = json.loads(Path(profile_path).read_text())
     rows, by_op = {}, collections.defaultdict(lambda: [0.0, 0.0, 0])
     for name, entry in sorted(doc["programs"].items()):
         target = CAPTURES / (name.replace("/", "__") + ".json")
@@ -111,7 +116,9 @@ def compare(path: str, out: str | None) -> int:
         if not _busy({"measured_ms": {"h200": ref["mean_ms"]}, "h200_gpu_busy_us": ref["gpu_busy_us"]}):
             continue
         cap = Capture.load(target)
-        pred = predict_capture(cap, gpu)
+        if profile_path:
+            model = CalibratedModel(gpu, cap.settings, data, gpu)
+        pred = predict_capture(cap, gpu, kernel_model=model)
         predicted: collections.Counter = collections.Counter()
         for p in pred.ops:
             root = p.index if p.parent < 0 else p.parent
@@ -142,9 +149,10 @@ def main() -> int:
     parser.add_argument("path", nargs="?", help="compare: the measured file")
     parser.add_argument("--out", help="measure: the file to write (.json.gz); compare: per-program rows (.json)")
     parser.add_argument("--only", nargs="*", default=[])
+    parser.add_argument("--profile", help="compare: an H200 profile file to use instead of the shipped one")
     args = parser.parse_args()
     if args.what == "compare":
-        return compare(args.path, args.out)
+        return compare(args.path, args.out, args.profile)
     if not args.out:
         parser.error("measure needs --out")
     return measure(args.out, args.only)

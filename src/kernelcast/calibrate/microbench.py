@@ -890,6 +890,78 @@ def shape_kinds_grid(results: list, quick: bool) -> None:
         record(results, "cumprod_last", base, lambda: aten.cumprod(x, -1))
 
 
+# Ops over the channel dim of NC(D)HW activations, as KernelBench's chains run them (issue 30; its H200 kernels,
+# validation/kernelbench/h200_kernels.json.gz, had cuDNN's training batch norm at 17% of the measured time over
+# 5 programs and softmax over dim 1 at 31% over 7):
+# - cuDNN's batch norm in training (F.batch_norm's path for fp32 and fp16 inputs with fp32 weights): a block
+#   per channel reduces its N x spatial values, so 16 channels of 33 M values each run on 16 SMs;
+# - softmax over a dim that is not the last (SoftMax.cu's spatial kernels: a thread per inner position walks
+#   the dim three times);
+# - group norm at few groups over long 3-D maps.
+CHANNEL_BN_CHANNELS = (3, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
+CHANNEL_BN_PER_CHANNEL = tuple(1 << e for e in range(10, 26, 3))  # N x spatial values per channel: 1 K .. 32 M
+CHANNEL_MAX_ELEMENTS = 1 << 29  # 2 GiB of fp32 per tensor: KernelBench level 2 #72 is 16 x 33.5 M
+SPATIAL_SOFTMAX_DIMS = (3, 8, 16, 64, 256, 1024)
+SPATIAL_SOFTMAX_INNER = (16, 256, 4096, 65536)
+SPATIAL_SOFTMAX_ELEMENTS = (1 << 20, 1 << 24, 1 << 27)
+GROUP_NORM_SHAPES = [(n, c, spatial, g) for c in (16, 64, 256) for g in (1, 4, 8, 32) if g <= c
+                     for spatial, n in ((1024, 64), (32768, 16), (262144, 8))]
+
+
+def _channel_shape(n_values: int, c: int, five_d: bool) -> tuple[int, ...]:
+    """An NCHW or NCDHW shape with n_values = N x spatial per channel: N = 16 where it fits, the rest spatial."""
+    n = min(16, n_values)
+    spatial = n_values // n
+    if five_d:
+        d = max(1, round(spatial ** (1 / 3)))
+        return (n, c, d, max(1, spatial // (d * d)), d)
+    h = max(1, round(spatial ** 0.5))
+    return (n, c, h, spatial // h)
+
+
+def channel_grid(results: list, quick: bool) -> None:
+    for c, per_channel, five_d, dtype in itertools.product(
+            CHANNEL_BN_CHANNELS[::3] if quick else CHANNEL_BN_CHANNELS, CHANNEL_BN_PER_CHANNEL, (False, True),
+            (torch.float32, torch.float16)):
+        if c * per_channel > CHANNEL_MAX_ELEMENTS or (five_d and per_channel < 1 << 13):
+            continue
+        shape = _channel_shape(per_channel, c, five_d)
+        x = randn(*shape, dtype=dtype)
+        w, b = randn(c, dtype=torch.float32), randn(c, dtype=torch.float32)
+        rm, rv = torch.zeros(c, device=DEV), torch.ones(c, device=DEV)
+        base = {"shape": list(shape), "dtype": str(dtype)[6:]}
+        record(results, "cudnn_batch_norm_train", base, lambda: aten.cudnn_batch_norm(x, w, b, rm, rv, True, 0.1,
+                                                                                        1e-5))
+        out, mean, invstd, reserve = aten.cudnn_batch_norm(x, w, b, rm, rv, True, 0.1, 1e-5)
+        g = torch.randn_like(out)
+        record(results, "cudnn_batch_norm_train_bwd", base, lambda: aten.cudnn_batch_norm_backward(
+            x, g, w, rm, rv, mean, invstd, 1e-5, reserve))
+        del x, out, g
+    for dim, inner, total, dtype in itertools.product(SPATIAL_SOFTMAX_DIMS, SPATIAL_SOFTMAX_INNER,
+                                                      SPATIAL_SOFTMAX_ELEMENTS, (torch.float32, torch.bfloat16)):
+        outer = total // (dim * inner)
+        if outer < 1 or (quick and total > 1 << 24):
+            continue
+        x = randn(outer, dim, inner, dtype=dtype)
+        base = {"outer": outer, "dim": dim, "inner": inner, "dtype": str(dtype)[6:]}
+        record(results, "softmax_spatial_fwd", base, lambda: aten._softmax(x, 1, False))
+        y = aten._softmax(x, 1, False)
+        g = torch.randn_like(y)
+        record(results, "softmax_spatial_bwd", base, lambda: aten._softmax_backward_data(g, y, 1, x.dtype))
+        del x, y, g
+    for (n, c, spatial, groups), dtype in itertools.product(GROUP_NORM_SHAPES, (torch.float32, torch.bfloat16)):
+        if quick and spatial > 32768:
+            continue
+        x, w, b = randn(n, c, spatial, dtype=dtype), randn(c, dtype=dtype), randn(c, dtype=dtype)
+        base = {"n": n, "c": c, "spatial": spatial, "groups": groups, "dtype": str(dtype)[6:]}
+        record(results, "group_norm_fwd", base, lambda: aten.native_group_norm(x, w, b, n, c, spatial, groups, 1e-5))
+        out, mean, rstd = aten.native_group_norm(x, w, b, n, c, spatial, groups, 1e-5)
+        g = torch.randn_like(x)
+        record(results, "group_norm_bwd", base, lambda: aten.native_group_norm_backward(
+            g, x, mean, rstd, w, n, c, spatial, groups, [True, True, True]))
+        del x, out, g
+
+
 SECTIONS = {"gemm": gemms, "conv": convs, "reduce": reductions, "attention": attention, "norms": norms_and_more,
             "elementwise": elementwise, "extras": extras, "extras2": extras2}
 # Not in the default run: by name (`kernelcast calibrate --sections reduce_grid`).
@@ -898,7 +970,7 @@ EXTRA_SECTIONS = {"reduce_grid": reductions_grid, "row_grid": row_grid, "bn_grid
                   "grouped_mm_grid": grouped_mm_grid, "cat_strided_grid": cat_strided_grid,
                   "sparse_grid": sparse_grid, "gather_grid": gather_grid,
                   "norm_width_grid": norm_width_grid, "shape_kinds_grid": shape_kinds_grid,
-                  "layout_grid": layout_grid, "linalg_grid": linalg_grid,
+                  "layout_grid": layout_grid, "linalg_grid": linalg_grid, "channel_grid": channel_grid,
                   "triton_grid": lambda results, quick: triton_grid(results, quick, _flush_l2)}
 
 

@@ -79,10 +79,14 @@ def block_points(cases: list[dict], pass_: str = "backward",
 # block count as C, N = 1 and the elements a block walks as H*W.
 # The small in-place sort and top-k's single-block select also run a block per slice (costs/data_dependent.py,
 # costs/scans.py), fitted the same way on calibrate's sort_grid cases.
+# cuDNN's batch norm in training runs a block per channel too (costs/elementwise.py cudnn_batch_norm), fitted the
+# same way on calibrate's channel_grid cases.
 BLOCK_CASE_KINDS = ("weight_norm", "weight_norm_backward",  # microbench.weight_norm_grid
-                    "sort_slices", "topk_slices")  # microbench.sort_grid
+                    "sort_slices", "topk_slices",  # microbench.sort_grid
+                    "cudnn_batch_norm_train", "cudnn_batch_norm_train_bwd")  # microbench.channel_grid
 BLOCK_FIT_KINDS = ("weight_norm_rows", "weight_norm_rows_backward", "weight_norm_columns",
-                   "weight_norm_columns_backward", "sort_slices", "topk_slices")
+                   "weight_norm_columns_backward", "sort_slices", "topk_slices", "cudnn_batch_norm",
+                   "cudnn_batch_norm_backward")
 
 
 def cost_block_points(cases: list[dict], kind: str) -> list[tuple[int, int, int, int, float]]:

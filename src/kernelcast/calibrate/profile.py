@@ -17,7 +17,7 @@ from kernelcast.devices import get_gpu
 from kernelcast.predict.calibrated import BLOCK_SECTIONS
 from kernelcast.profiles import PROFILE_FORMAT
 from kernelcast.records import OpRecord
-from . import grouped_gemm, norm_blocks, sparse_fit, unit_rates, window_rates
+from . import grouped_gemm, norm_blocks, sparse_fit, spatial_rates, unit_rates, window_rates
 from .generated import grid_fits
 from .launch_model import fit_conv_model, fit_gemm_model, per_group_items
 
@@ -192,6 +192,7 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
     cold: dict[int, tuple[float, float]] = {}
     floors = []
     windows: list[tuple[Cost, float, int]] = []  # (cost, µs, work items) of lone windowed pooling ops
+    spatial: list[tuple[Cost, float]] = []  # (cost, µs) of the grid's lone spatial softmax ops
     for case in cases:
         costs = _costs(case)
         kind, time_us, items = case["kind"], case["device_us"], case["n_items"]
@@ -220,6 +221,9 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
                 attention.append([*backward[0].key, items, round(time_us - fwd, 3), backward[0].flops])
         elif kind.endswith("_l2_warm"):
             warm_time[case["bytes_per_tensor"]] = time_us
+            continue
+        elif len(costs) == 1 and spatial_rates.is_spatial(costs[0][1]) and kind.startswith("softmax_spatial"):
+            spatial.append((costs[0][1], time_us))  # the geometry fit's point, not on a byte curve
             continue
         elif len(costs) == 1 and window_rates.is_window(costs[0][1]):
             # a window fit's point; on its byte curve only if its op gets no window fit (after the loop)
@@ -276,6 +280,10 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = ()) -> dict:
         profile["timings"]["linalg"] = linalg  # per aten op: [n, matrices, µs] (predict/linalg_time.py)
     if pool_windows:  # NC(D)HW pooling by its window's taps (calibrate/window_rates.py)
         profile["timings"]["pool_windows"] = pool_windows
+    gpu_spec = get_gpu(gpu)
+    spatial_fits = spatial_rates.fit(spatial, gpu_spec.sm_count, gpu_spec.compute_capability)
+    if spatial_fits:  # softmax over a dim that is not the last, by its launch geometry (calibrate/spatial_rates.py)
+        profile["timings"]["spatial_softmax"] = spatial_fits
     measured = [c for c in raw["cases"] if "error" not in c]  # the unit and block fits use the L2-resident cases too
     rates = unit_rates.fit(measured)
     if rates:  # row gathers and index_add_: a time per unit as well as the bytes (calibrate/unit_rates.py)

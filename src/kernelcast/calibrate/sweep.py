@@ -450,7 +450,16 @@ def _volumetric_shape(rng: random.Random, dims: int) -> tuple[list[int], list[in
     return spatial, [min(k, n) for k, n in zip(kernel, spatial)], stride
 
 
-def _conv_volumetric_params(rng: random.Random) -> dict:
+# A second draw of the same kinds at the sizes a whole 3-D network's early layers reach: batches to 128, inputs
+# and outputs to 2 GiB, fp32 work to 1 TFLOP (the first draw stopped at batch 32 and 512 MiB, so a video
+# model's stem, few input channels over a large batch, was the regressor's extrapolation: KernelBench level 2's
+# 128 x 3 x 16 x 32 x 32 Conv3d was priced 43% over measured, each of its 13 programs alike).
+CONV_VOLUMETRIC_WIDE = {"seed": 20261204, "cases": 500, "batches": [1, 4, 16, 32, 64, 128],
+                        "max_bytes": 1 << 31, "max_flops": {"float32": 1e12, "bfloat16": 4e12, "float16": 4e12}}
+
+
+def _conv_volumetric_params(rng: random.Random, batches=(1, 2, 4, 8, 16, 32), max_bytes: int = CONV_VOLUMETRIC_MAX_BYTES,
+                            max_flops: dict = CONV_VOLUMETRIC_MAX_FLOPS) -> dict:
     while True:
         transposed = rng.random() < 0.55
         dims = 3 if not transposed or rng.random() < 0.55 else 2
@@ -458,7 +467,7 @@ def _conv_volumetric_params(rng: random.Random) -> dict:
         c_in, c_out = rng.choice(CONV_VOLUMETRIC_CHANNELS), rng.choice(CONV_VOLUMETRIC_CHANNELS[2:])
         groups = rng.choice([g for g in (2, 4, 8, 16) if c_in % g == 0 and c_out % g == 0] or [1]) \
             if rng.random() < 0.15 else 1
-        batch = rng.choice([1, 2, 4, 8, 16, 32])
+        batch = rng.choice(list(batches))
         dtype = rng.choice(["float32", "float32", "bfloat16", "float16"])
         p = {"dims": dims, "batch": batch, "c_in": c_in, "c_out": c_out, "kernel": kernel[-1], "stride": stride[-1],
              "groups": groups, "size": spatial[-1], "dtype": dtype, "channels_last": rng.random() < 0.3,
@@ -478,16 +487,19 @@ def _conv_volumetric_params(rng: random.Random) -> dict:
         flops = 2.0 * batch * c_out * (c_in // groups) * math.prod(kernel) * positions
         nbytes = batch * (c_in * math.prod(spatial) + c_out * math.prod(max(o, 0) for o in out)) * \
             (4 if dtype == "float32" else 2)
-        if min(out) >= 1 and extra < min(stride) and 0 < flops <= CONV_VOLUMETRIC_MAX_FLOPS[dtype] and \
-                nbytes <= CONV_VOLUMETRIC_MAX_BYTES:
+        if min(out) >= 1 and extra < min(stride) and 0 < flops <= max_flops[dtype] and nbytes <= max_bytes:
             return p
 
 
-def conv_volumetric_cases(device: str, scale: float = 1.0) -> Iterator[Case]:
-    """3-D and transposed convolutions drawn as _conv_volumetric_params draws them, each in its three passes."""
-    rng = random.Random(CONV_VOLUMETRIC_SEED)
-    for _ in range(max(1, int(CONV_VOLUMETRIC_CASES * scale))):
-        params = _conv_volumetric_params(rng)
+def conv_volumetric_cases(device: str, scale: float = 1.0, wide: bool = False) -> Iterator[Case]:
+    """3-D and transposed convolutions drawn as _conv_volumetric_params draws them, each in its three passes;
+    wide: the second draw, at CONV_VOLUMETRIC_WIDE's larger batches and sizes."""
+    rng = random.Random(CONV_VOLUMETRIC_WIDE["seed"] if wide else CONV_VOLUMETRIC_SEED)
+    draw = (lambda: _conv_volumetric_params(rng, CONV_VOLUMETRIC_WIDE["batches"], CONV_VOLUMETRIC_WIDE["max_bytes"],
+                                            CONV_VOLUMETRIC_WIDE["max_flops"])) if wide else \
+        (lambda: _conv_volumetric_params(rng))
+    for _ in range(max(1, int((CONV_VOLUMETRIC_WIDE["cases"] if wide else CONV_VOLUMETRIC_CASES) * scale))):
+        params = draw()
         for pass_ in CONV_PASSES:
             yield Case("conv", {**params, "pass": pass_}, lambda p={**params, "pass": pass_}: _conv_call(p, device))
 
@@ -599,6 +611,7 @@ EXTRA_SECTIONS = {
     "gemm_fp32_round": lambda dev, scale: gemm_fp32_round_cases(Pool(dev), scale),
     "attention_decode": attention_decode_cases,
     "conv_volumetric": conv_volumetric_cases,
+    "conv_volumetric_wide": lambda dev, scale: conv_volumetric_cases(dev, scale, wide=True),
     **{drawn_section("gemm_log_uniform", draw): (lambda dev, scale, draw=draw: gemm_log_uniform_cases(Pool(dev), scale, draw))
        for draw in range(1, DRAWS + 1)},
     **{drawn_section("conv_log_uniform", draw): (lambda dev, scale, draw=draw: conv_log_uniform_cases(dev, scale, draw))

@@ -34,7 +34,9 @@ def _nnls_relative(rows: list[list[float]], times: list[float]) -> list[float]:
     return [float(c) for c in coef]
 
 
-def _fit_one(points: list[tuple[list[float], float]]) -> dict:
+def fit_one(points: list[tuple[list[float], float]], features: tuple[str, ...] = FEATURES) -> dict:
+    """A non-negative least-squares fit on relative error of (feature row, measured µs) points, with its own
+    and its leave-one-out median and worst errors (calibrate/spatial_rates.py fits its kernels the same way)."""
     rows, times = [p[0] for p in points], [p[1] for p in points]
     coef = _nnls_relative(rows, times)
     errors = [abs(sum(c * x for c, x in zip(coef, r)) / t - 1) for r, t in points]
@@ -43,7 +45,7 @@ def _fit_one(points: list[tuple[list[float], float]]) -> dict:
         rest = points[:i] + points[i + 1:]
         c = _nnls_relative([p[0] for p in rest], [p[1] for p in rest])
         held_out.append(abs(sum(a * x for a, x in zip(c, row)) / t - 1))
-    return {"features": list(FEATURES), "coefficients": coef, "points": len(points),
+    return {"features": list(features), "coefficients": coef, "points": len(points),
             "median_error": round(statistics.median(errors), 4), "worst_error": round(max(errors), 4),
             "loo_median_error": round(statistics.median(held_out), 4), "loo_worst_error": round(max(held_out), 4)}
 
@@ -60,7 +62,7 @@ def fit(cases: list[tuple[object, float]]) -> dict:
         _, pool, taps, outputs, inputs, _, _ = cost.key
         if time_us > 0 and math.isfinite(time_us):
             by_pool.setdefault(pool, []).append((window_features(taps, outputs, inputs, cost.bytes), time_us))
-    return {pool: _fit_one(points) for pool, points in sorted(by_pool.items()) if len(points) >= MIN_POINTS}
+    return {pool: fit_one(points) for pool, points in sorted(by_pool.items()) if len(points) >= MIN_POINTS}
 
 
 def is_window(cost) -> bool:

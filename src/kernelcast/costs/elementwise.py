@@ -219,10 +219,38 @@ def _with_flops(flops_per_element: float, kind: str, kernels: int = 1):
 SOFTMAX_BACKWARD_PRODUCT_KERNELS = 1
 
 
+# Over a dim that is not the last (inner size > 1), SoftMax.cu runs its spatial kernels, whose time follows
+# their launch geometry (predict/spatial_softmax_time.py): the key carries (SPATIAL_SOFTMAX_KEY, pass, outer
+# size, dim size, inner size), then the byte curves' own key (innermost dim, item size), which prices the op
+# where the profile has no spatial fit.
+SPATIAL_SOFTMAX_KEY = "softmax_spatial"
+
+
+def spatial_softmax_key(x: TensorMeta | None, dim, backward: bool, curve_key: tuple) -> tuple | None:
+    """The spatial key of a softmax over `dim` of x (the logical shape: the kernels run on a contiguous copy),
+    else None (a softmax over the last dim, or nothing to key)."""
+    if not isinstance(x, TensorMeta) or not x.shape or not isinstance(dim, int):
+        return None
+    d = dim % len(x.shape)
+    inner = math.prod(x.shape[d + 1:])
+    if inner <= 1:
+        return None
+    inner_dim, itemsize = curve_key if len(curve_key) == 2 else (1, x.itemsize)
+    return (SPATIAL_SOFTMAX_KEY, "backward" if backward else "forward", math.prod(x.shape[:d]), x.shape[d], inner,
+            inner_dim, itemsize)
+
+
+def _spatial(cost: Cost, x: TensorMeta | None, dim, backward: bool) -> Cost:
+    key = spatial_softmax_key(x, dim, backward, cost.key)
+    return cost if key is None else dataclasses.replace(cost, key=key)
+
+
 @register("aten._softmax", "aten._log_softmax", "aten._safe_softmax")
 def softmax(op: OpRecord, ctx: CostContext) -> Cost:
-    copies = contiguous_copies(op.args.get("self"))
-    return memory_op(op, SOFTMAX_FLOPS_PER_ELEMENT, kind="softmax").with_parts(*copies)
+    x = op.args.get("self")
+    copies = contiguous_copies(x)
+    cost = _spatial(memory_op(op, SOFTMAX_FLOPS_PER_ELEMENT, kind="softmax"), x, op.args.get("dim"), False)
+    return cost.with_parts(*copies)
 
 
 def _with_grad_times_output(cost: Cost, grad: TensorMeta, output: TensorMeta) -> Cost:
@@ -242,6 +270,7 @@ def softmax_backward(op: OpRecord, ctx: CostContext) -> Cost:
     cost = memory_op(op, SOFTMAX_BACKWARD_FLOPS_PER_ELEMENT, kind="softmax_backward")
     if not (isinstance(grad, TensorMeta) and isinstance(output, TensorMeta)):
         return cost
+    cost = _spatial(cost, output, op.args.get("dim"), True)
     if op.packet == "aten._softmax_backward_data":  # the product is made contiguous: only output may be copied
         return _with_grad_times_output(cost, grad, output).with_parts(*contiguous_copies(output))
     return cost.with_parts(*contiguous_copies(grad, output))
@@ -253,15 +282,23 @@ def batch_norm_eval(op: OpRecord, ctx: CostContext) -> Cost:
 
 # cuDNN's batch norm (the path F.batch_norm takes on CUDA for most inputs) is timed apart from ATen's native
 # kernels, and NHWC apart from NCHW: different kernels (calibrate extras2 measures them through F.batch_norm).
+# In training on a contiguous NC(D)HW input, cuDNN runs one block per channel over its N x spatial values
+# (bn_fw_tr_1C11_kernel_NCHW / _singleread, and the backward's bn_bw_1C11 kernels): 16 channels of 33 M values
+# take 14.9 ms on the H200 at 0.44 ns per value on 16 SMs (validation/h200_channel_grid_raw.json.gz), so they are
+# keyed by their blocks (calibrate/norm_blocks.py), as ATen's own kernels are; inference and NHWC stay on the
+# byte curves.
 @register("aten.cudnn_batch_norm")
 def cudnn_batch_norm(op: OpRecord, ctx: CostContext) -> Cost:
-    return memory_op(op, NORM_FLOPS_PER_ELEMENT, kind=_cudnn_kind("cudnn_batch_norm", arg(op, "input")))
+    x = arg(op, "input")
+    cost = memory_op(op, NORM_FLOPS_PER_ELEMENT, kind=_cudnn_kind("cudnn_batch_norm", x))
+    return _channel_blocks(cost, x, not row_major(x)) if op.args.get("training", True) else cost
 
 
 @register("aten.cudnn_batch_norm_backward")
 def cudnn_batch_norm_backward(op: OpRecord, ctx: CostContext) -> Cost:
-    return memory_op(op, NORM_BACKWARD_FLOPS_PER_ELEMENT,
-                     kind=_cudnn_kind("cudnn_batch_norm_backward", arg(op, "input")))
+    x = arg(op, "input")
+    cost = memory_op(op, NORM_BACKWARD_FLOPS_PER_ELEMENT, kind=_cudnn_kind("cudnn_batch_norm_backward", x))
+    return _channel_blocks(cost, x, not row_major(x))
 
 
 def _cudnn_kind(kind: str, x: TensorMeta) -> str:

@@ -35,6 +35,7 @@ from kernelcast.costs.gather import ELEMENTS_KEY, ROWS_KEY
 from kernelcast.costs.generated import GENERATED_ATOMICS_KEY, atomics_time_us
 from kernelcast.costs.indexing import ATOMICS_KEY
 from kernelcast.costs.pooling import WINDOW_KEY
+from kernelcast.costs.elementwise import SPATIAL_SOFTMAX_KEY
 from kernelcast.costs.launch_table import gemm_alignment, gemm_features
 from kernelcast.costs.matmul import kernel_family
 from kernelcast.costs.linalg import SOLVER_KEY
@@ -52,6 +53,7 @@ from .rnn_time import bias_grad_time_us, persist_time_us, step_time_us
 from .shape_model import ShapeEstimate, ShapePoint, ShapeTable, build_tables
 from .sparse_time import coalesce_us, embedding_bag_bytes, embedding_bag_us
 from .window_time import window_us
+from .spatial_softmax_time import spatial_features
 
 NEAREST = 4  # shapes blended per lookup
 COMPUTE_KINDS = {"gemm", "conv", "attention", "grouped_gemm", ""}  # looked up by shape; without a shape: the datasheet
@@ -124,11 +126,21 @@ ACHIEVED_LABEL = {"fitted": "datasheet ratios and this GPU's rates fitted to pub
 
 
 def _curve_key(key: tuple) -> tuple[int, int]:
-    """(innermost dim, item size) by which a byte curve is read: a memory key itself, a pooling window key's last
-    two (costs/pooling.py window_key), else (1, 4)."""
-    if key[:1] == (WINDOW_KEY,):
+    """(innermost dim, item size) by which a byte curve is read: a memory key itself, a pooling window key's or a
+    spatial softmax key's last two (costs/pooling.py window_key, costs/elementwise.py spatial_softmax_key), else
+    (1, 4)."""
+    if key[:1] in ((WINDOW_KEY,), (SPATIAL_SOFTMAX_KEY,)):
         return key[-2], key[-1]
     return key if len(key) == 2 else (1, 4)
+
+
+def _row_blocks(cost: Cost) -> int | None:
+    """The thread blocks of a row-wise kernel read off a width curve (a layer or RMS norm's block per row, group
+    norm's per group): its output's elements over the row width; None for other kinds."""
+    if cost.kind not in WIDTH_CURVE_KINDS or len(cost.key) != 2 or not cost.key[0] or not cost.bytes_written:
+        return None
+    width, itemsize = cost.key
+    return max(1, round(cost.bytes_written / (width * itemsize)))
 
 
 def _itemsize(dtype: str) -> int:
@@ -265,7 +277,8 @@ def batch_norm_blocks_us(fit: dict, channels: int, n: int, hw: int, itemsize: in
     """µs of an NCHW batch norm in training (forward or backward: a block per channel over N x H*W values) on a
     GPU with sm_count SMs, by the profile's fit (calibrate/norm_blocks.py): the structural prior times its fitted
     correction; with l2_warm of its input bytes still in L2, that share at the L2-resident fit's time. On another
-    GPU only the SM count changes: a block's pace is its own reduction's."""
+    GPU the waves are counted on its SMs here; CalibratedModel._carried_blocks_us carries a block's pace and
+    bounds it by that GPU's bandwidth."""
     cold = _blocks_us(fit, channels, n, hw, itemsize, sm_count)
     if l2_warm <= 0 or "l2_resident" not in fit:
         return cold
@@ -676,6 +689,17 @@ class CalibratedModel:
             stream_us *= bandwidth * factor
         return floor_us + max(walk_us, stream_us)
 
+    def _spatial_softmax_time_us(self, cost: Cost) -> float:
+        """A softmax over a dim that is not the last, by the profile's fit of its pass over the serial walk its
+        launch geometry gives on this GPU (its SMs and resident threads per SM: predict/spatial_softmax_time.py);
+        on another GPU the per-byte term scales with the DRAM bandwidths, the walk's per-visit latency stays."""
+        _, pass_, outer, dim, inner, _, _ = cost.key
+        coefficients = list(self.profile["timings"]["spatial_softmax"][pass_]["coefficients"])
+        if self.transferred:
+            coefficients[-1] *= self._bandwidth_ratio()
+        features = spatial_features(outer, dim, inner, cost.bytes, self.gpu.sm_count, self.gpu.compute_capability)
+        return sum(c * x for c, x in zip(coefficients, features))
+
     def _sparse_time_us(self, cost: Cost) -> float:
         """A coalesce's chain or an EmbeddingBag forward by the profile's sparse fits (calibrate/sparse_fit.py);
         on another GPU the fit's time scales with the datasheets' bandwidth ratio."""
@@ -735,7 +759,7 @@ class CalibratedModel:
         if l2_warm > 0 and cost.kind in L2_STREAMING_KINDS and cost.bytes:
             warm = l2_warm * cost.bytes_read / cost.bytes
             t = t * (1.0 - warm + warm / self.l2_speedup(cost.bytes))
-        return self._carried_memory_us(t, cost.bytes) if self.transferred else t
+        return self._carried_memory_us(t, cost.bytes, _row_blocks(cost)) if self.transferred else t
 
     def _streaming_bytes_per_us(self) -> float:
         """The fastest the profiled GPU streams bytes: its largest measured copy's rate (profile memory.copy;
@@ -750,19 +774,37 @@ class CalibratedModel:
                 self._streaming_rate = self.profiled_gpu.mem_bw_bytes_per_s / 1e6
         return self._streaming_rate
 
-    def _carried_memory_us(self, time_us: float, nbytes: float) -> float:
+    def _carried_memory_us(self, time_us: float, nbytes: float, blocks: int | None = None) -> float:
         """A memory-bound kernel's time on the profiled GPU carried to this one. The part the profiled GPU's
         streaming rate explains (the bytes at its fastest copy's rate) scales with the two DRAM bandwidths; the
         rest, time the kernel spends beyond streaming its bytes (few thread blocks, a block's serial walk, index
-        arithmetic), with the two GPUs' SMs x clock (devices.GPU.sm_cycles_per_s); the launch floor stays. Both
-        times this GPU's achieved factor for memory-bound kernels (devices/achieved.py)."""
+        arithmetic), with the two GPUs' SMs x clock (devices.GPU.sm_cycles_per_s), counting only the SMs its
+        blocks occupy where it has fewer blocks than SMs (a layer norm of 16 rows runs 16 blocks on either GPU:
+        its walk carries by the clocks alone); the launch floor stays. Both times this GPU's achieved factor for
+        memory-bound kernels (devices/achieved.py)."""
         work_us = max(time_us - self.floor_us, 0.0)
         streaming_us = min(work_us, nbytes / self._streaming_bytes_per_us())
         bandwidth = self.profiled_gpu.mem_bw_bytes_per_s / self.gpu.mem_bw_bytes_per_s
         here, there = self.gpu.sm_cycles_per_s, self.profiled_gpu.sm_cycles_per_s
+        if blocks and here and there:
+            here *= min(blocks, self.gpu.sm_count) / self.gpu.sm_count
+            there *= min(blocks, self.profiled_gpu.sm_count) / self.profiled_gpu.sm_count
         issue = there / here if here and there else bandwidth
         return self.floor_us + (streaming_us * bandwidth + (work_us - streaming_us) * issue) * \
             self.achieved.factor(MEMORY)
+
+    def _carried_blocks_us(self, time_us: float, nbytes: float) -> float:
+        """A block-per-slice kernel's time (batch norm's block per channel, weight norm's, the slice sorts: their
+        waves already counted on this GPU's SMs) carried to this GPU: a block's pace by the two GPUs' clocks, but
+        never faster than this GPU streams the bytes (the profiled GPU's streaming rate times the bandwidths'
+        ratio: 64 channels of batch norm fill two waves on a T4's 40 SMs, and its 320 GB/s, not the blocks, set
+        the time); times this GPU's memory-bound factor. The launch floor stays."""
+        work_us = max(time_us - self.floor_us, 0.0)
+        here, there = self.gpu.boost_clock_hz, self.profiled_gpu.boost_clock_hz
+        paced_us = work_us * (there / here if here and there else 1.0)
+        streaming_us = nbytes / self._streaming_bytes_per_us() * \
+            self.profiled_gpu.mem_bw_bytes_per_s / self.gpu.mem_bw_bytes_per_s
+        return self.floor_us + max(paced_us, streaming_us) * self.achieved.factor(MEMORY)
 
     def _arithmetic_bound_us(self, cost: Cost, l2_warm: float) -> float | None:
         """A pointwise op whose math can bound it (costs.elementwise.ARITHMETIC_OPS): its bytes as any pointwise
@@ -826,6 +868,8 @@ class CalibratedModel:
             _, channels, n, hw, itemsize = cost.key
             time_us = batch_norm_blocks_us(self.profile["timings"][BLOCK_SECTIONS[cost.kind]], channels,
                                            n, hw, itemsize, self.gpu.sm_count, l2_warm)
+            if self.transferred:
+                time_us = self._carried_blocks_us(time_us, cost.bytes)
             source, uncertainty = "fitted (blocks walking rows or channels)", MEMORY_CURVE_UNCERTAINTY
         elif cost.key[:1] in SPARSE_KEYS and SPARSE_SECTIONS[cost.key[0]] in self.profile["timings"].get("sparse", {}):
             time_us = self._sparse_time_us(cost)
@@ -833,6 +877,9 @@ class CalibratedModel:
         elif cost.key[:1] == (WINDOW_KEY,) and cost.key[1] in self.profile["timings"].get("pool_windows", {}):
             time_us = self._window_time_us(cost)
             source, uncertainty = "fitted (pooling window taps)", MEMORY_CURVE_UNCERTAINTY
+        elif cost.key[:1] == (SPATIAL_SOFTMAX_KEY,) and cost.key[1] in self.profile["timings"].get("spatial_softmax", {}):
+            time_us = self._spatial_softmax_time_us(cost)
+            source, uncertainty = "fitted (spatial softmax geometry)", MEMORY_CURVE_UNCERTAINTY
         elif cost.key[:1] in UNIT_KEYS and "unit_rates" in self.profile["timings"]:
             time_us = self._unit_rate_time_us(cost)
         elif cost.kind in self.profile["timings"].get("generated", {}):
