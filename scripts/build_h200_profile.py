@@ -53,7 +53,8 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
   either dim (the microbenchmark section shape_kinds_grid); both by `PYTHONPATH=src python3
   scripts/probe_shape_kinds.py --out-dir .` (41 s on the H200), the kinds KernelBench showed missing (issue 30);
 - h200_conv_volumetric_wide_raw.json.gz: a second draw of conv_volumetric's kinds at batches to 128 and sizes to
-  2 GiB (`PYTHONPATH=src python3 scripts/probe_shape_kinds.py --out-dir . --only conv_wide`, 51 s on the H200);
+  2 GiB (`PYTHONPATH=src python3 scripts/probe_shape_kinds.py --out-dir . --only conv_wide`, 51 s on the H200), rows
+  for the conv time tables only, not the launch counts (TIME_RUNS);
 - h200_channel_grid_raw.json.gz: cuDNN's batch norm in training over 3-2048 channels of 1 K-33 M values (NCHW
   and NCDHW, fp32 and fp16), softmax over a dim that is not the last, group norm at few groups over long maps
   (the microbenchmark section channel_grid; `PYTHONPATH=src python3 scripts/probe_channel_kinds.py --out-dir .`,
@@ -114,7 +115,9 @@ RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.js
             "validation/h200_gather_grid_raw.json.gz", "validation/h200_gemm_fp32_round_raw.json.gz",
             "validation/h200_attention_decode_raw.json.gz", "validation/h200_norm_layout_linalg_raw.json.gz",
             "validation/h200_conv_volumetric_raw.json.gz", "validation/h200_shape_kinds_grid_raw.json.gz",
-            "validation/h200_channel_grid_raw.json.gz", "validation/h200_conv_volumetric_wide_raw.json.gz")
+            "validation/h200_channel_grid_raw.json.gz")
+# Sweep runs whose rows join the time tables but not the launch counts (calibrate/profile.py build_profile).
+TIME_RUNS = ("validation/h200_conv_volumetric_wide_raw.json.gz",)
 # launch counts only (calibrate/profile.py says why)
 LAUNCH_RUNS = ("validation/h200_gemm_log_uniform_raw.json.gz", "validation/h200_conv_log_uniform_raw.json.gz",
                "validation/h200_gemm_log_uniform_2_raw.json.gz", "validation/h200_conv_log_uniform_2_raw.json.gz")
@@ -148,8 +151,9 @@ def main() -> int:
     args = parser.parse_args()
     raw = merged_raw(list(RAW_RUNS))
     launch_sweep = [c for p in LAUNCH_RUNS for c in read_raw(str(ROOT / p)).get("sweep", ())]
-    profile = build_profile(raw, "h200", launch_sweep)
-    profile["command"] += " + " + " + ".join(read_raw(str(ROOT / p))["meta"]["command"] for p in LAUNCH_RUNS)
+    time_sweep = [c for p in TIME_RUNS for c in read_raw(str(ROOT / p)).get("sweep", ())]
+    profile = build_profile(raw, "h200", launch_sweep, time_sweep)
+    profile["command"] += " + " + " + ".join(read_raw(str(ROOT / p))["meta"]["command"] for p in LAUNCH_RUNS + TIME_RUNS)
     profile["timings"]["rnn"] = json.loads((ROOT / RNN_FIT).read_text())
     probe = json.loads((ROOT / FOREACH_PROBE).read_text())
     profile["timings"]["foreach_blocks"] = foreach_blocks_section(probe, FOREACH_PROBE)
