@@ -12,8 +12,8 @@ says.
 
 Where the factors come from (achieved.json, written by scripts/fit_gpu_rates.py, which says how):
 - "fitted": the GPU's own published timings of KernelBench levels 1-2 (../shared/kernelbench: torch 2.5,
-  fp32), as the median over the programs one class dominates of measured over predicted time, each as a ratio
-  to the H200's (so the H200 kernel model's own errors cancel, and what remains is this GPU's);
+  fp32), all classes fitted jointly over the GPU-busy programs, each program's published time with the H200
+  kernel model's own error on it divided out (so what remains is this GPU's);
 - "prior": for a GPU with no published timings, the geometric mean of the fitted GPUs of its compute
   capability (one architecture, one instruction set and library kernels), e.g. the RTX 4090 from the L4 and
   the L40S;
