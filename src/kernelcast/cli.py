@@ -28,7 +28,12 @@ def _cmd_devices(args: argparse.Namespace) -> int:
     if args.interconnects:
         console.print(_interconnects_table())
         return 0
-    console.print(_gpus_table(console.width))
+    table = _gpus_table(console.width)
+    console.print(table)
+    if "aliases" not in [c.header for c in table.columns]:  # dropped for the width: the names still said, wrapped
+        from kernelcast.devices import all_gpus
+        names = "; ".join(f"{g.id}: {', '.join(g.aliases)}" for g in all_gpus().values() if g.aliases)
+        console.print(wrap_lines(f"aliases: {names}", console.width), markup=False)
     console.print(wrap_lines(DEVICES_LEGEND, console.width), markup=False)
     return 0
 
