@@ -61,7 +61,10 @@ def _sweep_rows(sweep: list[dict]) -> tuple[list, list, list]:
     times a forward and its backward together; the forward case with the same parameters is taken out. Where a
     case of the same parameters was timed by its backward kernels alone (pass "backward_kernels",
     scripts/probe_attention_backward.py), that one is used: at small shapes the events measured the host (every
-    sweep backward took 90-670 µs, up to 61x its forward)."""
+    sweep backward took 90-670 µs, up to 61x its forward). A forward row is its kernels' durations where the case
+    recorded them: around a decode call of 4 µs of kernels (one query, 128 keys) the events read 6-475 µs, the host
+    and not the GPU, and the profile priced greedy generate()'s decode attention at 27.7 µs a call against 3.1
+    measured (zoo gpt2_generate_greedy)."""
     gemm, conv, attention = [], [], []
     forward_us: dict[tuple, float] = {}
     kernel_timed = {_attention_params(c) for c in sweep if c.get("pass") == "backward_kernels" and "time_us" in c}
@@ -90,10 +93,10 @@ def _sweep_rows(sweep: list[dict]) -> tuple[list, list, list]:
             elif case["pass"] == "backward" and params in kernel_timed:
                 continue  # events around forward + backward, less the forward: host-bound at small shapes
             elif case["pass"] == "forward":
-                forward_us[params] = time_us
+                forward_us[params] = time_us  # events, as the backward case's events that it is taken from
                 cost = _main(costs, {"attention"})
-                if cost is not None:
-                    attention.append([*cost.key, items, time_us, cost.flops])
+                if cost is not None:  # the kernels' durations, as for GEMMs and convolutions (_kernel_us)
+                    attention.append([*cost.key, items, _kernel_us(case), cost.flops])
             else:
                 backward = [c for _, c in costs if c.kind == "attention" and c.key[1] == "bwd"]
                 fwd = forward_us.get(params)
