@@ -159,7 +159,11 @@ def main() -> int:
     profile["timings"]["foreach_blocks"] = foreach_blocks_section(probe, FOREACH_PROBE)
     profile["timings"]["arithmetic_caps"] = arithmetic_caps(json.loads((ROOT / ARITHMETIC_PROBE).read_text()),
                                                             ARITHMETIC_PROBE)
-    current = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
+    # the host section (merged host runs, scripts/merge_host_runs.py) is kept from the profile being replaced, or
+    # from the shipped one when writing elsewhere: a build to a new file had come out without it
+    shipped = ROOT / "src/kernelcast/profiles/h200.json"
+    previous = Path(args.out) if Path(args.out).exists() else shipped
+    current = json.loads(previous.read_text()) if previous.exists() else {}
     if current.get("host"):
         profile["host"] = {**current["host"], "copies": raw["host"]["copies"]}
     compiled_host = json.loads((ROOT / COMPILED_HOST_FIT).read_text())
