@@ -160,3 +160,24 @@ def test_wrapped_lines_keep_words_whole_and_hang_under_their_item():
 def test_counts_agree_with_their_noun(count, text):
     from kernelcast.report.format import plural
     assert plural(count, "sync") == text
+
+
+def test_a_bare_file_means_its_build(tmp_path):
+    from kernelcast.capture.workload import WorkloadError, check_spec
+    work = tmp_path / "train.py"
+    work.write_text("def build():\n    pass\n")
+    assert check_spec(str(work)) == (str(work), "build")
+    assert check_spec(f"{work}:make") == (str(work), "make")
+    with pytest.raises(WorkloadError, match="not FILE.py:FUNCTION"):
+        check_spec("train")  # neither a .py file nor FILE:FUNCTION
+
+
+def test_an_output_that_cannot_be_created_is_refused_before_the_capture():
+    """/proc passes os.access for root, but no file can be made there: refused up front, not after capturing."""
+    from kernelcast.errors import KernelcastError
+    from kernelcast.outputs import check_writable
+    import os
+    if not os.path.isdir("/proc"):
+        pytest.skip("no /proc")
+    with pytest.raises(KernelcastError, match="cannot create a file in /proc|not writable"):
+        check_writable("/proc/out.json", "--json")

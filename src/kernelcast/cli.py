@@ -649,11 +649,12 @@ examples:
 """
 
 WORKLOAD_CONTRACT = """
-the workload (FILE.py:build):
-  A Python file with a function that takes no arguments and returns (step, args); step(*args) runs one
-  step (forward, backward, optimizer) on device "cuda". kernelcast runs build() and two steps on fake CUDA
-  tensors (no GPU, no memory used) and records the second, so optimizer state exists. The file's folder is
-  importable while it loads; example:NAME names a built-in one (`kernelcast examples`).
+the workload (FILE.py:build; a bare FILE.py means its build):
+  A Python file with a function that returns (step, args); step(*args) runs one step (forward, backward,
+  optimizer) on device "cuda". Its keyword arguments, if any, come from --arg NAME=VALUE. kernelcast runs
+  build() and two steps on fake CUDA tensors (no GPU, no memory used) and records the second, so optimizer
+  state exists. The file's folder is importable while it loads; example:NAME names a built-in one
+  (`kernelcast examples`).
 
     import torch
 

@@ -29,6 +29,14 @@ def check_writable(path: str | Path, flag: str = "output") -> None:
         raise KernelcastError(f"{flag} {path}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise KernelcastError(f"{flag} {path}: folder {folder} is not writable")
+    # os.access answers for the permission bits: root is let into /proc and read-only mounts, where the write
+    # then fails after the whole capture. A file made and removed there says it can be written.
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=f".{p.name}.", suffix=".probe")
+    except OSError as exc:
+        raise KernelcastError(f"{flag} {path}: cannot create a file in {folder}: {exc.strerror or exc}") from exc
+    os.close(fd)
+    os.unlink(probe)
 
 
 def _umask() -> int:

@@ -56,9 +56,16 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}".rstrip(": ")
 
 
+DEFAULT_FUNCTION = "build"  # the function a bare FILE.py names
+
+
 def split_spec(spec: str) -> tuple[str, str]:
+    """(path or example:NAME, function name) of a workload spec: FILE.py:FUNCTION, a bare FILE.py (its build()),
+    or example:NAME."""
     if spec.startswith(EXAMPLE_PREFIX):
-        return spec, "build"
+        return spec, DEFAULT_FUNCTION
+    if ":" not in spec and spec.endswith(".py"):
+        return spec, DEFAULT_FUNCTION
     path, sep, func = spec.rpartition(":")
     if not sep or not path or not func:
         raise WorkloadError(f"workload {spec!r} is not FILE.py:FUNCTION (e.g. train.py:build) or example:NAME")
