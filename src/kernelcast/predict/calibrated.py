@@ -683,7 +683,7 @@ class CalibratedModel:
         stream_us = cost.bytes / self._streaming_bytes_per_us()
         if self.transferred:
             here, there = self.gpu.sm_cycles_per_s, self.profiled_gpu.sm_cycles_per_s
-            bandwidth = self.profiled_gpu.mem_bw_bytes_per_s / self.gpu.mem_bw_bytes_per_s
+            bandwidth = self._dram_ratio()
             factor = self.achieved.factor(MEMORY)
             walk_us *= (there / here if here and there else bandwidth) * factor
             stream_us *= bandwidth * factor
@@ -784,7 +784,7 @@ class CalibratedModel:
         memory-bound kernels (devices/achieved.py)."""
         work_us = max(time_us - self.floor_us, 0.0)
         streaming_us = min(work_us, nbytes / self._streaming_bytes_per_us())
-        bandwidth = self.profiled_gpu.mem_bw_bytes_per_s / self.gpu.mem_bw_bytes_per_s
+        bandwidth = self._dram_ratio()
         here, there = self.gpu.sm_cycles_per_s, self.profiled_gpu.sm_cycles_per_s
         if blocks and here and there:
             here *= min(blocks, self.gpu.sm_count) / self.gpu.sm_count
@@ -802,8 +802,7 @@ class CalibratedModel:
         work_us = max(time_us - self.floor_us, 0.0)
         here, there = self.gpu.boost_clock_hz, self.profiled_gpu.boost_clock_hz
         paced_us = work_us * (there / here if here and there else 1.0)
-        streaming_us = nbytes / self._streaming_bytes_per_us() * \
-            self.profiled_gpu.mem_bw_bytes_per_s / self.gpu.mem_bw_bytes_per_s
+        streaming_us = nbytes / self._streaming_bytes_per_us() * self._dram_ratio()
         return self.floor_us + max(paced_us, streaming_us) * self.achieved.factor(MEMORY)
 
     def _arithmetic_bound_us(self, cost: Cost, l2_warm: float) -> float | None:
@@ -973,7 +972,7 @@ class CalibratedModel:
         peak, roof = self._fallback.peak(cost)
         compute_us = min(work_us, cost.flops / profiled_peak * 1e6)
         streaming_us = min(work_us, cost.bytes / self._streaming_bytes_per_us())
-        bandwidth = self.profiled_gpu.mem_bw_bytes_per_s / self.gpu.mem_bw_bytes_per_s
+        bandwidth = self._dram_ratio()
         here, there = self.gpu.sm_cycles_per_s, self.profiled_gpu.sm_cycles_per_s
         issue = there / here if here and there else profiled_peak / peak
         beyond_us = work_us - max(compute_us, streaming_us)
@@ -983,4 +982,8 @@ class CalibratedModel:
     def _bandwidth_ratio(self) -> float:
         """Profiled GPU's DRAM bandwidth over this GPU's, times this GPU's achieved factor for memory-bound
         kernels."""
-        return self.profiled_gpu.mem_bw_bytes_per_s / self.gpu.mem_bw_bytes_per_s * self.achieved.factor(MEMORY)
+        return self._dram_ratio() * self.achieved.factor(MEMORY)
+
+    def _dram_ratio(self) -> float:
+        """Profiled GPU's datasheet DRAM bandwidth over this GPU's: how a time set by streaming bytes carries."""
+        return self.profiled_gpu.mem_bw_bytes_per_s / self.gpu.mem_bw_bytes_per_s
