@@ -10,7 +10,7 @@ import math
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import arg, bytes_read, bytes_written, contiguous_copy
+from .common import arg, bytes_read, bytes_written, contiguous_copy, width_key
 from .conv_backend import CUDNN, NATIVE_DEPTHWISE, conv_backend
 from .conv_layout import ConvOperands, backward_operands, cudnn_nhwc, forward_operands
 from .reduce_config import REDUCE_SEMAPHORE_MEMSETS, is_global_reduce, reduces_fastest_dim
@@ -204,13 +204,43 @@ def convolution(op: OpRecord, ctx: CostContext) -> Cost:
     # cuDNN leaves the bias to a separate add_ kernel; PyTorch's depthwise kernel adds it itself (conv_backend).
     key = conv_key(x, w, op, "conv_fwd")
     backend = conv_backend(key) if key else CUDNN
-    separate_bias = op.args.get("bias") is not None and backend == CUDNN
-    kernels = (conv_kernels(ctx, key) or 1) + separate_bias
-    cost = _matmul_cost(op, conv_flops(x.shape, w.shape, out.shape, transposed), x.dtype, kernels, "conv", "conv",
-                        key)
+    bias = op.args.get("bias")
+    separate_bias = isinstance(bias, TensorMeta) and backend == CUDNN
+    cost = _matmul_cost(op, conv_flops(x.shape, w.shape, out.shape, transposed), x.dtype, conv_kernels(ctx, key) or 1,
+                        "conv", "conv", key)
+    bias_parts = (conv_bias_add(out, bias),) if separate_bias else ()
     if not key:
-        return cost
-    return cost.with_parts(*layout_copies(forward_operands(x, w, backend == NATIVE_DEPTHWISE)))
+        return cost.with_parts(*bias_parts)
+    return cost.with_parts(*layout_copies(forward_operands(x, w, backend == NATIVE_DEPTHWISE)), *bias_parts)
+
+
+# The bias of a cuDNN convolution is not in cuDNN's call: aten adds it after, in place over the whole output
+# (aten/src/ATen/native/cudnn/ConvShared.cpp, `output.add_(reshape_bias(input.dim(), bias))`), a broadcast
+# elementwise kernel; its gradient is a sum of grad_output over every dim but the channels (Convolution.cpp,
+# convolution_backward). Neither is in the conv time tables, whose passes are timed without a bias. Measured on
+# the H200 (KernelBench level 2 #19, 128 x 64 x 64 x 64 fp32 output): the add_ took 114 µs beside the
+# transposed convolution's 174.
+
+
+def conv_bias_add(out: TensorMeta, bias: TensorMeta) -> Cost:
+    """The in-place add of a (C,) bias broadcast over a convolution's output (N, C, *spatial): reads the output and
+    the bias, writes the output, one pointwise kernel on a broadcast input (kind pointwise_strided, as
+    costs/common.py memory_key names an add whose input broadcasts)."""
+    return Cost(flops=float(out.numel), bytes_read=float(out.nbytes + bias.nbytes), bytes_written=float(out.nbytes),
+                kernels=1, dtype=out.dtype, kind="pointwise_strided", key=width_key(out))
+
+
+def conv_bias_grad(grad_out: TensorMeta, ctx: CostContext) -> Cost:
+    """A convolution's bias gradient: grad_output (N, C, *spatial) summed to (C,), one reduce kernel and a memset
+    where the sum splits outputs across blocks (bias_grad_items); kind by whether the fastest dim is reduced, as
+    costs/elementwise.py prices a sum over the same dims."""
+    channels = grad_out.shape[1] if len(grad_out.shape) > 1 else 1
+    dims = {d for d in range(len(grad_out.shape)) if d != 1}
+    fastest = reduces_fastest_dim(grad_out.shape, grad_out.stride, dims)
+    kind, key = ("reduction", width_key(grad_out)) if fastest else ("reduction_outer", (channels, grad_out.itemsize))
+    return Cost(flops=float(grad_out.numel), bytes_read=float(grad_out.nbytes),
+                bytes_written=float(channels * grad_out.itemsize), kernels=bias_grad_items(grad_out, ctx),
+                dtype=grad_out.dtype, kind=kind, key=key)
 
 
 def bias_grad_items(grad_out: TensorMeta, ctx: CostContext) -> int:
@@ -236,16 +266,18 @@ def convolution_backward(op: OpRecord, ctx: CostContext) -> Cost:
     pass_ = conv_backward_pass(mask)
     key = conv_key(x, w, op, pass_) if pass_ else ()
     measured = conv_kernels(ctx, key)
-    if measured is not None:  # the sweep measured input and weight gradients; a bias gradient is a reduction
-        kernels = measured + (bias_grad_items(grad_out, ctx) if mask[2] else 0)
-    else:
-        kernels = max(sum(1 for want in mask if want), 1)  # one kernel per gradient
+    # the sweep measured input and weight gradients; a bias gradient is a reduction of its own (conv_bias_grad)
+    kernels = measured if measured is not None else max(sum(1 for want in mask[:2] if want), 1)
+    native = bool(key) and conv_backend(key) == NATIVE_DEPTHWISE
+    bias_parts = (conv_bias_grad(grad_out, ctx),) if mask[2] and grad_out.numel else ()
+    if not pass_ and bias_parts:  # the bias gradient alone: a reduction
+        return bias_parts[0]
     cost = _matmul_cost(op, flops, x.dtype, kernels, "conv", "conv", key)
     if not key:
-        return cost
-    native = conv_backend(key) == NATIVE_DEPTHWISE
+        return cost.with_parts(*bias_parts)
     return cost.with_parts(*layout_copies(backward_operands(grad_out, x, w, mask, native,
-                                                                   bool(op.args.get("transposed", False)))))
+                                                                   bool(op.args.get("transposed", False)))),
+                           *bias_parts)
 
 
 # torch._grouped_mm (aten/src/ATen/native/cuda/GroupedBlas.cpp, _grouped_mm_cuda): bf16 operands and output on
