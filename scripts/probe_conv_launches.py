@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 # the launch probes' shared parts, and the same designed runs to fit on
 from probe_gemm_launches import (BASE_RUNS, evaluate_command, evaluation_path, probe_main, rule_errors,  # noqa: E402
                                  run_section)
+from kernelcast.costs.matmul import CONV_KEY_FIELDS  # noqa: E402
 
 
 def run_on_device(out: str, draw: int = 1) -> int:
@@ -77,13 +78,13 @@ def sum_errors(held: list, rules: dict, kinds: dict) -> dict:
         rows = [r for r in held if keep(r)]
         if len(rows) < SUM_SIZE:
             continue
-        answers = {name: [table.conv_items(tuple(r[:12])) or 1 for r in rows] for name, table in rules.items()}
+        answers = {name: [table.conv_items(tuple(r[:CONV_KEY_FIELDS])) or 1 for r in rows] for name, table in rules.items()}
         rng = random.Random(0)
         draws = [rng.sample(range(len(rows)), SUM_SIZE) for _ in range(SUM_DRAWS)]
         result[kind] = {}
         for name, predicted in answers.items():
-            errors = sorted(abs(sum(predicted[i] for i in d) - sum(rows[i][12] for i in d))
-                            / sum(rows[i][12] for i in d) for d in draws)
+            errors = sorted(abs(sum(predicted[i] for i in d) - sum(rows[i][CONV_KEY_FIELDS] for i in d))
+                            / sum(rows[i][CONV_KEY_FIELDS] for i in d) for d in draws)
             result[kind][name] = {"median": round(statistics.median(errors), 4),
                                   "p90": round(errors[int(0.9 * len(errors))], 4)}
             print(f"sums over {SUM_SIZE} {kind} passes, {name}: median {errors[len(errors) // 2]:.1%}, "
@@ -106,7 +107,7 @@ def evaluate(path: str, fit_on: list[str] = ()) -> int:
           f"held out: {len(held)} drawn ones")
     result = {"base_rows": len(base), "held_out_rows": len(held),
               "by_pass_dtype": rule_errors(held, lambda r: f"{r[0]} {r[1]}", rules,
-                                           lambda table, r: table.conv_items(tuple(r[:12])), lambda r: r[12],
+                                           lambda table, r: table.conv_items(tuple(r[:CONV_KEY_FIELDS])), lambda r: r[CONV_KEY_FIELDS],
                                            "pass dtype", 26)}
     result["sums"] = sum_errors(held, rules, {"dense": lambda r: r[8] == 1, "depthwise": lambda r: r[8] == r[3],
                                               "all": lambda r: True})

@@ -79,7 +79,7 @@ def test_a_memory_kernels_time_beyond_streaming_scales_with_the_sms_not_the_band
 
 
 def _conv_cost(flops: float, nbytes: float, pass_: str = "conv_fwd", transposed: bool = False) -> Cost:
-    key = (pass_, "float32", False, 64, 64, 3, 1, 32, 1, 16, 3, transposed)
+    key = (pass_, "float32", False, 64, 64, 3, 1, 32, 1, 16, 3, transposed, 1, 1, 0)
     return Cost(flops=flops, bytes_read=nbytes, math="conv", dtype="float32", kind="conv", key=key)
 
 

@@ -63,6 +63,15 @@ def test_advise_tries_the_fixes_that_apply_and_ranks_them(workload):
     assert autocast.step_after_us < autocast.step_before_us
 
 
+def test_advise_does_not_offer_bf16_where_the_gpu_has_no_bf16_tensor_cores(workload):
+    """A T4 (Turing) runs bf16 GEMMs on its CUDA cores: bf16 autocast is not tried, and the reason says what to
+    try instead."""
+    advice = advise(workload, "t4")
+    assert "bf16 autocast" not in {f.name for f in advice.fixes + advice.no_gain}
+    reason = dict(advice.not_tried)["bf16 autocast"]
+    assert "no bf16 tensor cores" in reason and "fp16 autocast" in reason
+
+
 def test_cli_advise_writes_json_and_refuses_a_saved_capture(workload, tmp_path):
     out = tmp_path / "advice.json"
     run = subprocess.run([sys.executable, "-m", "kernelcast", "advise", workload, "--gpu", "h100", "--json", str(out)],

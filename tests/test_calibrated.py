@@ -163,7 +163,7 @@ def test_conv_backward_with_both_gradients_is_the_two_passes():
 
     gpu = get_gpu("h200")
     model = CalibratedModel(gpu, CaptureSettings(), load_profile("h200").data, gpu)
-    key = ("bfloat16", True, 64, 64, 3, 1, 56, 1, 32, 2, False)  # a 3x3 conv, channels_last, batch 32
+    key = ("bfloat16", True, 64, 64, 3, 1, 56, 1, 32, 2, False, 1, 1, 0)  # a 3x3 conv, channels_last, batch 32
     both = model._lookup_shape("conv", ("conv_bwd", *key))[0]
     parts = [model._lookup_shape("conv", (p, *key))[0] for p in ("conv_bwd_input", "conv_bwd_weight")]
     assert both == pytest.approx(sum(parts))

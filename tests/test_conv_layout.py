@@ -95,6 +95,6 @@ def test_a_3d_conv_is_keyed_by_its_mean_sizes():
     args = {"input": x, "weight": w, "bias": None, "stride": (1, 1, 1), "padding": (0, 0, 0),
             "dilation": (1, 1, 1), "transposed": False, "output_padding": (0, 0, 0), "groups": 1}
     key = conv_key(x, w, op("aten.convolution.default", args, [contiguous((8, 64, 14, 124, 250))]), "conv_fwd")
-    assert key == ("conv_fwd", "float32", False, 3, 64, 5, 1, 81, 1, 8, 3, False)
+    assert key == ("conv_fwd", "float32", False, 3, 64, 5, 1, 81, 1, 8, 3, False, 0, 1, 0)
     assert spatial_mean((16, 128, 256)) == 81 and abs(81 ** 3 / (16 * 128 * 256) - 1) < 0.02
     assert spatial_mean((7,)) == 7 and spatial_mean(()) == 1

@@ -102,3 +102,35 @@ def test_only_other_vendors_get_the_cuda_kernels_note():
     assert gpu_notes(get_gpu("h100")) == ()
     (note,) = gpu_notes(get_gpu("mi300x"))
     assert note.startswith("AMD Instinct MI300X 192GB is not an NVIDIA GPU: ") and "CUDA's kernels" in note
+
+
+def test_each_arch_runs_a_precision_where_its_hardware_does():
+    """Per-arch library behaviour: Turing and Volta have fp16 tensor cores but no bf16 or TF32 ones (NVIDIA
+    Turing architecture whitepaper), so their bf16 and fp32 GEMMs run on the CUDA cores whatever allow_tf32 says;
+    Ampere and later run TF32 where it is allowed (cuDNN convolutions by default, cuBLAS matmuls only with
+    torch.backends.cuda.matmul.allow_tf32) and bf16 on tensor cores."""
+    t4, v100, a100, h200 = (get_gpu(n) for n in ("t4", "v100", "a100-80gb", "h200"))
+    for old in (t4, v100):
+        assert old.matmul_peak("float16", False)[1] == "fp16_tensor"
+        assert old.matmul_peak("bfloat16", False) == (old.peak_flops["fp32"], "fp32")
+        assert old.matmul_peak("float32", True) == (old.peak_flops["fp32"], "fp32")
+        assert not old.supports_bf16
+    for new in (a100, h200):
+        assert new.matmul_peak("bfloat16", False)[1] == "bf16_tensor" and new.supports_bf16
+        assert new.matmul_peak("float32", True)[1] == "tf32_tensor"
+        assert new.matmul_peak("float32", False)[1] == "fp32"
+
+
+def test_is_bf16_supported_answers_as_torch_does_on_the_target():
+    """torch.cuda.is_bf16_supported() is True on compute capability 8+, and below it only with including_emulation
+    (its default): a T4 says True by default and False with including_emulation=False."""
+    import kernelcast  # noqa: F401
+    import torch
+
+    from kernelcast.capture.api import _session
+
+    with _session("t4"):
+        assert torch.cuda.is_bf16_supported() is True
+        assert torch.cuda.is_bf16_supported(including_emulation=False) is False
+    with _session("h200"):
+        assert torch.cuda.is_bf16_supported(including_emulation=False) is True

@@ -33,13 +33,13 @@ def test_measured_shape_keeps_its_measurement_and_others_are_fitted():
     profile = load_profile("h200").data
     model = _model(profile)
     row = next(r for r in profile["timings"]["conv"] if r[:3] == ["conv_fwd", "bfloat16", True])
-    key, measured_us = tuple(row[:12]), row[13]
+    key, measured_us = tuple(row[:15]), row[16]
     time_us, est = model._lookup_shape("conv", key)
     assert est.source == "measured-near"
     assert time_us == pytest.approx(measured_us, rel=0.25)
     # a 3x3 conv 80 -> 200 channels at 37x37, batch 6: about an octave from every measured one of its kind,
     # so priced by the regressor, at its held-out uncertainty
-    far = ("conv_fwd", "bfloat16", True, 80, 200, 3, 1, 37, 1, 6, 2, False)
+    far = ("conv_fwd", "bfloat16", True, 80, 200, 3, 1, 37, 1, 6, 2, False, 1, 1, 0)
     _, est = model._lookup_shape("conv", far)
     assert est.source == "fitted"
     assert est.uncertainty == profile["timings"]["fitted"]["conv"]["held_out"]["uncertainty"]
@@ -52,7 +52,7 @@ def test_without_a_fitted_section_the_nearest_points_decide():
     profile = dict(load_profile("h200").data)
     profile["timings"] = {k: v for k, v in profile["timings"].items() if k != "fitted"}
     _, est = _model(profile)._lookup_shape("conv", ("conv_fwd", "bfloat16", False, 96, 200, 3, 1, 37, 1, 3, 2,
-                                                    False))
+                                                    False, 1, 1, 0))
     assert est.source in ("measured-near", "interpolated", "extrapolated")
 
 
@@ -65,14 +65,14 @@ def test_shipped_profile_has_fitted_corrections_with_held_out_errors():
         assert 0 < held["median_error"] < held["p90_error"]
         assert held["uncertainty"] > 0
         assert len(section["regressor"]["trees"]) > 0
-        key_length = {"gemm": 7, "conv": 12, "attention": 9}[kind]
+        key_length = {"gemm": 7, "conv": 15, "attention": 9}[kind]
         row = load_profile("h200").data["timings"][kind][0]
         assert len(SHAPE_FEATURES[kind](tuple(row[:key_length]))) > 0
 
 
 def test_conv_features_name_the_implicit_gemm():
     # a 3x3 conv, 64 -> 128 channels, 56x56, batch 32: M = 32 * 56 * 56, N = 128, K = 64 * 9
-    key = ("conv_fwd", "bfloat16", True, 64, 128, 3, 1, 56, 1, 32, 2, False)
+    key = ("conv_fwd", "bfloat16", True, 64, 128, 3, 1, 56, 1, 32, 2, False, 1, 1, 0)
     x = SHAPE_FEATURES["conv"](key)
     assert x[:3] == [1.0, 0.0, 0.0] and x[3:6] == [1.0, 0.0, 0.0] and x[6] == 1.0
     assert x[7:11] == pytest.approx([math.log2(32 * 56 * 56), 7.0, math.log2(64 * 9), 0.0])

@@ -144,6 +144,7 @@ def advise(spec: str, gpu: str, args: dict | None = None, world_size: int = 1,
     from kernelcast.capture.workload import build_parameters, load_build
     from kernelcast.memory_fixes import (BATCH_NAMES, fp32_matmuls, batch_parameter, fused_optimizers,
                                          under_autocast)
+    from kernelcast.devices import get_gpu
     from kernelcast.predict import predict_capture
 
     if spec.endswith(".json"):
@@ -191,7 +192,11 @@ def advise(spec: str, gpu: str, args: dict | None = None, world_size: int = 1,
         attempt("torch.compile (default mode)", compile_mode="default")
         attempt("torch.compile(mode=\"reduce-overhead\") (CUDA graphs)",
                 "the CUDA graph pool's memory is not modelled", compile_mode="reduce-overhead")
-    if fp32_matmuls(base) and any(p.flops for p in base.ops):
+    if not get_gpu(gpu).supports_bf16:
+        not_tried.append(("bf16 autocast", f"{get_gpu(gpu).name} has no bf16 tensor cores: bf16 would run on its "
+                                           "CUDA cores, slower than fp32 (fp16 autocast with a GradScaler is the "
+                                           "change to try)"))
+    elif fp32_matmuls(base) and any(p.flops for p in base.ops):
         attempt("bf16 autocast", prepare=under_autocast)
     else:
         not_tried.append(("bf16 autocast", "the matrix products already run in 16-bit (or there are none)"))

@@ -74,7 +74,7 @@ def _gpus_table(width: int = 10_000):
 
     rows = []
     for gpu in all_gpus().values():
-        bf16 = gpu.peak_flops.get("bf16_tensor") or gpu.peak_flops.get("fp16_tensor")
+        bf16 = gpu.matmul_peak("bfloat16", False)[0]  # the roof bf16 GEMMs meet (CUDA cores without bf16 tensor cores)
         label = kernel_model_label(gpu)
         if width >= WIDE_DEVICES_FROM:
             model = label + ("" if gpu.vendor == "nvidia" else f"; {gpu.vendor.upper()}: CUDA kernels")

@@ -21,6 +21,7 @@ import math
 
 from kernelcast.costs.launch_table import (CONV_FEATURES, GEMM_FEATURES, LaunchTable, conv_features, conv_label_items,
                                            gemm_features)
+from kernelcast.costs.matmul import CONV_KEY_FIELDS
 from kernelcast.costs.tree_model import LEAF, Tree, TreeClassifier
 
 # Enough trees to learn cuBLAS's few regimes, few enough that the profile stays small and a lookup fast (once
@@ -135,7 +136,8 @@ def per_group_items(key: tuple, kernel_names: list[str]) -> int:
 def conv_label(row: tuple) -> int:
     """A conv launch row's class (costs.launch_table.conv_label_items reads it back): -items per group for a
     per-group loop, else the work items."""
-    items, per_group = row[12], row[13] if len(row) > 13 else 0
+    items = row[CONV_KEY_FIELDS]
+    per_group = row[CONV_KEY_FIELDS + 1] if len(row) > CONV_KEY_FIELDS + 1 else 0
     return -per_group if per_group else items
 
 
@@ -163,15 +165,15 @@ def fit_conv_model(rows: list[list]) -> dict | None:
     rows = [tuple(r) for r in rows]
     if len(rows) < 2 * FOLDS:
         return None
-    x = np.array([conv_features(r[:12]) for r in rows], dtype=float)
+    x = np.array([conv_features(r[:CONV_KEY_FIELDS]) for r in rows], dtype=float)
     y = np.array(_merge_rare([conv_label(r) for r in rows]))
     wrong_model = wrong_nearest = 0
     for train, test in KFold(FOLDS, shuffle=True, random_state=SEED).split(x):
         clf = _classifier(CONV_BOOSTING_ITERATIONS, CONV_MAX_LEAF_NODES).fit(x[train], y[train])
-        wrong_model += sum(conv_label_items(int(label), rows[i][8]) != rows[i][12]
+        wrong_model += sum(conv_label_items(int(label), rows[i][8]) != rows[i][CONV_KEY_FIELDS]
                            for i, label in zip(test, clf.predict(x[test])))
         nearest = LaunchTable((), tuple(rows[i][:13] for i in train))
-        wrong_nearest += sum((nearest.conv_items(rows[i][:12]) or 1) != rows[i][12] for i in test)
+        wrong_nearest += sum((nearest.conv_items(rows[i][:CONV_KEY_FIELDS]) or 1) != rows[i][CONV_KEY_FIELDS] for i in test)
     model = _export(_classifier(CONV_BOOSTING_ITERATIONS, CONV_MAX_LEAF_NODES).fit(x, y), CONV_FEATURES)
     return {"classifier": model.to_dict(), "fitted_on": f"{len(rows)} measured convolution passes (launches.conv)",
             "held_out": {"folds": FOLDS, "rows": len(rows), "wrong_classifier": int(wrong_model),

@@ -13,6 +13,7 @@ from collections import defaultdict
 from kernelcast.costs import DEFAULT_CONTEXT, Cost, cost_of
 from kernelcast.costs.launch_table import conv_shape
 from kernelcast.costs.linalg import SOLVER_KEY
+from kernelcast.costs.matmul import CONV_KEY_FIELDS
 from kernelcast.devices import get_gpu
 from kernelcast.predict.calibrated import BLOCK_SECTIONS
 from kernelcast.profiles import PROFILE_FORMAT
@@ -118,7 +119,7 @@ def _kernel_us(case: dict) -> float:
 def _conv_kind(row: list) -> tuple:
     """What a conv time row's kernels depend on beyond sizes: pass, dtype, layout, and conv_shape's kind (dims,
     kernel, stride, transposed, depthwise, backend)."""
-    return (*row[:3], *conv_shape(tuple(row[:12]))[1])
+    return (*row[:3], *conv_shape(tuple(row[:CONV_KEY_FIELDS]))[1])
 
 
 def _uncovered(drawn: list, designed: list) -> list:

@@ -44,7 +44,8 @@ UNCERTAINTY_QUANTILE = 0.68
 FEATURE_NAMES = {
     "gemm": "launch_table.GEMM_FEATURES + log2 FLOPs, log2 bytes, log2 intensity",
     "conv": "pass, dtype, channels_last, implicit GEMM log2 M N K groups, log2 batch C_in C_out size, kernel, "
-            "stride, dims, transposed, depthwise, native depthwise kernel, log2 FLOPs, bytes, intensity",
+            "stride, dims, transposed, depthwise, native depthwise kernel, log2 FLOPs, bytes, intensity, padding, "
+            "dilation, output padding, log2 output size",
     "attention": "backend, backward, log2 batch*heads, query, key, head dim, causal, dropout, mask, log2 FLOPs, "
                  "bytes, intensity",
 }

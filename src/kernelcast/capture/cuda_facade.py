@@ -204,7 +204,11 @@ def _fakes(target: TargetDevice, on_sync: Callable[[str], None]) -> dict[str, ob
         "get_device_capability": lambda device=None: target.capability,
         "get_device_name": lambda device=None: target.name,
         "get_device_properties": lambda device=None: props,
-        "is_bf16_supported": lambda including_emulation=True: target.supports_bf16,
+        # as torch.cuda.is_bf16_supported answers on the target: compute capability 8+ natively; below that only
+        # with including_emulation (its default), where a bfloat16 tensor can be made on any CUDA GPU (a T4 says
+        # True, and runs bf16 GEMMs without tensor cores: devices.GPU.matmul_peak)
+        "is_bf16_supported": lambda including_emulation=True: target.supports_bf16 or (
+            bool(including_emulation) and target.capability[0] > 0),
         "synchronize": synchronize,
         # Dynamo asks this before it compiles a frame (convert_frame.trace_frame); a CUDA build without a GPU
         # would ask the driver and fail. No CUDA graph capture is under way in a capture.

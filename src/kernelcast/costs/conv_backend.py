@@ -42,7 +42,7 @@ def _cudnn_depthwise_workload(dims: int, kernel: int, stride: int, width: int, c
 
 def conv_backend(key: tuple) -> str:
     """CUDNN or NATIVE_DEPTHWISE for a conv_key (see the comment above for the source of the rule)."""
-    _, dtype, channels_last, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key
+    _, dtype, channels_last, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key[:12]
     depthwise = groups == c_in and groups > 1 and c_out % c_in == 0 and not transposed
     if not depthwise or channels_last:
         return CUDNN

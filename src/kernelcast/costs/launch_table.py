@@ -91,7 +91,7 @@ def conv_features(key: tuple) -> list[float]:
     """The conv launch-count classifier's inputs for one conv_key (names: CONV_FEATURES). cuDNN's engine choice
     keys on the pass, dtype and layout, the implicit GEMM's M (batch x output positions), N (C_out per group) and
     K (C_in per group x taps), the groups, the filter and stride, and the channels' alignment."""
-    pass_, dtype, channels_last, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key
+    pass_, dtype, channels_last, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key[:12]
     groups = max(groups, 1)
     out = size * stride if transposed else (size + 2 * (kernel // 2) - kernel) // stride + 1
     m, n, k = batch * max(out, 1) ** dims, c_out / groups, c_in / groups * kernel ** dims
@@ -179,7 +179,7 @@ class LaunchTable:
 def conv_shape(key: tuple) -> tuple:
     """(coordinates, kind) of a conv key: log2 of batch, channels, size and groups; and what must match for two
     convolutions to run the same kind of kernel (dims, kernel, stride, transposed, depthwise or not, backend)."""
-    _, _, _, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key
+    _, _, _, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key[:12]
     coords = (log2_size(batch), log2_size(c_in), log2_size(c_out), log2_size(size), log2_size(groups))
     return coords, (dims, kernel, stride, transposed, groups == c_in and groups > 1, conv_backend(key))
 

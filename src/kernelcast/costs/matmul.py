@@ -135,9 +135,9 @@ def kernel_family(cost: Cost) -> str:
     convolution's input gradient), "conv_dgrad" (data-gradient kernels: a transposed forward, or an input
     gradient), "conv_wgrad" (weight gradient). Both gradients in one call (conv_bwd) stay "conv"."""
     key = cost.key
-    if cost.math != "conv" or len(key) < 12 or key[0] not in CONV_PASSES:
+    if cost.math != "conv" or len(key) < CONV_KEY_FIELDS or key[0] not in CONV_PASSES:
         return cost.math
-    pass_, transposed = key[0], bool(key[-1])
+    pass_, transposed = key[0], bool(key[11])
     if pass_ == "conv_bwd_weight":
         return "conv_wgrad"
     if (pass_ == "conv_fwd") == transposed and pass_ != "conv_bwd":
@@ -145,9 +145,18 @@ def kernel_family(cost: Cost) -> str:
     return "conv"
 
 
+# conv_key's fields: the first 12 say which kernels run (launch tables, backend, kernel family); the last three
+# (padding, dilation, output padding) where their windows fall, which the time model needs: without them,
+# KernelBench's transposed 3-D convolutions of one key ran 1.0, 1.8 and 4.3 ms on the H200 (level 1 #77 dilated,
+# #73 padded by 3, level 2 #20), and one measured row priced them all.
+CONV_KEY_FIELDS = 15
+
+
 def conv_key(x: TensorMeta, w: TensorMeta, op: OpRecord, pass_: str) -> tuple:
     """How launch and time tables look a convolution up: (pass, dtype, channels_last, C_in, C_out, kernel,
-    stride, spatial size, groups, batch, spatial dims, transposed). 1-, 2- and 3-D convolutions; () otherwise.
+    stride, spatial size, groups, batch, spatial dims, transposed, padding, dilation, output padding). 1-, 2- and
+    3-D convolutions; () otherwise. Padding, dilation and output padding are each the mean over the spatial dims,
+    rounded (they can be 0).
     A convolution whose sizes differ between spatial dims (a 16 x 64 x 64 video clip, a 3 x 5 x 7 kernel) is
     keyed by each one's geometric mean (spatial_mean), so that size ** dims and kernel ** dims stay its
     positions and taps: the implicit GEMM the tables compare (predict/calibrated.py _conv_point). channels_last
@@ -164,7 +173,18 @@ def conv_key(x: TensorMeta, w: TensorMeta, op: OpRecord, pass_: str) -> tuple:
     c_out = w.shape[1] * groups if transposed else w.shape[0]
     nhwc = dims >= 2 and cudnn_nhwc(x, w)
     return (pass_, x.dtype, nhwc, x.shape[1], c_out, spatial_mean(w.shape[2:]), spatial_mean(stride),
-            spatial_mean(x.shape[2:]), groups, x.shape[0], dims, transposed)
+            spatial_mean(x.shape[2:]), groups, x.shape[0], dims, transposed, _dims_mean(op.args.get("padding"), 0),
+            _dims_mean(op.args.get("dilation"), 1), _dims_mean(op.args.get("output_padding"), 0))
+
+
+def _dims_mean(values, default: int) -> int:
+    """The arithmetic mean of a per-dim int argument (padding: (1, 2, 2) -> 2), rounded; `default` if absent or not
+    a list of ints (a "same" / "valid" string padding has been resolved to ints by aten.convolution)."""
+    if isinstance(values, int):
+        return values
+    if not values or not all(isinstance(v, int) for v in values):
+        return default
+    return round(sum(values) / len(values))
 
 
 def spatial_mean(sizes) -> int:
@@ -226,7 +246,8 @@ def conv_bias_add(out: TensorMeta, bias: TensorMeta) -> Cost:
     """The in-place add of a (C,) bias broadcast over a convolution's output (N, C, *spatial): reads the output and
     the bias, writes the output, one pointwise kernel on a broadcast input (kind pointwise_strided, as
     costs/common.py memory_key names an add whose input broadcasts)."""
-    return Cost(flops=float(out.numel), bytes_read=float(out.nbytes + bias.nbytes), bytes_written=float(out.nbytes),
+    # no FLOPs: a bias add is not counted, as torch.utils.flop_counter counts none (module docstring)
+    return Cost(bytes_read=float(out.nbytes + bias.nbytes), bytes_written=float(out.nbytes),
                 kernels=1, dtype=out.dtype, kind="pointwise_strided", key=width_key(out))
 
 
@@ -238,7 +259,7 @@ def conv_bias_grad(grad_out: TensorMeta, ctx: CostContext) -> Cost:
     dims = {d for d in range(len(grad_out.shape)) if d != 1}
     fastest = reduces_fastest_dim(grad_out.shape, grad_out.stride, dims)
     kind, key = ("reduction", width_key(grad_out)) if fastest else ("reduction_outer", (channels, grad_out.itemsize))
-    return Cost(flops=float(grad_out.numel), bytes_read=float(grad_out.nbytes),
+    return Cost(bytes_read=float(grad_out.nbytes),
                 bytes_written=float(channels * grad_out.itemsize), kernels=bias_grad_items(grad_out, ctx),
                 dtype=grad_out.dtype, kind=kind, key=key)
 

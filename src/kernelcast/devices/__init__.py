@@ -65,8 +65,9 @@ class GPU:
         key = TENSOR_CORE_KEY.get("tf32" if dtype == "float32" and allow_tf32 else dtype)
         if key in self.peak_flops:
             return self.peak_flops[key], key
-        if dtype in ("float16", "bfloat16") and "fp16_tensor" in self.peak_flops:
-            return self.peak_flops["fp16_tensor"], "fp16_tensor"  # e.g. bf16 emulated via fp16 units
+        # bf16 without bf16 tensor cores (Turing, Volta: their tensor cores take FP16, INT8 and INT4 only, NVIDIA
+        # Turing architecture whitepaper, 2018) runs on the CUDA cores, computing in fp32: vector_peak. On a T4,
+        # bf16 GEMMs ran slower than fp32 ones (openxla/xla issue 12429, jax-ml/jax issue 21212).
         return self.vector_peak(dtype)
 
     def vector_peak(self, dtype: str) -> tuple[float, str]:

@@ -37,7 +37,7 @@ from kernelcast.costs.indexing import ATOMICS_KEY
 from kernelcast.costs.pooling import WINDOW_KEY
 from kernelcast.costs.elementwise import SPATIAL_SOFTMAX_KEY
 from kernelcast.costs.launch_table import gemm_alignment, gemm_features
-from kernelcast.costs.matmul import kernel_family
+from kernelcast.costs.matmul import CONV_KEY_FIELDS, kernel_family
 from kernelcast.costs.linalg import SOLVER_KEY
 from kernelcast.costs.launch_table import log2_size as _log2
 from kernelcast.costs.rnn import RnnPart, part_from_key
@@ -118,7 +118,7 @@ GENERATED_FIT_NOTE = ("Inductor's Triton kernels are timed from Inductor's own b
                       "that add atomically by their atomics, fitted to the {gpu}'s compiled microbenchmarks (on its "
                       "compiled zoo steps: 23-31% median error per kernel, 20% per step's generated kernels summed); "
                       "foreach kernels at the eager foreach rate and templates by their FLOPs, stand-ins")
-_KEY_LENGTH = {"gemm": 7, "conv": 12, "attention": 9}
+_KEY_LENGTH = {"gemm": 7, "conv": CONV_KEY_FIELDS, "attention": 9}
 # How a transferred model's source reads, by where the GPU's achieved-rate factors come from.
 ACHIEVED_LABEL = {"fitted": "datasheet ratios and this GPU's rates fitted to published timings",
                   "prior": "datasheet ratios and its architecture's rates fitted to published timings",
@@ -155,14 +155,17 @@ def _gemm_work(key: tuple) -> tuple[float, float, str, str]:
         "float32" if dtype == "tf32" else dtype, "matmul"
 
 
-def _conv_out(size: int, kernel: int, stride: int, transposed: bool) -> int:
-    """Output length with the padding most convolutions use (kernel // 2), or stride x for a transposed one."""
-    return size * stride if transposed else max((size + 2 * (kernel // 2) - kernel) // stride + 1, 1)
+def _conv_out(key: tuple) -> int:
+    """A conv key's output length per spatial dim (torch.nn.Conv3d / ConvTranspose3d's shape formulas)."""
+    _, _, _, _, _, kernel, stride, size, _, _, _, transposed, padding, dilation, output_padding = key
+    if transposed:
+        return max((size - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1, 1)
+    return max((size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1, 1)
 
 
 def _conv_work(key: tuple) -> tuple[float, float, str, str]:
-    pass_, dtype, _, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key
-    out = _conv_out(size, kernel, stride, transposed)
+    pass_, dtype, _, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key[:12]
+    out = _conv_out(key)
     taps = kernel ** dims
     positions = (size if transposed else out) ** dims
     flops = 2.0 * batch * c_out * (c_in // max(groups, 1)) * taps * positions
@@ -207,8 +210,8 @@ def _conv_point(key: tuple) -> tuple[tuple, tuple]:
     K = C_in / G x kernel taps, and G groups (log2 each). Points with other batch and image sizes but the same
     GEMM shape then inform each other, where comparing batch, channels and size one by one kept them apart
     (held out by region, scripts/shape_model_eval.py)."""
-    _, _, _, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key
-    out = _conv_out(size, kernel, stride, transposed)
+    _, _, _, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key[:12]
+    out = _conv_out(key)
     groups = max(groups, 1)
     m = batch * (size if transposed else out) ** dims
     n, k = c_out // groups, (c_in // groups) * kernel ** dims
@@ -312,12 +315,15 @@ def _gemm_features(key: tuple) -> list[float]:
 
 
 def _conv_features(key: tuple) -> list[float]:
-    pass_, dtype, channels_last, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key
+    pass_, dtype, channels_last, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key[:12]
+    padding, dilation, output_padding = key[12:]
     (m, n, k, g), (_, _, depthwise, backend) = _conv_point(key)
+    # padding, dilation and output padding last: a regressor fitted before they were features reads only the first
     return [*(float(pass_ == p) for p in CONV_PASSES), *(float(dtype == d) for d in CONV_DTYPES),
             float(channels_last), m, n, k, g, _log2(batch), _log2(c_in), _log2(c_out), _log2(size), float(kernel),
             float(stride), float(dims), float(transposed), float(depthwise), float(backend == NATIVE_DEPTHWISE),
-            *_work_features("conv", key)]
+            *_work_features("conv", key), float(padding), float(dilation), float(output_padding),
+            _log2(_conv_out(key))]
 
 
 def _attention_features(key: tuple) -> list[float]:
