@@ -515,7 +515,7 @@ def copy_(op: OpRecord, ctx: CostContext) -> Cost:
     `clone` and `_to_copy` are (CUDA runs both as an allocation and this copy_, capture/decompose.py): a
     source laid out unlike the destination makes it a transposing copy."""
     src = arg(op, "src")
-    transfer = host_transfer(src, arg(op, "self"), "pinned" in op.tags)
+    transfer = host_transfer(src, arg(op, "self"), "pinned" in op.tags, into=True)
     if transfer is not None:
         return transfer
     nbytes = src.touched_bytes if src.on_gpu else 0

@@ -327,7 +327,8 @@ def kernel_model_for(gpu: GPU, capture: Capture, model: str = "calibrated") -> K
 
 # The advice for a pageable copy is to pin the host memory: the DMA engine then reads it directly, at the
 # pinned rate, with no staging copy on the CPU. The saving prices that, not just the host's wait.
-PINNED_KIND = {"h2d_pageable": "h2d_pinned", "d2h_pageable": "d2h_pinned"}
+PINNED_KIND = {"h2d_pageable": "h2d_pinned", "d2h_pageable": "d2h_pinned", "h2d_pageable_into": "h2d_pinned",
+               "d2h_pageable_into": "d2h_pinned"}
 
 
 def _fixed(launch: Launch, cost: Cost | None, model: KernelModel) -> Launch:

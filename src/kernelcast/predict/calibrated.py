@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass, field
 
 from kernelcast.costs import Cost
-from kernelcast.costs.common import TRANSFER_KINDS, is_blocks_key
+from kernelcast.costs.common import INTO_SUFFIX, TRANSFER_KINDS, is_blocks_key
 from kernelcast.costs.conv_backend import NATIVE_DEPTHWISE, conv_backend
 from kernelcast.costs.elementwise import ARITHMETIC_KIND
 from kernelcast.costs.embedding import EMBEDDING_BAG_KEY
@@ -840,8 +840,9 @@ class CalibratedModel:
         time_us = None
         if cost.kind in TRANSFER_KINDS:
             copies = self.profile.get("host", {}).get("copies", {})
-            curve = copies.get(f"{cost.kind}_curve")
-            rate = _rate_on_curve(curve, cost.bytes) if curve else copies.get(f"{cost.kind}_bytes_per_s")
+            kind = cost.kind if f"{cost.kind}_curve" in copies else cost.kind.removesuffix(INTO_SUFFIX)
+            curve = copies.get(f"{kind}_curve")  # a profile without the "_into" rates: the allocating copy's
+            rate = _rate_on_curve(curve, cost.bytes) if curve else copies.get(f"{kind}_bytes_per_s")
             if not rate:
                 return roofline
             roof, source = "measured host link", "interpolated"  # a rate read off the measured copy curve
