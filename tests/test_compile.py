@@ -223,6 +223,35 @@ def test_graph_break_is_listed_with_its_line_and_the_code_around_it_runs_eager()
     assert len(_kernels(cap)) == 3  # sin*2 and its sum (two kernels), then +1 and cos fused
 
 
+@needs_triton
+def test_dynamo_compile_time_is_not_the_models_python():
+    """Issue 32: a compiled step that logs `loss.item()` into a list each step. The resume function after the
+    .item() break guards on the list, which grows, so Dynamo traces it again every step until its recompile limit;
+    that tracing had been read as 45 ms of model Python on the .item() line. The warm-up runs to the steady state
+    (the frame eager), the compile time is left out, and a note says what a real run pays first."""
+    from kernelcast.capture import capture_workload
+
+    def build(log=True):
+        model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10)).cuda()
+        x = torch.randn(32, 64, device="cuda")
+        losses = []
+
+        def step(x):
+            loss = model(x).square().mean()
+            loss.backward()  # a graph break: what follows is a resume function
+            if log:
+                losses.append(loss.item())
+            return loss
+
+        return torch.compile(step), (x,)
+
+    logged, silent = capture_workload(build, "h200"), capture_workload(lambda: build(log=False), "h200")
+    python_us = [sum(op.python_us for op in cap.ops) for cap in (logged, silent)]
+    # the .item() adds an eager op and a resume function's call, not a compile: well under a millisecond more
+    assert python_us[0] < python_us[1] + 2000, python_us
+    assert any("recompile_limit" in note for note in logged.notes)
+
+
 def _mlp_training():
     model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(), torch.nn.BatchNorm1d(128),
                                 torch.nn.Linear(128, 10)).cuda()

@@ -28,6 +28,10 @@ WARMUP_STEPS = 1  # one unrecorded step first, so optimizer state and lazy buffe
 # on, and Dynamo guards on it): more unrecorded steps, until one compiles nothing, so the recorded step is a
 # steady-state one (no compile in it), up to this many.
 MAX_COMPILE_WARMUP_STEPS = 3
+# A frame whose guard fails every step (a graph break's resume function guarding on a list the step appends to)
+# is traced again each step, with no new Inductor graph, until Dynamo's recompile limit (8 by default); from then
+# on it runs eagerly. Such steps are cheap to repeat, so the warm-up runs on to that steady state, up to this many.
+MAX_DYNAMO_WARMUP_STEPS = 12
 
 
 def target_device(gpu: GPU) -> TargetDevice:
@@ -56,11 +60,18 @@ def _run_steps(session: CaptureSession, step: Callable, args: tuple, timing_step
         step(*args)
     regions = session.inductor
     if regions is not None and regions.graphs:
-        for _ in range(MAX_COMPILE_WARMUP_STEPS):
-            compiled_before = regions.graphs
+        graph_steps = 0
+        for _ in range(MAX_DYNAMO_WARMUP_STEPS):
+            compiled_before, frames_before = regions.graphs, session.dynamo_compiles.count
             step(*args)
-            if regions.graphs == compiled_before:
+            if regions.graphs == compiled_before and session.dynamo_compiles.count == frames_before:
                 break
+            if regions.graphs == compiled_before:  # Dynamo traced again, Inductor compiled nothing new
+                session.warmup_recompiling_steps += 1
+            else:
+                graph_steps += 1
+                if graph_steps >= MAX_COMPILE_WARMUP_STEPS:
+                    break
         regions.warm_graphs = regions.graphs
         regions.compile_s = compile_seconds()
         # A compiled step is read once: Inductor's regions and the CUDA graph replay keep per-call state that a

@@ -42,7 +42,20 @@ MAX_AUTOTUNE_NOTE = ("max-autotune: Inductor's GEMM/conv template choices need b
                      "configs as in default mode")
 MAX_SKIP_REASON_CHARS = 200
 RECOMPILE_NOTE = ("the recorded step compiled {n} graph{s} again after {warm} warm-up steps (Dynamo recompiled, "
-                  "e.g. on a shape or value that changes each step): its compile time is in the host time")
+                  "e.g. on a shape or value that changes each step): its compile time is not in the host time; a "
+                  "real run pays it each step it recompiles")
+DYNAMO_STEADY_NOTE = ("Dynamo traced a frame again in each of {steps} warm-up steps (a guard that fails each step, "
+                      "e.g. on a list the step appends to or a Python value that changes) until "
+                      "torch._dynamo.config.recompile_limit ({limit}) made it run eagerly: a real run pays that "
+                      "compile time in its first steps; the predicted step is the steady state after them")
+# Dynamo traced frames again in the recorded step though Inductor compiled no new graph: a guard that fails every
+# step (a list the step appends to, a Python number that changes). torch._dynamo.config.recompile_limit (8 by
+# default) stops it: from then on the frame runs eagerly.
+DYNAMO_RECOMPILE_NOTE = ("Dynamo compiled {n} frame{s} again in the recorded step after the warm-up steps (a guard "
+                         "that fails each step, e.g. on a list the step appends to or a Python value that changes): "
+                         "a real run pays that compile time each step until torch._dynamo.config.recompile_limit "
+                         "({limit}) recompiles, then runs those frames eagerly; the predicted step is that steady "
+                         "state (this machine's compile time is left out)")
 COMPILE_TIME_NOTE = ("compile: Dynamo, AOTAutograd and Inductor took {seconds:.1f} s on the capture machine (before "
                      "the first step; not in the step time); on the device's host, add the Triton compiler's time "
                      "for {kernels} kernels, which did not run here")
@@ -152,6 +165,55 @@ class CompileWatch:
             yield self
 
 
+class DynamoCompiles:
+    """Counts Dynamo's compilations (torch._dynamo.callback: one start and one end per outermost compile) and
+    tells `on_start` / `on_end` of each, so that the capture's clock leaves them out of the model's Python: a
+    frame that recompiles in the recorded step (a graph break's resume function guarding on a list the step
+    appends to) had put 45 ms of this machine's tracing on the `.item()` after it, and advise called compile
+    7x slower for it (issue 32)."""
+
+    def __init__(self, on_start: Callable[[], None], on_end: Callable[[], None]) -> None:
+        self.count = 0
+        self._on_start, self._on_end = on_start, on_end
+        self._open = 0
+
+    def _start(self, *_args: Any) -> None:
+        self.count += 1
+        self._open += 1
+        self._on_start()
+
+    def _end(self, *_args: Any) -> None:
+        if self._open:  # an end whose start came before we watched is not ours to close
+            self._open -= 1
+            self._on_end()
+
+    @contextlib.contextmanager
+    def watching(self) -> Iterator["DynamoCompiles"]:
+        try:
+            from torch._dynamo.callback import callback_handler
+        except ImportError:  # a torch without Dynamo's compile callbacks
+            yield self
+            return
+        callback_handler.register_start_callback(self._start)
+        callback_handler.register_end_callback(self._end)
+        try:
+            yield self
+        finally:  # torch._dynamo.reset() clears the handler's callbacks: ours may be gone already
+            if self._start in callback_handler.start_callbacks:
+                callback_handler.remove_start_callback(self._start)
+            if self._end in callback_handler.end_callbacks:
+                callback_handler.remove_end_callback(self._end)
+
+
+def _recompile_limit() -> int | str:
+    """torch._dynamo.config's recompile limit (cache_size_limit before torch 2.6), or "?" where neither exists."""
+    try:
+        from torch._dynamo import config
+    except ImportError:
+        return "?"
+    return getattr(config, "recompile_limit", getattr(config, "cache_size_limit", "?"))
+
+
 def _what(found: list[str], compiled_calls: int) -> str:
     if found:
         return ", ".join(found)
@@ -171,8 +233,10 @@ def compiled_model(found: list[str], compiled_calls: int, ops) -> str:
 
 
 def compiled_note(found: list[str], compiled_calls: int, regions=None, missing: str | None = None,
-                  ops=(), breaks=()) -> list[str]:
-    """The capture's notes for a compiled step (none when nothing compiled ran or was found)."""
+                  ops=(), breaks=(), recorded_frames: int = 0, recompiling_steps: int = 0) -> list[str]:
+    """The capture's notes for a compiled step (none when nothing compiled ran or was found). recorded_frames:
+    the frames Dynamo compiled during the recorded step (DynamoCompiles); recompiling_steps: warm-up steps in
+    which Dynamo traced frames again with no new Inductor graph (capture/api.py)."""
     if not found and not compiled_calls and not _ran_inductor(ops):
         return []
     what = _what(found, compiled_calls)
@@ -191,6 +255,11 @@ def compiled_note(found: list[str], compiled_calls: int, regions=None, missing: 
     if regions.warm_graphs and regions.graphs > regions.warm_graphs:
         n = regions.graphs - regions.warm_graphs
         notes.append(RECOMPILE_NOTE.format(n=n, s="s" if n > 1 else "", warm="the"))
+    elif recorded_frames:
+        notes.append(DYNAMO_RECOMPILE_NOTE.format(n=recorded_frames, s="s" if recorded_frames > 1 else "",
+                                                  limit=_recompile_limit()))
+    if recompiling_steps > 1 and not recorded_frames:
+        notes.append(DYNAMO_STEADY_NOTE.format(steps=recompiling_steps, limit=_recompile_limit()))
     for found_break in breaks:
         notes.append(GRAPH_BREAK_NOTE.format(source=found_break.source or "?", reason=found_break.reason))
     return notes

@@ -32,7 +32,7 @@ from kernelcast.records import RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, CaptureS
 
 from .compat import RealRunPaths
 from .attention import sdpa_routed
-from .compiled import CompileWatch, compiled_model, compiled_note
+from .compiled import CompileWatch, DynamoCompiles, compiled_model, compiled_note
 from .inductor import (CompiledRegions, InductorHooks, device_time_us, graph_breaks, hide_router,
                        inductor_on_fake_cuda, triton_missing)
 from .cpu_speed import BUSY_WAIT_SHARE, CpuBench, cpu_and_wait_ns, wait_share
@@ -242,6 +242,11 @@ class CaptureSession:
         self.python_steps = 1
         self.wait_share = 0.0  # how long the thread waited for a core per unit of CPU time, over the timed steps
         self.compile_watch = CompileWatch(self._before_compiled_call)
+        # Dynamo's compilations, left out of the model's Python (the recorder's clock is read when it exists)
+        self.dynamo_compiles = DynamoCompiles(lambda: self.recorder and self.recorder.clock.ours_begin(),
+                                              lambda: self.recorder and self.recorder.clock.ours_end())
+        self.recorded_dynamo_compiles = 0  # in the first recorded step (record_timed)
+        self.warmup_recompiling_steps = 0  # warm-up steps in which Dynamo traced again and Inductor compiled nothing
         self.op_table: CudaOpTable | None = None  # the CUDA build's dispatch choices (capture/cuda_path.py)
         self.compiled_found: list[str] = []  # torch.compile'd callables found in the step (capture/api.py)
         self.storages: StorageTracker | None = None  # CUDA storages made and freed (capture/lifetimes.py)
@@ -338,6 +343,8 @@ class CaptureSession:
                                       self.recorder.run_compiled, device_time_us(self.gpu_id or "h200"),
                                       self.recorder.clock.ours)
                 self.inductor = self._stack.enter_context(inductor_on_fake_cuda(hooks))
+            # after inductor_on_fake_cuda: its torch._dynamo.reset() clears Dynamo's compile callbacks
+            self._stack.enter_context(self.dynamo_compiles.watching())
             self.recorder.compiles = True
 
     # -- hooks -----------------------------------------------------------------------------------------
@@ -401,7 +408,9 @@ class CaptureSession:
         # The repeat budget counts the process's CPU time: a backward runs on autograd's device thread, which
         # this thread's clock does not see (a Llama-7B step read 1.2 s here against 2.6 s of process CPU).
         first_started = time.process_time_ns()
+        compiles_before = self.dynamo_compiles.count
         run_step()  # its result is dropped here, as a training loop drops it
+        self.recorded_dynamo_compiles = self.dynamo_compiles.count - compiles_before
         first_ns = time.process_time_ns() - first_started
         if storages is not None:
             storages.end_step(args)
@@ -515,7 +524,8 @@ class CaptureSession:
         if self.op_table is not None and self.op_table.note:
             notes.add(self.op_table.note)
         compiled = compiled_note(self.compiled_found, self.compile_watch.compiled_calls, self.inductor,
-                                 self.inductor_missing, ops, graph_breaks() if self.inductor is not None else ())
+                                 self.inductor_missing, ops, graph_breaks() if self.inductor is not None else (),
+                                 self.recorded_dynamo_compiles, self.warmup_recompiling_steps)
         notes.update(compiled)
         compiled_as = compiled_model(self.compiled_found, self.compile_watch.compiled_calls, ops)
         memory = None
