@@ -97,6 +97,7 @@ def side_stream():
         for _ in range(12):
             x = x @ w
         torch.cuda.current_stream().wait_stream(side)
+        nxt.record_stream(torch.cuda.current_stream())  # made on the side stream, used on this one
         return (nxt @ x).sum()
 
     return step, (batches, w)

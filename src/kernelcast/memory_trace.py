@@ -38,13 +38,15 @@ class Allocation:
     stream: int = 0
     label: str = ""  # PARAMETER / GRADIENT / OPTIMIZER_STATE / BUFFER where the capture could tell; else ""
     name: str = ""  # the parameter's or module's name, where known
+    storage: int = 0  # the storage's id as TensorMeta.storage gives it (0: not recorded)
 
     def to_json(self) -> list:
-        return [self.id, self.nbytes, self.stage, self.op, self.stream, self.label, self.name]
+        return [self.id, self.nbytes, self.stage, self.op, self.stream, self.label, self.name, self.storage]
 
     @staticmethod
     def from_json(d: list) -> "Allocation":
-        return Allocation(int(d[0]), int(d[1]), str(d[2]), int(d[3]), int(d[4]), str(d[5]), str(d[6]))
+        return Allocation(int(d[0]), int(d[1]), str(d[2]), int(d[3]), int(d[4]), str(d[5]), str(d[6]),
+                          int(d[7]) if len(d) > 7 else 0)
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,12 @@ ENGINE_NODES_OP = HOST_OP_PREFIX + "autograd_nodes"
 # FSDP2's "FSDP::pre_forward (layers.0)" (args: {"name": ...}). Markers only: no CPU or GPU work of their own.
 RANGE_BEGIN_OP = HOST_OP_PREFIX + "range_begin"
 RANGE_END_OP = HOST_OP_PREFIX + "range_end"
+# The step's Python after its last op (an optimizer's zero_grad, a compiled frame's exit and its resume functions,
+# logging): a marker at the step's return carries it, as every op carries the Python before it.
+STEP_END_OP = HOST_OP_PREFIX + "step_end"
+# tensor.record_stream(stream): the storage's block is not reused until that stream's work queued so far is done
+# (args: storage, stream); predict/hazards.py reads it.
+RECORD_STREAM_OP = HOST_OP_PREFIX + "record_stream"
 
 # The tag of an op that CUDA runs by calling other ops (recorded after it, their `parent` its index).
 DECOMPOSED_TAG = "decomposed"
@@ -374,6 +380,38 @@ class SyncPointGroup:
 
 
 @dataclass(frozen=True)
+class Hazard:
+    """A stream-ordering hazard in the step (predict/hazards.py): two accesses to one storage on two streams with
+    nothing ordering them. kind: "unordered-read", "unordered-write" or "freed-while-in-use"; first: the earlier
+    access (a write; for freed-while-in-use the use on the other stream), second: the later one (for
+    freed-while-in-use, the op on the storage's allocation stream that next takes a block from that stream's
+    pool, which may be the freed one)."""
+
+    kind: str
+    shape: tuple[int, ...]
+    dtype: str
+    first_op: str
+    first_source: str
+    first_stream: int
+    second_op: str
+    second_source: str
+    second_stream: int
+    fix: str
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "shape": list(self.shape), "dtype": self.dtype,
+                "producer": {"op": self.first_op, "source": self.first_source, "stream": self.first_stream},
+                "consumer": {"op": self.second_op, "source": self.second_source, "stream": self.second_stream},
+                "fix": self.fix}
+
+    @staticmethod
+    def from_json(d: dict) -> "Hazard":
+        return Hazard(d["kind"], tuple(d.get("shape", ())), d.get("dtype", ""), d["producer"]["op"],
+                      d["producer"]["source"], int(d["producer"]["stream"]), d["consumer"]["op"],
+                      d["consumer"]["source"], int(d["consumer"]["stream"]), d.get("fix", ""))
+
+
+@dataclass(frozen=True)
 class CommRecord:
     """A step with collectives: compute, communication and how much of it lengthens the step (µs per step)."""
 
@@ -444,6 +482,7 @@ class PredictionRecord:
     # --json contract of peak_memory_bytes, resident_memory_bytes, reserved_memory_bytes, memory_by_category,
     # peak_op and fits; None for a prediction made before the memory model.
     memory: dict | None = None
+    hazards: tuple[Hazard, ...] = ()  # stream-ordering hazards (predict/hazards.py)
     extra: dict = field(default_factory=dict)  # keys a newer writer added: kept as they are through load/save
 
     def to_json(self) -> dict:
@@ -467,6 +506,7 @@ class PredictionRecord:
             "parallel_host": self.parallel_host,
             "gpu_spec": None if self.gpu_spec is None else asdict(self.gpu_spec),
             "ops": [op.to_json() for op in self.ops],
+            "hazards": [h.to_json() for h in self.hazards],
         }
         if self.spans:
             d["timeline"] = {"fields": list(SPAN_FIELDS), "spans": [s.to_row() for s in self.spans]}
@@ -514,6 +554,7 @@ class PredictionRecord:
             spans=tuple(OpSpan.from_row(r) for r in timeline.get("spans", ())),
             memory_timeline=d.get("memory_timeline"),
             memory={k: d[k] for k in MEMORY_KEYS if k in d} or None,
+            hazards=tuple(Hazard.from_json(h) for h in d.get("hazards", ())),
             extra={k: v for k, v in d.items() if k not in known},
         )
 

@@ -184,6 +184,8 @@ class CaptureBlock:
     def __exit__(self, *exc) -> None:
         try:
             if self._session.recording:
+                # the block's step ends here: the baselines' own loops allocate, and are not the step's memory
+                self._session.storages.end_step()
                 self._session.measure_gap_baselines()
             self._capture = self._session.result()
         finally:

@@ -54,7 +54,7 @@ class StorageTracker:
         self.stage = BUILD
         self._live: dict[int, tuple[int, weakref.ref]] = {}  # storage key -> (allocation id, weak ref)
         self._nbytes: dict[int, int] = {}  # allocation id -> bytes
-        self._allocs: list[list] = []  # [id, nbytes, stage, op, stream]
+        self._allocs: list[list] = []  # [id, nbytes, stage, op, stream, storage key]
         self._labels: dict[int, tuple[str, str]] = {}  # allocation id -> (label, name)
         self._emptied: dict[int, weakref.ref] = {}  # CUDA storages resized to 0 bytes (FSDP2's), by key
         self.events: list[tuple[int, int]] = []
@@ -121,7 +121,8 @@ class StorageTracker:
     def _allocate(self, storage: Any, key: int, nbytes: int) -> int:
         alloc_id = len(self._allocs) + 1
         position = self._where()
-        self._allocs.append([alloc_id, nbytes, self.stage, position if self.stage == STEP else -1, self._stream()])
+        self._allocs.append([alloc_id, nbytes, self.stage, position if self.stage == STEP else -1, self._stream(),
+                             key])
         self._nbytes[alloc_id] = nbytes
         self._live[key] = (alloc_id, weakref.ref(storage, lambda _ref, key=key: self._freed(key)))
         self.events.append((alloc_id, position))
@@ -238,8 +239,8 @@ class StorageTracker:
     def result(self) -> MemoryTrace:
         self.closed = True
         allocations = tuple(
-            Allocation(alloc_id, nbytes, stage, op, stream, *self._labels.get(alloc_id, ("", "")))
-            for alloc_id, nbytes, stage, op, stream in self._allocs)
+            Allocation(alloc_id, nbytes, stage, op, stream, *self._labels.get(alloc_id, ("", "")), storage=key)
+            for alloc_id, nbytes, stage, op, stream, key in self._allocs)
         end = self.step_end if self.step_end >= 0 else len(self.events)
         return MemoryTrace(allocations, tuple(self.events[:end]), max(self.step_start, 0), end,
                            op_ordinals=tuple(sorted(self._ordinals.items())))

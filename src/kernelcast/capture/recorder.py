@@ -17,7 +17,8 @@ from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils.weak import WeakIdKeyDictionary
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from kernelcast.records import DECOMPOSED_TAG, ENGINE_NODES_OP, HOST_OP_PREFIX, OpRecord, TensorMeta
+from kernelcast.records import (DECOMPOSED_TAG, ENGINE_NODES_OP, HOST_OP_PREFIX, RECORD_STREAM_OP, STEP_END_OP, OpRecord,
+                                TensorMeta)
 
 from .aten_ops import overloads
 from .cuda_inplace import CudaInPlace
@@ -588,12 +589,23 @@ class Recorder(TorchDispatchMode):
         self._record_marker(ENGINE_NODES_OP, {"nodes": max(nodes - with_ops, 0)}, phase="backward", module="")
         self.in_place.backward_done()
 
+    def record_stream_use(self, storage: int, stream: int) -> None:
+        """tensor.record_stream(stream) (RECORD_STREAM_OP): no kernel; the hazard analysis reads it."""
+        self._record_marker(RECORD_STREAM_OP, {"storage": storage, "stream": stream})
+
+    def record_step_end(self) -> None:
+        """The step returned: the model's Python since its last op (STEP_END_OP), in that op's phase; no module
+        or source line of its own (the capture's caller is on the stack now, not the model's code)."""
+        self._record_marker(STEP_END_OP, {}, phase=self.ops[-1].phase if self.ops else None, module="",
+                            source="")
+
     def record_host_sync(self, kind: str) -> None:
         """A sync that does not pass through aten: torch.cuda.synchronize, tolist, numpy, printing."""
         self._record_marker(f"{HOST_OP_PREFIX}{kind}", {}, sync=kind)
 
     def _record_marker(self, op: str, args: dict, stream: int | None = None, sync: str | None = None,
-                       phase: str | None = None, module: str | None = None, tags: tuple[str, ...] = ("host",)) -> None:
+                       phase: str | None = None, module: str | None = None, tags: tuple[str, ...] = ("host",),
+                       source: str | None = None) -> None:
         """A host-only record, with the model's Python since the previous op (its own time is ours)."""
         self.clock.ours_begin()
         python_us, torch_calls, modules = self.clock.take()
@@ -601,7 +613,8 @@ class Recorder(TorchDispatchMode):
         self.ops.append(OpRecord(
             index=len(self.ops), op=op, args=args, outputs=(), tags=tags,
             phase=self._phase_of() if phase is None else phase,
-            module=self._module_of() if module is None else module, source=current_source(), sync=sync,
+            module=self._module_of() if module is None else module,
+            source=current_source() if source is None else source, sync=sync,
             python_us=python_us, modules=modules, stream=self.current_stream if stream is None else stream,
         ))
         self.clock.ours_end()

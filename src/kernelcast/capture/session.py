@@ -295,7 +295,7 @@ class CaptureSession:
             self.router.on_backward = self.recorder.record_engine_nodes
             self.router.node_post_hook = self.recorder.in_place.outputs_ready
             stack.enter_context(mock.patch.multiple(FakeTensor, **self.router.host_read_patches(),
-                                                    record_stream=lambda tensor, stream: None))
+                                                    record_stream=lambda t, stream: self._record_stream(t, stream)))
             self.inductor_missing = triton_missing()
         except BaseException:
             stack.close()
@@ -387,6 +387,13 @@ class CaptureSession:
     def synchronize(self, kind: str) -> None:
         self._host_sync(kind)
 
+    def _record_stream(self, tensor, stream) -> None:
+        """tensor.record_stream(stream) on a fake tensor: a marker the hazard analysis reads (RECORD_STREAM_OP)."""
+        if self.recorder is not None and self.recorder.recording:
+            from .recorder import _storage_id
+
+            self.recorder.record_stream_use(_storage_id(tensor), int(getattr(stream, "stream_id", 0)))
+
     def _host_sync(self, kind: str) -> None:
         if self.recorder is not None and self.recorder.recording:
             self.recorder.record_host_sync(kind)
@@ -410,6 +417,7 @@ class CaptureSession:
         first_started = time.process_time_ns()
         compiles_before = self.dynamo_compiles.count
         run_step()  # its result is dropped here, as a training loop drops it
+        recorder.record_step_end()
         self.recorded_dynamo_compiles = self.dynamo_compiles.count - compiles_before
         first_ns = time.process_time_ns() - first_started
         if storages is not None:
@@ -425,6 +433,7 @@ class CaptureSession:
                 recorder.clock.restart()
                 started = time.process_time_ns()
                 run_step()
+                recorder.record_step_end()
                 spent_ns += time.process_time_ns() - started
                 runs += 1
                 if [(op.op, op.modules, n) for op, n in zip(recorder.ops, recorder.torch_calls)] == signature:

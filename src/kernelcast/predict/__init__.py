@@ -23,6 +23,7 @@ from .kernel_model import NO_KERNEL, KernelEstimate, KernelModel, RooflineModel
 from .comm import call_host_us, collective_estimate
 from .parallel_host import ParallelHost, load_parallel_costs, parallel_host
 from .l2 import L2Tracker
+from .hazards import find_hazards
 from .memory import MemoryPrediction, predict_memory
 from .overlap import CommSummary, comm_summary, with_stream_events
 from .timeline import Launch, Timeline, simulate, steady_state_step_us, with_host
@@ -125,6 +126,7 @@ class Prediction:
     compiled_as: str = ""  # "inductor": Inductor's kernels; "eager": op by op, where Inductor could not run
     workload: str = ""  # what was captured (Capture.workload)
     memory: MemoryPrediction | None = None  # device memory: peak, resident, reserved, the OOM verdict (memory.py)
+    hazards: tuple = ()  # stream-ordering hazards (records.Hazard, hazards.py)
     # Where the host side is uncertain: the model Python (python_time_us) and the step over the range of the
     # capture-to-target carrying (the three CPU benchmarks' ratios) and of the capture's own readings (the
     # fastest and the median over its timed steps); (0, 0): not computed. The CPUs the host times came from
@@ -507,4 +509,5 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
         if link is not None else None,
         parallel_host=hooks,
         memory=predict_memory(capture, spec, expandable_segments=expandable_segments),
+        hazards=find_hazards(capture),
     )

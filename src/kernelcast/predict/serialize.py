@@ -54,4 +54,5 @@ def prediction_record(pred) -> PredictionRecord:
         spans=spans,
         memory_timeline=memory_timeline_rows(pred),
         memory=memory_json(pred),
+        hazards=pred.hazards,
     )

@@ -209,6 +209,39 @@ def sync_table(pred, width: int | None = None) -> Table | None:
     return table
 
 
+def _stream(stream: int) -> str:
+    return "default stream" if stream == 0 else f"side stream {stream}"
+
+
+def _op_name(op: str) -> str:
+    return op.removeprefix("aten.").removesuffix(".default")
+
+
+def hazard_lines(pred, width: int = 100) -> list[str]:
+    """The step's stream-ordering hazards (predict/hazards.py), one entry each: what, where, the fix; [] when
+    there are none."""
+    rec = as_record(pred)
+    if not rec.hazards:
+        return []
+    out = ["Stream hazards (accesses on two streams with nothing ordering them; predict/hazards.py):"]
+    for h in rec.hazards:
+        what = f"a {'x'.join(map(str, h.shape)) or '?'} {h.dtype} tensor".strip()
+        first = f"{_op_name(h.first_op)} on the {_stream(h.first_stream)} at {h.first_source or '?'}"
+        second = f"{_op_name(h.second_op)} on the {_stream(h.second_stream)} at {h.second_source or '?'}"
+        if h.kind == "freed-while-in-use":
+            body = (f"{what} made on the {_stream(h.second_stream)} and used by {first} is freed with no "
+                    f"record_stream, and {second} takes a new block from that stream's pool (perhaps this one) "
+                    "before anything orders it after that use")
+        elif h.kind == "unordered-read":
+            body = f"{what} written by {first} is read by {second} with nothing ordering the two"
+        else:
+            body = f"{what} used by {first} is written by {second} with nothing ordering the two"
+        text = f"{h.kind}: {body}. Fix: {h.fix}"
+        out.append(textwrap.fill(text, width, initial_indent="  ", subsequent_indent="    ",
+                                 break_long_words=False, break_on_hyphens=False))
+    return out
+
+
 @dataclass(frozen=True)
 class Column:
     """A column of the ops table: kept while the table fits, dropped in order of `priority` (highest first)."""
@@ -342,6 +375,8 @@ def print_prediction(pred, console: Console | None = None, top: int = DEFAULT_TO
     syncs = sync_table(rec, width=console.width)
     if syncs is not None:
         console.print(syncs)
+    for line in hazard_lines(rec, console.width):
+        console.print(line, markup=False)
     console.print(summary_line(rec))
     console.print(host_line(rec))
     comm = comm_line(rec)

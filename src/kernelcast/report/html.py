@@ -140,6 +140,18 @@ def _sync_table(rec: PredictionRecord) -> str:
             f"<th>stall</th><th>saving with the fix</th><th>fix</th></tr></thead><tbody>{rows}</tbody></table></div>")
 
 
+def _hazard_table(rec: PredictionRecord) -> str:
+    if not rec.hazards:
+        return '<p class="muted">None: every access on two streams is ordered (or the step uses one stream).</p>'
+    rows = "".join(
+        f"<tr><td>{_e(h.kind)}</td><td>{_e('x'.join(map(str, h.shape)))} {_e(h.dtype)}</td>"
+        f'<td class="src">{_e(h.first_op)} ({h.first_stream}) {_e(h.first_source or "-")}</td>'
+        f'<td class="src">{_e(h.second_op)} ({h.second_stream}) {_e(h.second_source or "-")}</td>'
+        f"<td>{_e(h.fix)}</td></tr>" for h in rec.hazards)
+    return ('<div class="scroll"><table class="syncs"><thead><tr><th>kind</th><th>tensor</th><th>first (stream)</th>'
+            f"<th>then (stream)</th><th>fix</th></tr></thead><tbody>{rows}</tbody></table></div>")
+
+
 def _list(items: Sequence[str], cls: str, empty: str) -> str:
     if not items:
         return f'<p class="muted">{_e(empty)}</p>'
@@ -169,6 +181,7 @@ def gpu_section(rec: PredictionRecord, top: int = DEFAULT_TOP, measured: Mapping
     return (f'<section class="gpu" id="gpu-{_slug(rec.gpu)}"><h2>{_e(rec.gpu_name)}</h2>{_summary(rec)}{figures}'
             f"<h3>Top ops by predicted time</h3>{_ops_table(rec, top)}"
             f"<h3>Sync points</h3>{_sync_table(rec)}"
+            f"<h3>Stream hazards</h3>{_hazard_table(rec)}"
             f"<h3>Advice</h3>{_list(advice(rec), 'advice', 'Nothing stands out: the GPU is busy and never waited on.')}"
             f"<h3>Uncosted ops</h3>{_list(uncosted, 'uncosted', 'None: every op has a formula.')}"
             f"<h3>Notes</h3>{_list(list(rec.notes), 'notes', 'None.')}</section>")
