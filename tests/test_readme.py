@@ -1,5 +1,7 @@
 """The README's examples run as written: every ```python block, and every `kernelcast ...` line of its ```bash
-blocks. The README may then never again show code that crashes.
+blocks. The README may then never again show code that crashes. Its ```text blocks are output excerpts, each
+under the command that printed it (a first line `$ kernelcast ...`): that command must parse, and the GPU and
+workload it names must exist; it is not run (an excerpt of `advise` or of an out-of-memory step took minutes).
 
 The examples name a user's workload file, train.py; the tests write a small one (TRAIN_PY) where they run.
 Lines that need a GPU are parsed, and the names in them (GPU, workload) checked, but not run. Any other shell
@@ -62,7 +64,18 @@ def shell_lines() -> list[list[str]]:
 
 def test_readme_has_the_blocks_this_file_checks():
     assert blocks("python") and shell_lines()
-    assert {lang for lang, _ in FENCE.findall(README.read_text())} <= {"python", "bash"}
+    assert {lang for lang, _ in FENCE.findall(README.read_text())} <= {"python", "bash", "text"}
+
+
+def test_output_excerpts_name_the_command_that_printed_them():
+    for body in blocks("text"):
+        first = body.splitlines()[0]
+        assert first.startswith("$ kernelcast "), f"README output excerpt without its command: {first!r}"
+        for line in body.splitlines():
+            if line.startswith("$ "):  # a block may show more than one command and its output
+                argv = shlex.split(line[2:])
+                assert argv[0] == "kernelcast", line
+                _check_names(argv[1:])
 
 
 @pytest.mark.parametrize("index", range(len(blocks("python"))))
