@@ -11,6 +11,8 @@ from kernelcast.predict import predict_capture
 from kernelcast.records import PredictionRecord
 from stream_programs import CORRECT, RACY, read_without_wait
 
+RACY_BY_NAME = {p.__name__: p for p in RACY}
+
 
 def _hazards(program):
     with capture("h200") as cap:
@@ -40,6 +42,16 @@ def test_racy_programs_report_their_hazard(program):
 @pytest.mark.parametrize("program", CORRECT, ids=lambda p: p.__name__)
 def test_correct_programs_report_none(program):
     assert _hazards(program)[1] == []
+
+
+def test_each_wait_fix_is_re_predicted():
+    """An unordered hazard's fix (the consumer's stream waits for the producer's) is applied to the capture and the
+    step predicted again: the wait can only hold the consumer back; record_stream moves no kernel."""
+    pred, _ = _hazards(read_without_wait)
+    (hazard,) = pred.hazards
+    assert hazard.step_with_fix_us is not None and hazard.step_with_fix_us >= pred.step_time_us - 0.5
+    pred, _ = _hazards(RACY_BY_NAME["freed_without_record_stream"])
+    assert pred.hazards[0].step_with_fix_us is None
 
 
 def test_hazards_are_in_the_json_and_come_back():

@@ -397,18 +397,27 @@ class Hazard:
     second_source: str
     second_stream: int
     fix: str
+    first_index: int = -1  # the ops' indexes in the capture
+    second_index: int = -1
+    # What the step takes with the fix applied, re-predicted (µs per step; None: not re-predicted, as for
+    # record_stream, which moves no kernel): a wait can serialize the overlap the streams were for.
+    step_with_fix_us: float | None = None
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "shape": list(self.shape), "dtype": self.dtype,
-                "producer": {"op": self.first_op, "source": self.first_source, "stream": self.first_stream},
-                "consumer": {"op": self.second_op, "source": self.second_source, "stream": self.second_stream},
-                "fix": self.fix}
+                "producer": {"op": self.first_op, "source": self.first_source, "stream": self.first_stream,
+                             "index": self.first_index},
+                "consumer": {"op": self.second_op, "source": self.second_source, "stream": self.second_stream,
+                             "index": self.second_index},
+                "fix": self.fix, "step_with_fix_us": self.step_with_fix_us}
 
     @staticmethod
     def from_json(d: dict) -> "Hazard":
         return Hazard(d["kind"], tuple(d.get("shape", ())), d.get("dtype", ""), d["producer"]["op"],
                       d["producer"]["source"], int(d["producer"]["stream"]), d["consumer"]["op"],
-                      d["consumer"]["source"], int(d["consumer"]["stream"]), d.get("fix", ""))
+                      d["consumer"]["source"], int(d["consumer"]["stream"]), d.get("fix", ""),
+                      int(d["producer"].get("index", -1)), int(d["consumer"].get("index", -1)),
+                      d.get("step_with_fix_us"))
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from .kernel_model import NO_KERNEL, KernelEstimate, KernelModel, RooflineModel
 from .comm import call_host_us, collective_estimate
 from .parallel_host import ParallelHost, load_parallel_costs, parallel_host
 from .l2 import L2Tracker
-from .hazards import find_hazards
+from .hazards import find_hazards, with_wait
 from .memory import MemoryPrediction, predict_memory
 from .overlap import CommSummary, comm_summary, with_stream_events
 from .timeline import Launch, Timeline, simulate, steady_state_step_us, with_host
@@ -440,15 +440,32 @@ def _capture_notes(capture: Capture, model: KernelModel) -> tuple[str, ...]:
 
 
 @cyclic_gc_paused()  # ~10 objects per op, no cycles among them (gc_pause.py)
+def _hazards_with_fix_costs(capture: Capture, spec: GPU, model, host_model, interconnect, host_speed,
+                            target_host) -> tuple:
+    """The step's stream hazards (hazards.py), each unordered one with the step re-predicted with its fix (the
+    wait the fix adds)."""
+    out = []
+    for hazard in find_hazards(capture):
+        fixed = with_wait(capture, hazard)
+        if fixed is not None:
+            step_us = predict_capture(fixed, spec, kernel_model=model, host_model=host_model,
+                                      interconnect=interconnect, host_speed=host_speed, target_host=target_host,
+                                      reprice_fixes=False).step_time_us
+            hazard = dataclasses.replace(hazard, step_with_fix_us=step_us)
+        out.append(hazard)
+    return tuple(out)
+
+
 def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel | None = None,
                     host_model: HostModel | None = None, interconnect: str | Interconnect | None = None,
                     host_speed: dict[str, float] | None = None, expandable_segments: bool = False,
-                    target_host: CpuBench | None = None) -> Prediction:
+                    target_host: CpuBench | None = None, reprice_fixes: bool = True) -> Prediction:
     """host_speed: {phase: factor} multiplies the CPU time of that phase's ops (forward, backward, optimizer),
     for a host measured to run one thread slower than the one that calibrated (backward runs on torch's autograd
     thread, the rest on the Python thread). expandable_segments: the caching allocator's option of that name
     (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) for the memory prediction. target_host: the target host's
-    three benchmarks (capture/cpu_speed.py) when it runs at another speed than it calibrated at."""
+    three benchmarks (capture/cpu_speed.py) when it runs at another speed than it calibrated at. reprice_fixes:
+    re-predict the step with each stream hazard's wait added (Prediction.hazards, step_with_fix_us)."""
     spec = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
     link = interconnect_for(spec, capture, interconnect)
     model = kernel_model or kernel_model_for(spec, capture)
@@ -509,5 +526,6 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
         if link is not None else None,
         parallel_host=hooks,
         memory=predict_memory(capture, spec, expandable_segments=expandable_segments),
-        hazards=find_hazards(capture),
+        hazards=_hazards_with_fix_costs(capture, spec, model, host_model, interconnect, host_speed, target_host)
+        if reprice_fixes else find_hazards(capture),
     )

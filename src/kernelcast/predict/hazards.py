@@ -31,6 +31,7 @@ their works before using what the collectives wrote.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -154,7 +155,7 @@ def find_hazards(capture: Capture) -> tuple[Hazard, ...]:
         out.append(Hazard(kind=kind, shape=tuple(tensor.shape) if tensor else (), dtype=tensor.dtype if tensor else "",
                           first_op=first_op.op, first_source=first_op.source, first_stream=first.stream,
                           second_op=second_op.op, second_source=second_op.source, second_stream=second.stream,
-                          fix=fix))
+                          fix=fix, first_index=first.op, second_index=min(second.op, len(ops) - 1)))
 
     fresh: set[int] = set()  # storages allocated since their last write: a block from their stream's pool
     pending: list[tuple[int, int, _Access, TensorMeta | None]] = []  # (storage, its stream, a use elsewhere, tensor)
@@ -275,3 +276,37 @@ def _storage_events(capture: Capture) -> tuple[dict[int, list[int]], dict[int, l
         else:
             frees[position].append(a.storage)
     return allocs, frees, streams
+
+
+def with_wait(capture: Capture, hazard: Hazard) -> Capture | None:
+    """The capture with an unordered hazard's fix applied: an event recorded on the producer's stream right after
+    its op and waited on by the consumer's stream right before its op (what wait_stream queues); None for a
+    freed-while-in-use hazard (record_stream moves no kernel) or one without op indexes. The memory trace is left
+    out: its positions are the unfixed step's."""
+    if hazard.kind not in (UNORDERED_READ, UNORDERED_WRITE) or hazard.first_index < 0 or hazard.second_index < 0:
+        return None
+    event = max([op.args.get("event", 0) for op in capture.ops if op.op in (RECORD_EVENT_OP, WAIT_EVENT_OP)],
+                default=0) + 1
+    record = (hazard.first_index, RECORD_EVENT_OP, hazard.first_stream)
+    wait = (hazard.second_index - 1, WAIT_EVENT_OP, hazard.second_stream)  # after the op before the consumer
+    inserts: dict[int, list[tuple[str, int]]] = defaultdict(list)
+    for after, op_name, stream in (record, wait):
+        inserts[after].append((op_name, stream))
+    new_index: dict[int, int] = {}
+    order: list = []
+    for marker in inserts.get(-1, ()):
+        order.append(marker)
+    for op in capture.ops:
+        new_index[op.index] = len(order)
+        order.append(op)
+        for marker in inserts.get(op.index, ()):
+            order.append(marker)
+    ops = []
+    for i, item in enumerate(order):
+        if isinstance(item, OpRecord):
+            ops.append(dataclasses.replace(item, index=i, parent=new_index.get(item.parent, -1)))
+        else:
+            op_name, stream = item
+            ops.append(OpRecord(index=i, op=op_name, args={"event": event}, outputs=(), tags=("host",),
+                                stream=stream))
+    return dataclasses.replace(capture, ops=tuple(ops), memory=None)

@@ -213,6 +213,9 @@ def _stream(stream: int) -> str:
     return "default stream" if stream == 0 else f"side stream {stream}"
 
 
+MIN_FIX_CHANGE_US = 0.5  # a re-predicted step within this of the step's own: the wait costs nothing
+
+
 def _op_name(op: str) -> str:
     return op.removeprefix("aten.").removesuffix(".default")
 
@@ -237,6 +240,11 @@ def hazard_lines(pred, width: int = 100) -> list[str]:
         else:
             body = f"{what} used by {first} is written by {second} with nothing ordering the two"
         text = f"{h.kind}: {body}. Fix: {h.fix}"
+        if h.step_with_fix_us is not None:
+            change = h.step_with_fix_us - rec.step_time_us
+            text += (f"; with the wait the step takes {time_text(h.step_with_fix_us)} "
+                     + (f"(+{time_text(change)}: the overlap the wait serializes)" if change >= MIN_FIX_CHANGE_US
+                        else "(the same: the wait costs no overlap)"))
         out.append(textwrap.fill(text, width, initial_indent="  ", subsequent_indent="    ",
                                  break_long_words=False, break_on_hyphens=False))
     return out

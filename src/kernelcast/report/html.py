@@ -147,9 +147,11 @@ def _hazard_table(rec: PredictionRecord) -> str:
         f"<tr><td>{_e(h.kind)}</td><td>{_e('x'.join(map(str, h.shape)))} {_e(h.dtype)}</td>"
         f'<td class="src">{_e(h.first_op)} ({h.first_stream}) {_e(h.first_source or "-")}</td>'
         f'<td class="src">{_e(h.second_op)} ({h.second_stream}) {_e(h.second_source or "-")}</td>'
-        f"<td>{_e(h.fix)}</td></tr>" for h in rec.hazards)
+        f"<td>{_e(h.fix)}</td><td class=\"num\">"
+        f"{_e(time_text(h.step_with_fix_us)) if h.step_with_fix_us is not None else '-'}</td></tr>" for h in rec.hazards)
     return ('<div class="scroll"><table class="syncs"><thead><tr><th>kind</th><th>tensor</th><th>first (stream)</th>'
-            f"<th>then (stream)</th><th>fix</th></tr></thead><tbody>{rows}</tbody></table></div>")
+            f"<th>then (stream)</th><th>fix</th><th>step with the fix</th></tr></thead><tbody>{rows}</tbody>"
+            "</table></div>")
 
 
 def _list(items: Sequence[str], cls: str, empty: str) -> str:
