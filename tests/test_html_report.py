@@ -102,6 +102,10 @@ def test_report_of_a_workload_on_three_gpus(workload, tmp_path, capsys):
     page = out.read_text()
     assert _figures(page) == {"roofline": 3, "timeline": 3} and "Side by side" in page
     assert "train.py:14 in step" in page and "item" in page  # the sync point with its source line
+    # what the CLI prints of memory and the fit, per GPU (issue 34: the report had no memory section)
+    assert page.count("<h3>Memory</h3>") == 3 and "max_memory_allocated over the step" in page
+    assert "fits on NVIDIA L4 24GB" in page
+    assert page.count("<h3>Stream hazards</h3>") == 3
     for gpu in ("h100-sxm", "a100-80gb", "l4"):
         for kind in ("roofline", "timeline"):
             assert (tmp_path / f"{kind}_{gpu}.png").stat().st_size > 0

@@ -275,6 +275,15 @@ def test_fit_cli_finds_the_largest_batch(tmp_path):
     assert data["prediction"]["peak_memory_bytes"] == 7 * 2 * 1024 * MIB
 
 
+def test_fit_with_an_empty_range_says_so_before_anything_else():
+    """`fit --arg-range batch=100..1` had printed its search line, then the error (issue 34)."""
+    result = subprocess.run([sys.executable, "-m", "kernelcast", "fit", "example:gpt", "--gpu", "l4",
+                             "--arg-range", "batch=100..1"], capture_output=True, text=True, env=subprocess_env())
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip().splitlines() == ["kernelcast: error: the range 100..1 is empty (it must be 1 or "
+                                                  "more, low to high)"]
+
+
 def test_set_up_in_a_capture_block_is_resident_and_labelled():
     # the README's `with kernelcast.capture(...)` example: the model built in cap.paused() before the step had
     # been counted as the step's activations and temporaries (a new user's trial, 2026-12-01)

@@ -265,13 +265,14 @@ def _with_memory_fixes(pred, args: argparse.Namespace, build_args: dict):
 
 def _cmd_fit(args: argparse.Namespace) -> int:
     from kernelcast.devices import get_gpu
-    from kernelcast.fit import fit_workload, parse_range
+    from kernelcast.fit import check_range, fit_workload, parse_range
     from kernelcast.memory_fixes import BATCH_NAMES
     from kernelcast.report import prediction_json, summary_line
     from kernelcast.report.memory_text import human_bytes
 
     gpu = get_gpu(args.gpu)
     name, low, high = parse_range(args.arg_range)
+    check_range(low, high)  # before the search line: an empty range is one error line, nothing else
     _check_outputs(("--json", args.json))
     build_args = _rebuilt_workload_args(args, "fit captures the workload at each value", (name, low))
 

@@ -22,10 +22,15 @@ class FitSearch:
     tried: tuple[tuple[int, bool], ...] = field(default_factory=tuple)  # (value, fits) in the order tried
 
 
-def largest_fitting(fits: Callable[[int], bool], low: int, high: int) -> FitSearch:
-    """Doubling from `low`, then bisection: the largest value in [low, high] for which fits() holds."""
+def check_range(low: int, high: int) -> None:
+    """Raises KernelcastError for a range with no value to try (below 1, or high below low)."""
     if low < 1 or high < low:
         raise KernelcastError(f"the range {low}..{high} is empty (it must be 1 or more, low to high)")
+
+
+def largest_fitting(fits: Callable[[int], bool], low: int, high: int) -> FitSearch:
+    """Doubling from `low`, then bisection: the largest value in [low, high] for which fits() holds."""
+    check_range(low, high)
     tried: list[tuple[int, bool]] = []
 
     def check(value: int) -> bool:

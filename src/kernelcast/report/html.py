@@ -19,6 +19,7 @@ from kernelcast.records import PredictionRecord
 
 from . import DEFAULT_TOP, advice, as_record, comm_line, group_ops, host_line, verdict_text
 from .format import short_op, si, time_text
+from .memory_text import memory_lines, oom_verdict_lines
 from .roofline import BOUND_COLOURS, plot_roofline
 from .timeline_plot import plot_timeline
 
@@ -180,8 +181,12 @@ def gpu_section(rec: PredictionRecord, top: int = DEFAULT_TOP, measured: Mapping
     else:
         figures += '<p class="muted">This prediction was saved without its timeline.</p>'
     uncosted = [f"{op}: time unknown, not zero" for op in rec.uncosted]
-    return (f'<section class="gpu" id="gpu-{_slug(rec.gpu)}"><h2>{_e(rec.gpu_name)}</h2>{_summary(rec)}{figures}'
+    oom = oom_verdict_lines(rec)  # a step that does not fit: that first, as the CLI prints it
+    verdict = f'<pre class="oom">{_e(chr(10).join(oom))}</pre>' if oom else ""
+    return (f'<section class="gpu" id="gpu-{_slug(rec.gpu)}"><h2>{_e(rec.gpu_name)}</h2>{verdict}{_summary(rec)}'
+            f"{figures}"
             f"<h3>Top ops by predicted time</h3>{_ops_table(rec, top)}"
+            f"<h3>Memory</h3>{_list(memory_lines(rec), 'memory', 'Not predicted.')}"
             f"<h3>Sync points</h3>{_sync_table(rec)}"
             f"<h3>Stream hazards</h3>{_hazard_table(rec)}"
             f"<h3>Advice</h3>{_list(advice(rec), 'advice', 'Nothing stands out: the GPU is busy and never waited on.')}"
