@@ -252,6 +252,26 @@ def test_dynamo_compile_time_is_not_the_models_python():
     assert any("recompile_limit" in note for note in logged.notes)
 
 
+@needs_triton
+def test_a_compiled_fp8_gemm_captures():
+    """Issue 32: `torch._scaled_mm` captured eager but not compiled (Inductor's code calls `_scaled_mm.out`, which
+    had no fake): now its out= form gets the functional one's result, and it is priced as the GEMM it is."""
+    from kernelcast.capture import capture_workload
+
+    def build():
+        a = torch.randn(256, 512, device="cuda").to(torch.float8_e4m3fn)
+        b = torch.randn(1024, 512, device="cuda").to(torch.float8_e4m3fn).t()
+        one = torch.tensor(1.0, device="cuda")
+        f = torch.compile(lambda a, b: torch.nn.functional.gelu(
+            torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)))
+        return (lambda a, b: f(a, b)), (a, b)
+
+    cap = capture_workload(build, "h200")
+    pred = predict_capture(cap, "h200")
+    gemm = [p for p in pred.ops if "scaled_mm" in p.op]
+    assert [p.op for p in gemm] == ["aten._scaled_mm.out"] and gemm[0].flops == 2 * 256 * 512 * 1024
+
+
 def _mlp_training():
     model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(), torch.nn.BatchNorm1d(128),
                                 torch.nn.Linear(128, 10)).cuda()

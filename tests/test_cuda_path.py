@@ -260,6 +260,40 @@ def test_sync_batch_norm_ops_have_their_cuda_outputs():
     assert (sum_dy.dtype, gw.shape, gw.dtype) == (torch.float32, (16,), torch.float16)
 
 
+def test_convolutions_cuda_runs_by_other_entry_points_have_convolutions_outputs():
+    """cuDNN's, the slow and the depthwise convolutions (Convolution.cpp's backends, called directly by
+    Inductor's code and by fusions) give what aten.convolution gives for their arguments."""
+    aten = torch.ops.aten
+    with capture("h200") as block:
+        with block.paused():
+            x = torch.randn(2, 8, 6, 10, 10, device="cuda")
+            w = torch.randn(8, 8, 3, 3, 3, device="cuda")
+            w_dw = torch.randn(8, 1, 3, 3, 3, device="cuda")
+        plain = aten.cudnn_convolution(x, w, [1, 1, 1], [2, 2, 2], [1, 1, 1], 1, False, False, True)
+        transposed = aten.cudnn_convolution_transpose(x, w, [1, 1, 1], [1, 1, 1], [2, 2, 2], [1, 1, 1], 1, False,
+                                                      False, True)
+        slow = aten.slow_conv_transpose3d(x, w, [3, 3, 3], None, [2, 2, 2], [1, 1, 1], [1, 1, 1])
+        depthwise = aten.conv_depthwise3d(x, w_dw, [3, 3, 3], None, [1, 1, 1], [1, 1, 1], [1, 1, 1])
+    assert plain.shape == (2, 8, 3, 5, 5)
+    assert transposed.shape == slow.shape == (2, 8, 12, 20, 20)
+    assert depthwise.shape == x.shape
+
+
+def test_an_out_variant_of_a_cuda_only_op_gets_its_functional_result():
+    """Inductor's generated code calls out= overloads (`_scaled_mm.out` for an fp8 GEMM): the functional form's
+    result on the same fakes, in the out tensor. A compiled fp8 step had stopped the capture (issue 32)."""
+    aten = torch.ops.aten
+    with capture("h200") as block:
+        with block.paused():
+            a = torch.randn(64, 128, device="cuda").to(torch.float8_e4m3fn)
+            b = torch.randn(32, 128, device="cuda").to(torch.float8_e4m3fn).t()
+            one = torch.tensor(1.0, device="cuda")
+            out = torch.empty(0, device="cuda", dtype=torch.bfloat16)
+        result = aten._scaled_mm.out(a, b, one, one, out_dtype=torch.bfloat16, out=out)
+    assert result is out and out.shape == (64, 32) and out.dtype == torch.bfloat16
+    assert [op.op for op in block.capture.ops if "scaled_mm" in op.op] == ["aten._scaled_mm.out"]
+
+
 def test_cuda_only_op_without_a_fake_stops_with_one_clear_line():
     with pytest.raises(CaptureError, match=r"aten::_aminmax runs only as a CUDA kernel"):
         with capture("h200") as block:

@@ -151,7 +151,65 @@ def batch_norm_backward_elemt(grad_out, input, mean, invstd, weight, sum_dy, sum
     return _like_input(input)
 
 
+# -- convolutions CUDA runs by other entry points (aten/src/ATen/native/Convolution.cpp dispatches to them;
+# Inductor's generated code and torch.backends' fusions call some directly): each computes what aten.convolution
+# computes for its arguments, so the fake is aten.convolution's on the same fakes.
+def _convolution(x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
+    return torch.ops.aten.convolution(x, w, bias, list(stride), list(padding), list(dilation), transposed,
+                                      list(output_padding), groups)
+
+
+def cudnn_convolution(self, weight, padding, stride, dilation, groups, benchmark, deterministic, allow_tf32):
+    return _convolution(self, weight, None, stride, padding, dilation, False, [0] * len(padding), groups)
+
+
+def cudnn_convolution_transpose(self, weight, padding, output_padding, stride, dilation, groups, benchmark,
+                                deterministic, allow_tf32):
+    return _convolution(self, weight, None, stride, padding, dilation, True, output_padding, groups)
+
+
+def cudnn_convolution_relu(self, weight, bias, stride, padding, dilation, groups):
+    return _convolution(self, weight, bias, stride, padding, dilation, False, [0] * len(padding), groups)
+
+
+def cudnn_convolution_add_relu(self, weight, z, alpha, bias, stride, padding, dilation, groups):
+    return _convolution(self, weight, bias, stride, padding, dilation, False, [0] * len(padding), groups)
+
+
+def slow_conv_transpose3d(self, weight, kernel_size, bias=None, stride=(1, 1, 1), padding=(0, 0, 0),
+                          output_padding=(0, 0, 0), dilation=(1, 1, 1)):
+    return _convolution(self, weight, bias, stride, padding, dilation, True, output_padding, 1)
+
+
+def slow_conv_dilated(self, weight, kernel_size, bias=None, stride=None, padding=None, dilation=None):
+    dims = len(kernel_size)
+    return _convolution(self, weight, bias, stride or [1] * dims, padding or [0] * dims, dilation or [1] * dims,
+                        False, [0] * dims, 1)
+
+
+def conv_depthwise3d(self, weight, kernel_size, bias, stride, padding, dilation):
+    return _convolution(self, weight, bias, stride, padding, dilation, False, [0, 0, 0], self.shape[1])
+
+
+def conv_depthwise2d(self, weight, kernel_size, bias, stride, padding, dilation):
+    return _convolution(self, weight, bias, stride, padding, dilation, False, [0, 0], self.shape[1])
+
+
+def slow_conv2d_forward(self, weight, kernel_size, bias, stride, padding):
+    return _convolution(self, weight, bias, stride, padding, [1, 1], False, [0, 0], 1)
+
+
 FAKES: dict[str, Callable] = {
+    "aten::cudnn_convolution": cudnn_convolution,
+    "aten::cudnn_convolution_transpose": cudnn_convolution_transpose,
+    "aten::cudnn_convolution_relu": cudnn_convolution_relu,
+    "aten::cudnn_convolution_add_relu": cudnn_convolution_add_relu,
+    "aten::slow_conv_transpose3d": slow_conv_transpose3d,
+    "aten::slow_conv_dilated2d": slow_conv_dilated,
+    "aten::slow_conv_dilated3d": slow_conv_dilated,
+    "aten::conv_depthwise3d": conv_depthwise3d,
+    "aten::_conv_depthwise2d": conv_depthwise2d,
+    "aten::_slow_conv2d_forward": slow_conv2d_forward,
     "aten::_use_cudnn_ctc_loss": use_cudnn_ctc_loss,
     "aten::_use_cudnn_ctc_loss.Tensor": use_cudnn_ctc_loss_tensor,
     "aten::_use_miopen_ctc_loss": use_miopen_ctc_loss,
@@ -217,13 +275,59 @@ def _unsupported(name: str) -> Callable:
     return fake
 
 
+def _out_arguments(func) -> list[str]:
+    """The names of an overload's out= arguments (keyword-only, written: `Tensor(a!) out`)."""
+    return [a.name for a in func._schema.arguments
+            if a.kwarg_only and a.alias_info is not None and a.alias_info.is_write]
+
+
+def out_variant_fake(name: str, functional: Callable) -> Callable | None:
+    """A fake for an out= overload (Inductor's generated code calls `_scaled_mm.out`, `mm.out`, ...: issue 32):
+    the functional overload's result on the same fakes, the out= tensors resized to it and returned, as
+    aten's out= convention has it (at::native::resize_output). None for an op that is not an out= overload."""
+    func = overload_of(name)
+    if func is None:
+        return None
+    outs = _out_arguments(func)
+    if not outs:
+        return None
+
+    def fake(*args, **kwargs):
+        given = {n: kwargs.pop(n) for n in outs if n in kwargs}
+        result = functional(*args, **kwargs)
+        results = result if isinstance(result, tuple) else (result,)
+        for out_name, value in zip(outs, results):
+            out = given.get(out_name)
+            if out is not None and isinstance(value, torch.Tensor):
+                out.resize_(value.shape)
+        written = tuple(given.get(n) for n in outs)
+        return written[0] if len(written) == 1 else written
+
+    return fake
+
+
+def _functional_of(name: str, fakes: dict[str, Callable]) -> Callable | None:
+    """The functional overload of an out= op, where FakeTensorMode can compute it (or FAKES has a fake): the
+    OpOverloadPacket's default."""
+    base = name.split(".")[0]
+    if base in fakes:
+        return fakes[base]
+    func = overload_of(base)
+    return func if func is not None and _fake_computable(base) else None
+
+
 @contextlib.contextmanager
 def cuda_only_fakes(table: CudaOpTable) -> Iterator[None]:
-    """Fake implementations of the CUDA-only ops (and of the ops in FAKES), for the length of the capture."""
+    """Fake implementations of the CUDA-only ops (and of the ops in FAKES), for the length of the capture: an
+    out= overload whose functional form can be computed gets that form's result in its out tensors."""
     here = set(torch._C._dispatch_get_all_op_names())
     fakes = {name: fn for name, fn in FAKES.items() if table.has_cuda_kernel(name) and name in here}
     for name in cuda_only_ops(table):
-        fakes.setdefault(name, _in_place_no_op if _returns_nothing_in_place(name) else _unsupported(name))
+        if name in fakes:
+            continue
+        functional = _functional_of(name, fakes) if "." in name else None
+        out_fake = out_variant_fake(name, functional) if functional is not None else None
+        fakes[name] = out_fake or (_in_place_no_op if _returns_nothing_in_place(name) else _unsupported(name))
     if not fakes:
         yield
         return
