@@ -156,12 +156,17 @@ class Browser:
                     return
                 raise
 
-    def open(self, url: str) -> Page:
-        """Load `url` in a new tab; the page's console errors, exceptions and log errors land in Page.errors."""
+    def open(self, url: str, width: int | None = None, height: int = 800) -> Page:
+        """Load `url` in a new tab (a window `width` x `height` CSS pixels where width is given); the page's
+        console errors, exceptions and log errors land in Page.errors."""
         target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
         session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         for domain in ("Page", "Runtime", "Log"):
             self.call(f"{domain}.enable", session=session)
+        if width is not None:
+            self.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": height,
+                                                              "deviceScaleFactor": 1, "mobile": False},
+                      session=session)
         self.call("Page.navigate", {"url": url}, session=session)
         self._wait_for("Page.loadEventFired", session, time.monotonic() + TIMEOUT_S)
         self._drain(time.monotonic() + SETTLE_S)

@@ -63,6 +63,29 @@ def test_report_renders_with_both_figures_and_no_console_error(browser, tmp_path
     assert "step.py:14 in step" in page.evaluate("document.body.innerText")  # the .item() sync point's line
 
 
+# Where each GPU section's key numbers are: the ops table's "time" and "% step" headers, and the summary.
+KEY_NUMBERS_JS = """[...document.querySelectorAll('section.gpu')].map(s => {
+    const heads = [...s.querySelectorAll('table.ops th')];
+    const right = name => heads.find(h => h.textContent === name).getBoundingClientRect().right;
+    return [right('time'), right('% step'), s.querySelector('dl.summary').getBoundingClientRect().right];
+})"""
+
+
+@pytest.mark.parametrize("gpus", ["h100", "h100,l4,t4"])
+def test_the_key_numbers_are_in_a_1280_px_window_without_scrolling(browser, tmp_path, gpus):
+    """Issue 34: at 1280 px the top-ops table's time and % columns had been off screen, and three GPUs side by side
+    made the page scroll sideways. The page fits the window's width; every section's time and % headers and its
+    summary lie inside it."""
+    (tmp_path / "step.py").write_text(STEP_PY)
+    page_path = tmp_path / "report.html"
+    assert main(["report", f"{tmp_path / 'step.py'}:build", "--gpu", gpus, "-o", str(page_path)]) == 0
+    page = browser.open(file_url(page_path), width=1280)
+    assert page.errors == [], page.errors
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    edges = page.evaluate(KEY_NUMBERS_JS)
+    assert len(edges) == len(gpus.split(",")) and all(right <= 1280 for row in edges for right in row), edges
+
+
 def test_the_check_sees_console_errors_and_blocked_loads(browser, tmp_path):
     """The harness itself: a page that logs an error, throws, and tries the network under the report's policy."""
     from kernelcast.report.html import CSP

@@ -43,12 +43,16 @@ $style
 <p class="lede">Predicted by kernelcast $version without a GPU: every kernel of one step, its time on the GPU, and
 the step's wall time with the CPU's launch queue simulated. Figures are inline; this file needs nothing else.</p>
 $comparison
-<div class="gpus" style="grid-template-columns: repeat($columns, minmax(36rem, 1fr));">
+<div class="gpus" style="grid-template-columns: repeat(auto-fit, minmax(min($column_min, 100%), 1fr));">
 $sections
 </div>
 </body>
 </html>
 """)
+
+# A GPU's column is at least this wide; as many sit side by side as the window holds (two at 1280 px), the rest
+# wrap below: three fixed columns had made a 1280 px window scroll sideways.
+GPU_COLUMN_MIN = "36rem"
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5rem; color: #222; max-width: none; }
@@ -113,18 +117,20 @@ def _summary(rec: PredictionRecord) -> str:
 
 
 def _ops_table(rec: PredictionRecord, top: int) -> str:
-    head = ("op", "phase", "module", "source", "calls", "kernels", "FLOPs", "bytes", "FLOP/B", "bound", "time",
-            "% step")
+    # the numbers a reader wants first, next to the op (with its source line under it): a narrow column scrolls
+    # only the detail on the right (issue 34: at 1280 px the time and % columns had been off screen)
+    head = ("op", "time", "% step", "bound", "phase", "module", "calls", "kernels", "FLOPs", "bytes", "FLOP/B")
     rows = []
     for g in group_ops(rec.ops)[:top]:
         share = g.time_us / rec.step_time_us if rec.step_time_us else 0.0
         dot = f'<span class="bound" style="background:{BOUND_COLOURS.get(g.bound, "#bbb")}"></span>'
         rows.append(
-            f"<tr><td>{_e(short_op(g.op))}</td><td>{_e(g.phase)}</td><td>{_e(g.module or '-')}</td>"
-            f'<td class="src">{_e(g.source or "-")}</td><td class="num">{g.count}</td><td class="num">{g.kernels}</td>'
+            f'<tr><td>{_e(short_op(g.op))}<div class="src">{_e(g.source or "-")}</div></td>'
+            f'<td class="num">{_e(time_text(g.time_us))}</td><td class="num">{share:.1%}</td>'
+            f'<td class="boundcell">{dot}{_e(g.bound)}</td><td>{_e(g.phase)}</td><td>{_e(g.module or "-")}</td>'
+            f'<td class="num">{g.count}</td><td class="num">{g.kernels}</td>'
             f'<td class="num">{_e(si(g.flops))}</td><td class="num">{_e(si(g.bytes, "B"))}</td>'
-            f'<td class="num">{g.intensity:.1f}</td><td class="boundcell">{dot}{_e(g.bound)}</td>'
-            f'<td class="num">{_e(time_text(g.time_us))}</td><td class="num">{share:.1%}</td></tr>')
+            f'<td class="num">{g.intensity:.1f}</td></tr>')
     header = "".join(f"<th>{_e(h)}</th>" for h in head)
     return (f'<div class="scroll"><table class="ops"><thead><tr>{header}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table></div>')
@@ -229,7 +235,7 @@ def render_report(preds: Sequence, top: int = DEFAULT_TOP, title: str | None = N
                          for i, r in enumerate(records))
     return PAGE.substitute(csp=CSP, version=_e(__version__), title=_e(title), style=STYLE,
                            comparison=comparison_table(records) if len(records) > 1 else "",
-                           columns=len(records), sections=sections)
+                           column_min=GPU_COLUMN_MIN, sections=sections)
 
 
 NOTEBOOK_SCOPE = ".kernelcast"
