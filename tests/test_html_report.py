@@ -166,3 +166,17 @@ def test_compare_shows_what_changed(saved, tmp_path, capsys):
 def test_compare_refuses_a_capture(saved, capsys):
     assert main(["compare", str(saved[0]), str(saved[1])]) == 2
     assert "is not a prediction" in capsys.readouterr().err
+
+
+def test_a_long_workload_name_wraps_the_figure_titles():
+    """Issue 34: the timeline's one-line title ran past the figure's edge for a long workload path."""
+    import dataclasses
+
+    from kernelcast.report.roofline import ROOFLINE_TITLE_CHARS, plot_roofline
+    from kernelcast.report.timeline_plot import TITLE_CHARS, plot_timeline
+
+    rec = dataclasses.replace(small_record(), workload="/home/someone/projects/a/long/path/to/train_resnet50.py:build")
+    for fig, chars in ((plot_timeline(rec), TITLE_CHARS), (plot_roofline(rec), ROOFLINE_TITLE_CHARS)):
+        title = fig.axes[0].get_title()
+        assert "train_resnet50.py" in title.replace("\n", "") and "\n" in title
+        assert all(len(line) <= chars for line in title.splitlines())

@@ -42,6 +42,8 @@ POINT_AREA_MAX = 700.0  # pt², the op group with the most predicted time
 FLOPS_PER_TFLOPS = 1e12
 AXIS_MARGIN = 3.0  # the axes reach this factor beyond the outermost point or ridge
 FIGSIZE = (10.0, 6.0)  # inches
+# Characters per line of the title at fontsize 11 over the figure's width.
+ROOFLINE_TITLE_CHARS = 90
 NOTE_WIDTH_CHARS = 150  # the notes under the plot wrap at this many characters (7 pt text across 10 inches)
 
 
@@ -215,7 +217,8 @@ def plot_roofline(pred, measured=None, title: str | None = None, measured_label:
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
 
     what = "predicted" + (" and measured" if measured is not None else "")
-    ax.set_title(title or f"{rec.workload or 'step'} on {rec.gpu_name}: roofline, {what}", fontsize=11)
+    ax.set_title(textwrap.fill(title or f"{rec.workload or 'step'} on {rec.gpu_name}: roofline, {what}",
+                               ROOFLINE_TITLE_CHARS, break_long_words=True), fontsize=11)
     notes = [f"marker area grows with predicted time; kernel times: {rec.kernel_model}"]
     if left_out:
         notes.append(f"not drawn: {len(left_out)} ops with no FLOPs (copies, fills, ...), "

@@ -8,6 +8,8 @@ Returns a matplotlib Figure; no global state.
 
 from __future__ import annotations
 
+import textwrap
+
 from dataclasses import dataclass
 
 from matplotlib.figure import Figure
@@ -99,6 +101,10 @@ def stream_label(stream: int) -> str:
     return "GPU: NCCL stream" if stream == COMM_STREAM else f"GPU: stream {stream}"
 
 
+# Characters per line of the title at fontsize 10 over the axes' width (the figure is 11 in wide, its legend right).
+TITLE_CHARS = 120
+
+
 def plot_timeline(pred, title: str | None = None) -> Figure:
     """CPU lane over one lane per GPU stream (and device memory below, when the prediction has it)."""
     rec = as_record(pred)
@@ -172,10 +178,11 @@ def plot_timeline(pred, title: str | None = None) -> Figure:
     if mem_ax is None:
         ax.set_xlabel(f"time from the step's start ({unit})")
     idle = sum(w for _, w in gaps)
-    ax.set_title(title or (
+    # wrapped to the axes' width: a long workload path had run the one-line title past the figure's edge
+    ax.set_title(textwrap.fill(title or (
         f"{rec.workload or 'step'} on {rec.gpu_name}: one step from an idle GPU (predicted); GPU idle "
         f"{time_text(idle)} of {time_text(rec.first_step_us)}; back-to-back steps {time_text(rec.step_time_us)} each"),
-        fontsize=10)
+        TITLE_CHARS, break_long_words=True), fontsize=10)
     handles = [Patch(color=PYTHON_COLOUR, label="model Python"), Patch(color=LAUNCH_COLOUR, label="dispatch + launch"),
                Patch(facecolor="white", edgecolor=SYNC_COLOUR, hatch="////", label="sync: CPU waits for GPU"),
                Patch(color=KERNEL_COLOUR, label="kernels"), Patch(color=IDLE_COLOUR, label="GPU idle")]
