@@ -9,11 +9,10 @@ from kernelcast.capture import capture, capture_step, capture_workload
 from kernelcast.capture.host_reads import parse_assume, stated_reads
 from kernelcast.capture.inductor import check_compile_mode
 from kernelcast.capture.workload import build_kwargs, load_build, on_sys_path, one_line, where_it_failed
+from kernelcast.devices import DEFAULT_GPU
 from kernelcast.errors import CaptureError, KernelcastError
 from kernelcast.predict import Prediction, predict_capture
 from kernelcast.records import Capture
-
-DEFAULT_GPU = "h200"
 
 __all__ = ["capture", "capture_file", "predict", "predict_file"]
 

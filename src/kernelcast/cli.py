@@ -14,11 +14,11 @@ import warnings
 from typing import NoReturn
 from pathlib import Path
 
+from kernelcast.devices import DEFAULT_GPU
 from kernelcast.errors import DEBUG_ENV, KernelcastError
 from kernelcast.outputs import check_writable, write_text_atomic
 
 EXIT_BAD_INPUT = 2
-DEFAULT_GPU = "h200"
 
 
 def _cmd_devices(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from kernelcast import progress
-from kernelcast.devices import GPU, get_gpu
+from kernelcast.devices import DEFAULT_GPU, GPU, get_gpu
 from kernelcast.errors import CaptureError
 from kernelcast.gc_pause import cyclic_gc_paused
 from kernelcast.memory_trace import BUILD
@@ -22,7 +22,6 @@ from .distributed import check_world_size, distributed_capture, fake_process_gro
 from .host_clock import TIMING_STEPS
 from .session import CaptureSession
 
-DEFAULT_GPU = "h200"
 WARMUP_STEPS = 1  # one unrecorded step first, so optimizer state and lazy buffers exist when we record
 # A step running compiled code recompiles while it warms up (the optimizer's state exists from the second step
 # on, and Dynamo guards on it): more unrecorded steps, until one compiles nothing, so the recorded step is a

@@ -27,6 +27,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from torch.utils.module_tracker import ModuleTracker
 
 from kernelcast import _fake_cuda
+from kernelcast.devices import DEFAULT_GPU
 from kernelcast.errors import DEBUG_ENV
 from kernelcast.records import RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, CaptureSettings, OpRecord
 
@@ -340,7 +341,7 @@ class CaptureSession:
 
             with _disable_current_modes():
                 hooks = InductorHooks(self.recorder.record_triton_launch, self.recorder.replay_graph,
-                                      self.recorder.run_compiled, device_time_us(self.gpu_id or "h200"),
+                                      self.recorder.run_compiled, device_time_us(self.gpu_id or DEFAULT_GPU),
                                       self.recorder.clock.ours)
                 self.inductor = self._stack.enter_context(inductor_on_fake_cuda(hooks))
             # after inductor_on_fake_cuda: its torch._dynamo.reset() clears Dynamo's compile callbacks

@@ -10,6 +10,10 @@ from importlib import resources
 
 from kernelcast.errors import UnknownGPUError
 
+# The GPU a prediction is for when none is named: the one kernelcast's shipped profile was measured on
+# (profiles/h200.json), so its times are calibrated, not carried.
+DEFAULT_GPU = "h200"
+
 DATA_FILE = "gpus.toml"
 
 # The peak each kind of math runs under, by dtype; tensor-core keys first where a matmul may use them.

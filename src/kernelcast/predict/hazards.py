@@ -72,6 +72,7 @@ class _Clocks:
     def __init__(self) -> None:
         self.of: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
         self.events: dict[int, dict[int, int]] = {}
+        self.host_done: dict[int, int] = {}  # what the host has waited for so far, per stream
 
     def tick(self, stream: int) -> int:
         clock = self.of[stream]
@@ -96,12 +97,12 @@ class _Clocks:
                 done[t] = max(done[t], n)
         for s in list(self.of):
             self.join(s, done)
-        self._pending_host = done
+        self.host_done = dict(done)
 
     def for_new_stream(self, stream: int) -> None:
         """A stream first used after a host wait starts ordered after what the host waited for."""
-        if stream not in self.of and getattr(self, "_pending_host", None):
-            self.join(stream, self._pending_host)
+        if stream not in self.of and self.host_done:
+            self.join(stream, self.host_done)
 
 
 def _tensors(value) -> list[TensorMeta]:
