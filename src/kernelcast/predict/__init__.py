@@ -439,7 +439,6 @@ def _capture_notes(capture: Capture, model: KernelModel) -> tuple[str, ...]:
     return capture.notes if notes_for is None else notes_for(capture.notes, GENERATED_TIMES_NOTE)
 
 
-@cyclic_gc_paused()  # ~10 objects per op, no cycles among them (gc_pause.py)
 def _hazards_with_fix_costs(capture: Capture, spec: GPU, model, host_model, interconnect, host_speed,
                             target_host) -> tuple:
     """The step's stream hazards (hazards.py), each unordered one with the step re-predicted with its fix (the
@@ -456,6 +455,7 @@ def _hazards_with_fix_costs(capture: Capture, spec: GPU, model, host_model, inte
     return tuple(out)
 
 
+@cyclic_gc_paused()  # ~10 objects per op, no cycles among them (gc_pause.py)
 def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel | None = None,
                     host_model: HostModel | None = None, interconnect: str | Interconnect | None = None,
                     host_speed: dict[str, float] | None = None, expandable_segments: bool = False,
