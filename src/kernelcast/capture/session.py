@@ -43,7 +43,7 @@ from .cuda_path import CudaOpTable, cuda_kernels_kept_whole, load_op_table
 from .lifetimes import StorageTracker, dtensor_propagation_untracked, storage_resizes_tracked
 from .host_clock import (BASELINE_CALLS, BASELINE_LOOPS, PLAIN_CALLS, TIMING_BUDGET_S, TIMING_REPEAT_BUDGET_S,
                          TIMING_STEPS, TIMING_STEPS_MAX, GapBaselines, HostClock, median_over_steps, min_over_steps)
-from .recorder import Recorder
+from .recorder import Recorder, _storage_id
 from .rnn import RnnRoutes, cudnn_rnns_on_fake_cuda
 from .router import Router, origin_of_current_backward_node
 
@@ -391,8 +391,6 @@ class CaptureSession:
     def _record_stream(self, tensor, stream) -> None:
         """tensor.record_stream(stream) on a fake tensor: a marker the hazard analysis reads (RECORD_STREAM_OP)."""
         if self.recorder is not None and self.recorder.recording:
-            from .recorder import _storage_id
-
             self.recorder.record_stream_use(_storage_id(tensor), int(getattr(stream, "stream_id", 0)))
 
     def _host_sync(self, kind: str) -> None:

@@ -105,25 +105,19 @@ class _Clocks:
             self.join(stream, self.host_done)
 
 
-def _tensors(value) -> list[TensorMeta]:
-    if isinstance(value, TensorMeta):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _tensors(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors(v)]
-    return []
+def _tensors(op: OpRecord) -> list[TensorMeta]:
+    return op.tensors_in() + op.tensors_out()
 
 
 def _gpu_storages(tensors) -> set[int]:
-    return {t.storage for t in tensors if isinstance(t, TensorMeta) and t.on_gpu and t.storage}
+    return {t.storage for t in tensors if t.on_gpu and t.storage}
 
 
 def accesses(op: OpRecord) -> tuple[set[int], set[int]]:
     """(storages read, storages written) by an op: it writes its outputs' storages (an in-place op's output is
     its input's storage) and reads its other tensor arguments'."""
-    written = _gpu_storages(op.outputs)
-    read = _gpu_storages(_tensors(op.args)) - written
+    written = _gpu_storages(op.tensors_out())
+    read = _gpu_storages(op.tensors_in()) - written
     return read, written
 
 
@@ -207,7 +201,7 @@ def _step_op(op: OpRecord, i: int, clocks: _Clocks, protected, last_write, reads
         return
     count = clocks.tick(stream)
     here = _Access(stream, count, i)
-    metas = {t.storage: t for t in _tensors(op.args) + _tensors(op.outputs)}
+    metas = {t.storage: t for t in _tensors(op)}
     for storage in read:
         w = last_write.get(storage)
         if w is not None and not clocks.ordered(stream, w):
@@ -244,8 +238,7 @@ def _unordered_uses(storage: int, alloc: int, uses, protected, clocks: _Clocks, 
     for use in uses.get(storage, ()):
         if use.stream == alloc or use.stream in protected.get(storage, ()) or clocks.ordered(alloc, use):
             continue
-        tensor = next((t for t in _tensors(ops[use.op].args) + _tensors(ops[use.op].outputs)
-                       if t.storage == storage), None)
+        tensor = next((t for t in _tensors(ops[use.op]) if t.storage == storage), None)
         out.append((storage, alloc, use, tensor))
     return out
 
