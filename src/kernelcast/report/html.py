@@ -131,34 +131,37 @@ def _ops_table(rec: PredictionRecord, top: int) -> str:
             f'<td class="num">{g.count}</td><td class="num">{g.kernels}</td>'
             f'<td class="num">{_e(si(g.flops))}</td><td class="num">{_e(si(g.bytes, "B"))}</td>'
             f'<td class="num">{g.intensity:.1f}</td></tr>')
+    return _table("ops", head, rows)
+
+
+def _table(cls: str, head: Sequence[str], rows: Sequence[str]) -> str:
+    """A table of class `cls` in a box that scrolls sideways where it is wider than its column: the header
+    cells escaped, the rows (`<tr>...</tr>`, built by the caller) as they are."""
     header = "".join(f"<th>{_e(h)}</th>" for h in head)
-    return (f'<div class="scroll"><table class="ops"><thead><tr>{header}</tr></thead>'
+    return (f'<div class="scroll"><table class="{cls}"><thead><tr>{header}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table></div>')
 
 
 def _sync_table(rec: PredictionRecord) -> str:
     if not rec.sync_groups:
         return '<p class="muted">No sync points: the CPU never waits for the GPU inside the step.</p>'
-    rows = "".join(
+    rows = [
         f'<tr><td>{_e(g.kind)}</td><td class="src">{_e(g.source or "-")}</td><td class="num">{g.count}</td>'
         f'<td class="num">{_e(time_text(g.stall_us))}</td><td class="num">{_e(time_text(g.saving_us))}</td>'
-        f"<td>{_e(g.advice)}</td></tr>" for g in rec.sync_groups)
-    return ('<div class="scroll"><table class="syncs"><thead><tr><th>kind</th><th>source</th><th>× per step</th>'
-            f"<th>stall</th><th>saving with the fix</th><th>fix</th></tr></thead><tbody>{rows}</tbody></table></div>")
+        f"<td>{_e(g.advice)}</td></tr>" for g in rec.sync_groups]
+    return _table("syncs", ("kind", "source", "× per step", "stall", "saving with the fix", "fix"), rows)
 
 
 def _hazard_table(rec: PredictionRecord) -> str:
     if not rec.hazards:
         return '<p class="muted">None: every access on two streams is ordered (or the step uses one stream).</p>'
-    rows = "".join(
+    rows = [
         f"<tr><td>{_e(h.kind)}</td><td>{_e('x'.join(map(str, h.shape)))} {_e(h.dtype)}</td>"
         f'<td class="src">{_e(h.first_op)} ({h.first_stream}) {_e(h.first_source or "-")}</td>'
         f'<td class="src">{_e(h.second_op)} ({h.second_stream}) {_e(h.second_source or "-")}</td>'
         f"<td>{_e(h.fix)}</td><td class=\"num\">"
-        f"{_e(time_text(h.step_with_fix_us)) if h.step_with_fix_us is not None else '-'}</td></tr>" for h in rec.hazards)
-    return ('<div class="scroll"><table class="syncs"><thead><tr><th>kind</th><th>tensor</th><th>first (stream)</th>'
-            f"<th>then (stream)</th><th>fix</th><th>step with the fix</th></tr></thead><tbody>{rows}</tbody>"
-            "</table></div>")
+        f"{_e(time_text(h.step_with_fix_us)) if h.step_with_fix_us is not None else '-'}</td></tr>" for h in rec.hazards]
+    return _table("syncs", ("kind", "tensor", "first (stream)", "then (stream)", "fix", "step with the fix"), rows)
 
 
 def _list(items: Sequence[str], cls: str, empty: str) -> str:
