@@ -192,8 +192,9 @@ def advise(spec: str, gpu: str, args: dict | None = None, world_size: int = 1,
         attempt("torch.compile (default mode)", compile_mode="default")
         attempt("torch.compile(mode=\"reduce-overhead\") (CUDA graphs)",
                 "the CUDA graph pool's memory is not modelled", compile_mode="reduce-overhead")
-    if not get_gpu(gpu).supports_bf16:
-        not_tried.append(("bf16 autocast", f"{get_gpu(gpu).name} has no bf16 tensor cores: bf16 would run on its "
+    target = get_gpu(gpu)
+    if not target.supports_bf16:
+        not_tried.append(("bf16 autocast", f"{target.name} has no bf16 tensor cores: bf16 would run on its "
                                            "CUDA cores, slower than fp32 (fp16 autocast with a GradScaler is the "
                                            "change to try)"))
     elif fp32_matmuls(base) and any(p.flops for p in base.ops):
