@@ -265,14 +265,31 @@ def test_fit_cli_finds_the_largest_batch(tmp_path):
                     "    x = torch.randn(batch, 256, 1024, 1024, device='cuda')\n"
                     "    return (lambda x: x * 2), (x,)\n")
     out = tmp_path / "fit.json"
-    result = subprocess.run([sys.executable, "-m", "kernelcast", "fit", f"{work}:build", "--gpu", "t4",
-                             "--arg-range", "batch=1..64", "--json", str(out)],
-                            capture_output=True, text=True, env=subprocess_env())
-    assert result.returncode == 0, result.stderr
-    data = json.loads(out.read_text())
+
+    def fit(*extra):
+        result = subprocess.run([sys.executable, "-m", "kernelcast", "fit", f"{work}:build", "--gpu", "t4",
+                                 "--arg-range", "batch=1..64", "--json", str(out), *extra],
+                                capture_output=True, text=True, env=subprocess_env())
+        assert result.returncode == 0, result.stderr
+        return result.stdout, json.loads(out.read_text())
+
     # x and x * 2 are 2 GiB per batch element; 16e9 - 512 MiB = 15.46e9 usable: 7 x 2 GiB = 15.03e9 fits, 8 does not
+    stdout, data = fit("--margin", "0")
     assert (data["max_batch"], data["first_oom_batch"]) == (7, 8)
     assert data["prediction"]["peak_memory_bytes"] == 7 * 2 * 1024 * MIB
+    # with the default 5% left free (14.69e9 of it usable), 7 sits inside the margin
+    stdout, data = fit()
+    assert (data["max_batch"], data["first_oom_batch"], data["margin"]) == (6, 7, 0.05)
+    assert "batch=7: inside the 5% margin" in stdout and "with a 5% margin: 6" in stdout
+
+
+def test_fit_with_a_margin_of_100_percent_is_one_error_line():
+    result = subprocess.run([sys.executable, "-m", "kernelcast", "fit", "example:gpt", "--gpu", "l4",
+                             "--arg-range", "batch=1..4", "--margin", "100"], capture_output=True, text=True,
+                            env=subprocess_env())
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip().splitlines() == ["kernelcast: error: the margin 100% must be at least 0% and below "
+                                                  "100%"]
 
 
 def test_fit_with_an_empty_range_says_so_before_anything_else():

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from kernelcast.devices import DEFAULT_GPU
 from kernelcast.errors import DEBUG_ENV, KernelcastError
+from kernelcast.fit import FIT_MARGIN
 from kernelcast.outputs import check_writable, write_text_atomic
 
 EXIT_BAD_INPUT = 2
@@ -265,7 +266,7 @@ def _with_memory_fixes(pred, args: argparse.Namespace, build_args: dict):
 
 def _cmd_fit(args: argparse.Namespace) -> int:
     from kernelcast.devices import get_gpu
-    from kernelcast.fit import check_range, fit_workload, parse_range
+    from kernelcast.fit import check_margin, check_range, fit_workload, parse_range
     from kernelcast.memory_fixes import BATCH_NAMES
     from kernelcast.report import prediction_json, summary_line
     from kernelcast.report.memory_text import human_bytes
@@ -273,6 +274,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     gpu = get_gpu(args.gpu)
     name, low, high = parse_range(args.arg_range)
     check_range(low, high)  # before the search line: an empty range is one error line, nothing else
+    margin = args.margin / 100.0
+    check_margin(margin)
     _check_outputs(("--json", args.json))
     build_args = _rebuilt_workload_args(args, "fit captures the workload at each value", (name, low))
 
@@ -281,12 +284,15 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         if mem is None or mem.fit is None:
             print(f"  {name}={value}: no memory prediction", flush=True)
             return
-        print(f"  {name}={value}: {'fits' if fits else 'out of memory'} (peak {human_bytes(mem.peak_bytes)} "
-              f"allocated, {human_bytes(mem.fit.peak_reserved_bytes)} reserved at most)", flush=True)
+        verdict = "fits" if fits else ("out of memory" if not mem.fit.fits else f"inside the {args.margin:g}% margin")
+        print(f"  {name}={value}: {verdict} (peak {human_bytes(mem.peak_bytes)} "
+              f"allocated, {human_bytes(mem.fit.peak_reserved_bytes)} reserved at most "
+              f"of {human_bytes(mem.fit.usable_bytes)} usable)", flush=True)
 
-    print(f"searching {name} in {low}..{high} on {gpu.name} (one capture per value) ...", flush=True)
+    print(f"searching {name} in {low}..{high} on {gpu.name} (one capture per value), leaving {args.margin:g}% of "
+          "the usable memory free for what the prediction can miss (--margin) ...", flush=True)
     result = fit_workload(args.workload, gpu.id, name, low, high, build_args, _world_size(args), args.interconnect,
-                          args.expandable_segments, progress)
+                          args.expandable_segments, progress, margin)
     search, pred = result.search, result.prediction
     if search.max_fit is None:
         print(f"no {name} in {low}..{high} fits on {gpu.name}: {name}={low} is already out of memory")
@@ -294,11 +300,11 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         beyond = (f"{name}={search.first_oom} does not" if search.first_oom is not None
                   else f"the whole range fits (up to {high})")
         unit = "samples" if name in BATCH_NAMES else name
-        print(f"largest {name} that fits on {gpu.name}: {search.max_fit} ({beyond}); "
+        print(f"largest {name} that fits on {gpu.name} with a {args.margin:g}% margin: {search.max_fit} ({beyond}); "
               f"step {pred.step_time_us / 1000:.2f} ms, {result.throughput:,.1f} {unit} per second")
         print(summary_line(pred))
     if args.json:
-        doc = {"gpu": gpu.id, "argument": name, "range": [low, high], "max_batch": search.max_fit,
+        doc = {"gpu": gpu.id, "argument": name, "range": [low, high], "margin": margin, "max_batch": search.max_fit,
                "first_oom_batch": search.first_oom, "tried": [{"value": v, "fits": ok} for v, ok in search.tried],
                "throughput_per_s": result.throughput,
                "prediction": None if pred is None else prediction_json(pred)}
@@ -730,6 +736,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--interconnect", metavar="LINK", help="GPU-to-GPU link for collectives")
     f.add_argument("--expandable-segments", action="store_true",
                    help="predict memory with the allocator's expandable_segments:True")
+    f.add_argument("--margin", type=float, default=FIT_MARGIN * 100, metavar="PCT",
+                   help=f"the share of usable memory to leave free for what the prediction can miss "
+                        f"(default {FIT_MARGIN * 100:g}%%)")
     f.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
     f.set_defaults(func=_cmd_fit)
 

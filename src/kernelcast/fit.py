@@ -87,11 +87,31 @@ class FitResult:
         return self.search.max_fit / (pred.step_time_us / 1e6)
 
 
+# The share of the usable memory a step must leave free to count as fitting: what the memory prediction can miss.
+# Measured against the allocator: the held-out zoo's peak memory, worst 2.9% (docs/accuracy.md); a cuDNN
+# convolution's workspace class is wrong for 19% of convolutions (predict/conv_workspace.py), a copy of its
+# operands either way; the CUDA context's size is assumed, not measured. 5% holds the zoo's worst miss.
+FIT_MARGIN = 0.05
+
+
+def check_margin(margin: float) -> None:
+    """Raises KernelcastError for a margin outside [0, 1)."""
+    if not 0.0 <= margin < 1.0:
+        raise KernelcastError(f"the margin {margin:.0%} must be at least 0% and below 100%")
+
+
+def fits_with_margin(fit, margin: float) -> bool:
+    """Whether a memory verdict (predict/memory.py Fit) fits with `margin` of its usable memory left free."""
+    return bool(fit and fit.fits and fit.peak_reserved_bytes <= (1.0 - margin) * fit.usable_bytes)
+
+
 def fit_workload(spec: str, gpu: str, name: str, low: int, high: int, args: dict | None = None,
                  world_size: int = 1, interconnect: str | None = None,
-                 expandable_segments: bool = False, progress: Callable[[int, bool, object], None] | None = None
-                 ) -> FitResult:
-    """The largest `name` in [low, high] whose step fits on `gpu`, with the prediction there."""
+                 expandable_segments: bool = False, progress: Callable[[int, bool, object], None] | None = None,
+                 margin: float = FIT_MARGIN) -> FitResult:
+    """The largest `name` in [low, high] whose step fits on `gpu` with `margin` (a share, 0.05 = 5%) of the usable
+    memory left free, with the prediction there. Raises KernelcastError for an empty range or a bad margin."""
+    check_margin(margin)
     from kernelcast.api import capture_file
     from kernelcast.predict import predict_capture
 
@@ -101,7 +121,7 @@ def fit_workload(spec: str, gpu: str, name: str, low: int, high: int, args: dict
         cap = capture_file(spec, gpu, world_size, {**(args or {}), name: value})
         pred = predict_capture(cap, gpu, interconnect=interconnect, expandable_segments=expandable_segments)
         predictions[value] = pred
-        ok = bool(pred.memory and pred.memory.fit and pred.memory.fit.fits)
+        ok = bool(pred.memory) and fits_with_margin(pred.memory.fit, margin)
         if progress is not None:
             progress(value, ok, pred)
         return ok
