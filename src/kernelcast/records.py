@@ -149,6 +149,9 @@ class OpRecord:
     # The op whose CUDA implementation called this one (the index of an op tagged "decomposed", see
     # capture/decompose.py); -1 for an op the step itself called.
     parent: int = -1
+    # An op a user's CUDA graph replays (tagged "graphed"): the stream the graph was captured on, where its
+    # library workspaces were taken (predict/memory.py); -1 for any other op.
+    captured_stream: int = -1
 
     @property
     def packet(self) -> str:
@@ -196,6 +199,8 @@ class OpRecord:
             d["group_size"] = self.group_size
         if self.parent >= 0:
             d["parent"] = self.parent
+        if self.captured_stream >= 0:
+            d["captured_stream"] = self.captured_stream
         return d
 
     @staticmethod
@@ -208,6 +213,7 @@ class OpRecord:
             source=d.get("source", ""), sync=d.get("sync"), stream=d.get("stream", 0),
             python_us=d.get("python_us", 0.0), modules=d.get("modules", 0),
             group_size=d.get("group_size", 0), parent=d.get("parent", -1),
+            captured_stream=d.get("captured_stream", -1),
         )
 
 
@@ -249,14 +255,20 @@ class Capture:
     # where Inductor could not run), "" for a step without compiled code.
     compiled_as: str = ""
     memory: MemoryTrace | None = None  # the CUDA storages made and freed, from build() on (memory_trace.py)
+    # Ops build() issued on a side stream (a warm-up before a CUDA graph capture), one per kind, stream and
+    # phase: not part of the step, but the library workspaces they took stay allocated (predict/memory.py).
+    build_ops: tuple[OpRecord, ...] = ()
 
     def to_json(self) -> dict:
-        return {
+        d = {
             "format": CAPTURE_FORMAT_VERSION, "workload": self.workload,
             "settings": asdict(self.settings), "notes": list(self.notes), "world_size": self.world_size,
             "compiled": self.compiled, "compiled_as": self.compiled_as, "ops": [op.to_json() for op in self.ops],
             "memory": None if self.memory is None else self.memory.to_json(),
         }
+        if self.build_ops:
+            d["build_ops"] = [op.to_json() for op in self.build_ops]
+        return d
 
     @staticmethod
     def from_json(d: dict) -> "Capture":
@@ -271,6 +283,7 @@ class Capture:
             compiled=d.get("compiled", False),
             memory=MemoryTrace.from_json(d["memory"]) if d.get("memory") else None,
             compiled_as=d.get("compiled_as", "eager" if d.get("compiled") else ""),
+            build_ops=tuple(OpRecord.from_json(o) for o in d.get("build_ops", ())),
         )
 
     def save(self, path: str | Path) -> None:

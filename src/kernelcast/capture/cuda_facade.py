@@ -65,6 +65,12 @@ class StreamLog(Protocol):
 
     def synchronize(self, kind: str) -> None: ...
 
+    def begin_graph(self) -> object: ...
+
+    def end_graph(self, begun: object) -> tuple: ...
+
+    def replay_graph(self, body: tuple) -> None: ...
+
 
 DEFAULT_STREAM = 0
 
@@ -143,6 +149,66 @@ class FakeEvent:
         return 0.0  # nothing ran: a capture has no times (predict gives them)
 
 
+class FakeCUDAGraph:
+    """torch.cuda.CUDAGraph during a capture. The work issued between capture_begin and capture_end is the graph's
+    (recorded apart from the step: capturing runs nothing on a GPU); each replay() issues it again as the GPU
+    replays a graph, one launch for all of its kernels (the recorder's replay_graph)."""
+
+    def __init__(self, log: StreamLog, keep_graph: bool = False) -> None:
+        self._log = log
+        self._begun: object | None = None
+        self._body: tuple | None = None
+
+    def capture_begin(self, pool=None, capture_error_mode: str = "global", **options) -> None:
+        if self._begun is not None:
+            raise RuntimeError("CUDAGraph.capture_begin() while this graph is already capturing")
+        self._begun = self._log.begin_graph()
+
+    def capture_end(self) -> None:
+        if self._begun is None:
+            raise RuntimeError("CUDAGraph.capture_end() without capture_begin()")
+        self._body, self._begun = self._log.end_graph(self._begun), None
+
+    def replay(self) -> None:
+        if self._body is None:
+            raise RuntimeError("CUDAGraph.replay() before the graph was captured")
+        self._log.replay_graph(self._body)
+
+    def reset(self) -> None:
+        self._body = None
+
+    def instantiate(self) -> None:  # keep_graph=True's explicit instantiation: nothing to do here
+        pass
+
+    def pool(self) -> tuple[int, int]:
+        return (0, id(self))
+
+    def enable_debug_mode(self) -> None:
+        pass
+
+    def debug_dump(self, path: str) -> None:
+        pass
+
+    @property
+    def capturing(self) -> bool:
+        return self._begun is not None
+
+
+def _graph_fakes(log: StreamLog) -> dict[str, object]:
+    """torch.cuda's CUDA graph API (torch/cuda/graphs.py): the graph class, pool handles, and whether a capture is
+    under way (libraries ask before they do something a capture forbids)."""
+    graphs: list[FakeCUDAGraph] = []
+    handles = itertools.count(1)
+
+    class CUDAGraph(FakeCUDAGraph):  # a class: code subclasses it and writes it in annotations
+        def __init__(self, keep_graph: bool = False) -> None:
+            super().__init__(log, keep_graph)
+            graphs.append(self)
+
+    return {"CUDAGraph": CUDAGraph, "graph_pool_handle": lambda: (0, next(handles)),
+            "is_current_stream_capturing": lambda: any(g.capturing for g in graphs)}
+
+
 def _stream_fakes(log: StreamLog) -> dict[str, object]:
     ids = _Ids()
     streams = {DEFAULT_STREAM: FakeStream(log, ids, DEFAULT_STREAM)}
@@ -211,7 +277,7 @@ def _fakes(target: TargetDevice, on_sync: Callable[[str], None]) -> dict[str, ob
             bool(including_emulation) and target.capability[0] > 0),
         "synchronize": synchronize,
         # Dynamo asks this before it compiles a frame (convert_frame.trace_frame); a CUDA build without a GPU
-        # would ask the driver and fail. No CUDA graph capture is under way in a capture.
+        # would ask the driver and fail. With a stream log, a user's CUDA graph capture answers (_graph_fakes).
         "is_current_stream_capturing": lambda: False,
         "manual_seed": lambda seed: None,
         "manual_seed_all": lambda seed: None,
@@ -236,7 +302,18 @@ def _fakes(target: TargetDevice, on_sync: Callable[[str], None]) -> dict[str, ob
 @contextlib.contextmanager
 def cuda_facade(target: TargetDevice, on_sync: Callable[[str], None], streams: StreamLog | None = None) -> Iterator[None]:
     fakes = _fakes(target, on_sync)
+    graph_fakes = {}
     if streams is not None:
         fakes.update(_stream_fakes(streams))
-    with mock.patch.multiple(torch.cuda, **fakes):
+        graph_fakes = _graph_fakes(streams)
+        fakes.update(graph_fakes)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(mock.patch.multiple(torch.cuda, **fakes))
+        if graph_fakes:
+            # torch.cuda.graph reads these from its own module, and keeps its side stream on the class across
+            # captures (a stream of an earlier capture's facade); a CPU build has no host cache to empty
+            stack.enter_context(mock.patch.multiple(torch.cuda.graphs, CUDAGraph=graph_fakes["CUDAGraph"],
+                                                    graph_pool_handle=graph_fakes["graph_pool_handle"]))
+            stack.enter_context(mock.patch.object(torch.cuda.graphs.graph, "default_capture_stream", None))
+            stack.enter_context(mock.patch.object(torch._C, "_host_emptyCache", lambda: None, create=True))
         yield

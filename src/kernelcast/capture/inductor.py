@@ -54,6 +54,7 @@ COMPILED_CALL_OP = "host.compiled_call"  # a call of compiled code begins (the c
 COMPILED_GRAPH_OP = "host.compiled_graph"  # Inductor's wrapper for one graph begins (guards, AOT wrapper before)
 COMPILED_TAG = "compiled"  # an op run by Inductor's generated wrapper
 GRAPHED_TAG = "graphed"  # an op replayed inside a CUDA graph (no host work of its own)
+USER_GRAPH_REPLAY_OP = "host.user_graph_replay"  # a user's torch.cuda.CUDAGraph.replay(): one graph launch
 _DECORATOR = re.compile(r"@triton_heuristics\.(\w+)\(")
 _SIGNATURE_POINTER = ("in_ptr", "out_ptr", "in_out_ptr")
 # Inductor's Triton codegen stores with mode "atomic_add" as one such call per store (codegen/triton.py, store)

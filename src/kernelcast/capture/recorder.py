@@ -304,6 +304,9 @@ class Recorder(TorchDispatchMode):
         self.compiles = False
         self.region_tags: tuple[str, ...] = ()
         self._graph_outputs: set[int] = set()  # storages CUDA graph replays wrote (static for later graphs)
+        # ops build() issued on a side stream, one per (op, stream, phase): records.Capture.build_ops
+        self.build_ops: list[OpRecord] = []
+        self._build_op_kinds: set[tuple[str, int, str]] = set()
         self._static_buffers: dict[tuple[int, int], torch.Tensor] = {}  # (graphed callable, input): its buffer
 
     def ignore_compile_internals(self) -> bool:  # type: ignore[override]
@@ -365,7 +368,20 @@ class Recorder(TorchDispatchMode):
         if (self.recording and func not in NO_DEVICE_WORK and func not in RECORDED_AS_INNER_OPS
                 and not (self.storages is not None and self.storages.paused)):  # DTensor's metadata-only ops
             self._record(func, args, kwargs, out, sync)
+        elif not self.recording and self.current_stream != 0 and func not in NO_DEVICE_WORK:
+            self._record_build_op(func, args, kwargs)
         return out
+
+    def _record_build_op(self, func, args: tuple, kwargs: dict) -> None:
+        """An op build() issued on a side stream, the first of its kind there (Capture.build_ops)."""
+        phase = self._phase_of()
+        kind = (str(func), self.current_stream, phase)
+        if kind in self._build_op_kinds or not _on_gpu(args, kwargs):
+            return
+        self._build_op_kinds.add(kind)
+        schema = self._schemas.get(func) or self._schemas.setdefault(func, _Schema(func))
+        self.build_ops.append(OpRecord(index=-1, op=str(func), args=schema.bind(args, kwargs), outputs=(),
+                                       tags=schema.tags, phase=phase, stream=self.current_stream))
 
     def _record_inner(self, func, args: tuple, kwargs: dict, out: Any, sync: str | None) -> None:
         """An op a handler ran on the way to its own result (the nonzero of a boolean index, ...)."""
@@ -559,6 +575,44 @@ class Recorder(TorchDispatchMode):
                 if isinstance(t, torch.Tensor):
                     self._graph_outputs.add(_storage_id(t))
         return out
+
+    # -- a user's own CUDA graphs (torch.cuda.CUDAGraph, torch.cuda.graph; cuda_facade.FakeCUDAGraph) -----------
+    def begin_user_graph(self) -> tuple:
+        """A graph capture begins: what is issued until end_user_graph is the graph's work, recorded (whether or
+        not the step is being recorded: graphs are mostly captured in build()) and then taken out of the step."""
+        from .inductor import GRAPHED_TAG
+
+        begun = (self.recording, len(self.ops), self.region_tags, self.current_stream)
+        self.recording = True
+        self.region_tags = tuple(dict.fromkeys((*self.region_tags, GRAPHED_TAG)))
+        return begun
+
+    def end_user_graph(self, begun: tuple) -> tuple[OpRecord, ...]:
+        """The graph's ops, taken out of the recorded ones (a capture runs nothing on the GPU)."""
+        recording, start, tags, _ = begun
+        body = tuple(self.ops[start:])
+        del self.ops[start:], self.torch_calls[start:]
+        self.recording, self.region_tags = recording, tags
+        return body
+
+    def replay_user_graph(self, body: tuple[OpRecord, ...]) -> None:
+        """g.replay(): a host-only marker for the launch (USER_GRAPH_REPLAY_OP, one cudaGraphLaunch), then the
+        graph's ops again, tagged graphed (no host work of their own), on the stream the replay is issued on
+        where they were captured on the capture's stream, each in the phase it was captured in."""
+        from .inductor import USER_GRAPH_REPLAY_OP
+
+        if not self.recording:
+            return
+        self._record_marker(USER_GRAPH_REPLAY_OP, {"kernels": sum("host" not in op.tags for op in body)})
+        capture_stream = body[0].stream if body else 0
+        offset = len(self.ops) - (body[0].index if body else 0)
+        with self.clock.ours():  # kernelcast's bookkeeping, not the model's Python
+            for op in body:
+                self.torch_calls.append(0)
+                self.ops.append(dataclasses.replace(
+                    op, index=op.index + offset, parent=op.parent + offset if op.parent >= 0 else -1,
+                    stream=self.current_stream if op.stream == capture_stream else op.stream, python_us=0.0,
+                    modules=0, captured_stream=op.stream))
 
     def record_compiled_call(self) -> None:
         """Where a call of torch.compile'd code begins, before Dynamo checks its guards: the Python timed

@@ -388,6 +388,16 @@ class CaptureSession:
     def synchronize(self, kind: str) -> None:
         self._host_sync(kind)
 
+    def begin_graph(self) -> object:
+        return self.recorder.begin_user_graph() if self.recorder is not None else None
+
+    def end_graph(self, begun: object) -> tuple:
+        return self.recorder.end_user_graph(begun) if self.recorder is not None else ()
+
+    def replay_graph(self, body: tuple) -> None:
+        if self.recorder is not None:
+            self.recorder.replay_user_graph(body)
+
     def _record_stream(self, tensor, stream) -> None:
         """tensor.record_stream(stream) on a fake tensor: a marker the hazard analysis reads (RECORD_STREAM_OP)."""
         if self.recorder is not None and self.recorder.recording:
@@ -541,4 +551,5 @@ class CaptureSession:
             self.storages.end_step()
             memory = self.storages.result()
         return Capture(ops=ops, settings=settings, workload=workload, notes=tuple(sorted(notes)),
-                       compiled=bool(compiled_as), compiled_as=compiled_as, memory=memory)
+                       compiled=bool(compiled_as), compiled_as=compiled_as, memory=memory,
+                       build_ops=tuple(self.recorder.build_ops))

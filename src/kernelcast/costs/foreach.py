@@ -13,7 +13,7 @@ import math
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import distinct, gpu_tensors
+from .common import dense, distinct, gpu_tensors, width_key
 from .registry import Cost, CostContext, register
 
 CHUNK_ELEMENTS = 65536
@@ -51,11 +51,61 @@ def tensor_lists(op: OpRecord) -> list[tuple[TensorMeta, ...]]:
             if isinstance(v, tuple) and v and all(isinstance(t, TensorMeta) for t in v)]
 
 
+# Ops whose integer inputs give a float result: multi_tensor_apply cannot write those in place, so an integer
+# list takes the slow route (ForeachUtils.h, does_op_promote_integer_inputs_to_float).
+PROMOTES_INTEGERS = {"div", "sqrt", "rsqrt", "exp", "expm1", "log", "log10", "log1p", "log2", "sigmoid", "tanh",
+                     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "erf", "erfc", "lgamma",
+                     "reciprocal", "pow", "lerp"}
+FLOATING = {"float64", "float32", "float16", "bfloat16"}
+
+
+def fast_route(op: OpRecord, lists: list[tuple[TensorMeta, ...]]) -> bool:
+    """Whether a foreach op runs through multi_tensor_apply (aten/src/ATen/native/ForeachUtils.h,
+    can_use_fast_route): every tensor of every list on the GPU, of the first tensor's dtype, strided, dense and
+    non-overlapping; for a binary list op (`.List`) and copy_, the tensors at one index of every list of the same
+    sizes and strides; no integer list for an op that promotes integers to float. Else the slow route: the op
+    once per tensor (foreach_tensor_*_slow), one kernel each. On the H200 (torch 2.11): capturable Adam's
+    `_foreach_div_(exp_avg_sq_sqrt, bias_correction2_sqrt)`, full tensors by 0-d ones, ran 4 kernels for 4
+    parameters (validation/cases/cuda_graph_kernels.json), while ASGD's `_foreach_addcmul_(axs, intermediate,
+    mus)` with 0-d `mus` ran multi_tensor_apply's 2 launches for 16 (zoo optim_asgd): the pointwise ops are
+    not held to the sizes check here."""
+    first = lists[0]
+    dtype = first[0].dtype
+    for lst in lists:
+        for t in lst:
+            if not t.on_gpu or t.dtype != dtype or not dense(t):
+                return False
+    if op.op.endswith(".List") or op.name.startswith("_foreach_copy"):
+        for lst in lists[1:]:
+            if len(lst) != len(first) or any(a.shape != b.shape or a.stride != b.stride for a, b in zip(lst, first)):
+                return False
+    base = op.name.rstrip("_").removeprefix("_foreach_")
+    return not (base in PROMOTES_INTEGERS and dtype not in FLOATING)
+
+
+def _slow_route(op: OpRecord, lists: list[tuple[TensorMeta, ...]], flops_per_element: float) -> Cost:
+    """The op once per tensor of the first list: one pointwise kernel for each on the GPU, priced by its own
+    bytes."""
+    inplace = "inplace" in op.tags
+    outputs = gpu_tensors(op.tensors_out())
+    parts = []
+    for j, t in enumerate(lists[0]):
+        if t.numel == 0 or not t.on_gpu:  # a CPU tensor's op (an optimizer's step count) runs on the host
+            continue
+        read = sum(lst[j].touched_bytes for lst in lists if j < len(lst))
+        out = t if inplace or j >= len(outputs) else outputs[j]
+        parts.append(Cost(flops=flops_per_element * t.numel, bytes_read=read, bytes_written=out.nbytes, kernels=1,
+                          dtype=t.dtype, kind="pointwise", key=width_key(out)))
+    return Cost(kernels=0, dtype=lists[0][0].dtype, kind="pointwise").with_parts(*parts)
+
+
 def _foreach(op: OpRecord, ctx: CostContext, flops_per_element: float = FOREACH_FLOPS_PER_ELEMENT,
              extra_kernels: int = 0) -> Cost:
     lists = tensor_lists(op)
     if not lists:
         return Cost(kernels=0)
+    if not fast_route(op, lists):
+        return _slow_route(op, lists, flops_per_element)
     first = lists[0]
     inplace = "inplace" in op.tags
     outputs = gpu_tensors(op.tensors_out())

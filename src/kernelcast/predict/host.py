@@ -69,6 +69,13 @@ COMPILED_VIEW_US = 1.0
 REPLAY_INPUT_US = 2.0
 TRITON_OP_PREFIX = "triton."
 CUDAGRAPH_REPLAY_OP = HOST_OP_PREFIX + "cudagraph_replay"
+# A user's own torch.cuda.CUDAGraph.replay() (capture/cuda_facade.py): one cudaGraphLaunch from Python, a fixed
+# part and a part per kernel node. Measured on the H200's host (scripts/probe_graph_launch.py, three processes,
+# graphs of 1-1024 adds, median of 200 replays each: validation/probes/graph_launch_run*.json): 4.8 µs + 0.0115
+# µs per kernel (4.7-5.3 µs at 1-4 kernels, 8.6-27.5 at 1024), beside 11.7 µs for one eager add.
+USER_GRAPH_REPLAY_OP = HOST_OP_PREFIX + "user_graph_replay"
+USER_GRAPH_LAUNCH_US = 4.78
+USER_GRAPH_PER_KERNEL_US = 0.0115
 COMPILED_GRAPH_OP = HOST_OP_PREFIX + "compiled_graph"
 GRAPHED_TAG = "graphed"
 COMPILED_TAG = "compiled"
@@ -99,6 +106,8 @@ class HostModel:
     extra_kernel_launch_us: float = EXTRA_KERNEL_LAUNCH_US
     generated_launch_us: float = GENERATED_LAUNCH_US  # one Inductor Triton kernel launch
     cudagraph_replay_us: float = CUDAGRAPH_REPLAY_US  # one CUDA graph replay of a compiled graph, fixed part
+    user_graph_launch_us: float = USER_GRAPH_LAUNCH_US  # a user's CUDAGraph.replay(), fixed part
+    user_graph_per_kernel_us: float = USER_GRAPH_PER_KERNEL_US  # and per kernel node
     replay_input_us: float = REPLAY_INPUT_US  # and per tensor input
     compiled_graph_us: float = COMPILED_GRAPH_US  # one call of a compiled graph (guards, AOTAutograd), fixed
     compiled_input_us: float = COMPILED_INPUT_US  # and per tensor input
@@ -199,6 +208,8 @@ class HostModel:
             return 0.0
         if op.op == CUDAGRAPH_REPLAY_OP:
             return self.cudagraph_replay_us + self.replay_input_us * op.args.get("inputs", 0)
+        if op.op == USER_GRAPH_REPLAY_OP:
+            return (self.user_graph_launch_us + self.user_graph_per_kernel_us * op.args.get("kernels", 0)) * self.cpu_scale
         if op.op == COMPILED_GRAPH_OP:
             return self.compiled_graph_us + self.compiled_input_us * op.args.get("inputs", 0)
         if op.op.startswith(TRITON_OP_PREFIX):

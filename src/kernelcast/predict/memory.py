@@ -156,8 +156,11 @@ def thread_of(op: OpRecord) -> str:
     return "autograd" if op.phase == "backward" else "main"
 
 
-def cublas_workspaces(ops: tuple[OpRecord, ...], gpu: GPU) -> tuple[Workspace, ...]:
-    """The workspaces the step's matrix products keep, one per (kind, thread, stream), at their first use."""
+def cublas_workspaces(ops: tuple[OpRecord, ...], gpu: GPU,
+                      build_ops: tuple[OpRecord, ...] = ()) -> tuple[Workspace, ...]:
+    """The workspaces the step's matrix products keep, one per (kind, thread, stream), at their first use; those
+    of build()'s side-stream ops (Capture.build_ops, index -1) from before the step."""
+    ops = (*build_ops, *ops)
     if gpu.vendor != "nvidia":
         return ()
     found: dict[tuple, Workspace] = {}
@@ -166,13 +169,15 @@ def cublas_workspaces(ops: tuple[OpRecord, ...], gpu: GPU) -> tuple[Workspace, .
         if op.name not in CUBLAS_OPS or "host" in op.tags or op.decomposed:
             continue
         thread = thread_of(op)
-        key = ("cuBLAS", thread, op.stream)
+        # a user's CUDA graph took its workspaces on the stream it was captured on
+        stream = op.captured_stream if op.captured_stream >= 0 else op.stream
+        key = ("cuBLAS", thread, stream)
         if key not in found:
-            found[key] = Workspace("cuBLAS", thread, op.stream, cublas, op.index)
+            found[key] = Workspace("cuBLAS", thread, stream, cublas, op.index)
         if _uses_cublaslt(op):
-            key = ("cuBLASLt", thread, op.stream)
+            key = ("cuBLASLt", thread, stream)
             if key not in found:
-                found[key] = Workspace("cuBLASLt", thread, op.stream, CUBLASLT_WORKSPACE, op.index)
+                found[key] = Workspace("cuBLASLt", thread, stream, CUBLASLT_WORKSPACE, op.index)
     return tuple(found.values())
 
 
@@ -491,7 +496,7 @@ def run_in_process(capture: Capture, gpu: GPU, process: Process, stream_key) -> 
     (torch.cuda.empty_cache()). stream_key(stream) names a stream across workloads (a side stream is a new CUDA
     stream in each)."""
     ops, trace = capture.ops, capture.memory
-    workspaces = cublas_workspaces(ops, gpu)
+    workspaces = cublas_workspaces(ops, gpu, capture.build_ops)
     keys = [(w.kind, w.thread, stream_key(w.stream)) for w in workspaces]
     kept = frozenset(i for i, key in enumerate(keys) if key in process.workspaces)
     step = _Step(trace, ops, workspaces, internal_temporaries(ops), kept)
@@ -515,7 +520,7 @@ def predict_memory(capture: Capture, gpu: GPU, expandable_segments: bool = False
     if trace is None:
         return None
     ops = capture.ops
-    step = _Step(trace, ops, cublas_workspaces(ops, gpu), internal_temporaries(ops))
+    step = _Step(trace, ops, cublas_workspaces(ops, gpu, capture.build_ops), internal_temporaries(ops))
     state, _ = _replay(step, CachingAllocator(expandable_segments=expandable_segments))
     # again, up to the peak (-1: the step never rose above what it started with), for what is live there
     _, peak_live = _replay(step, CachingAllocator(expandable_segments=expandable_segments), stop_at=state.peak_event)
