@@ -370,3 +370,23 @@ def test_activation_checkpointing_frees_each_recomputed_activation_during_backwa
     hidden_mib = 4096 * 1024 * 4 / 2**20  # one block's relu output: 16 MiB
     saved = predict_capture(plain, "h200").memory.peak_bytes - predict_capture(checkpointed, "h200").memory.peak_bytes
     assert saved >= 2 * hidden_mib * 2**20  # the plain step keeps every block's activations to its backward
+
+
+def test_an_out_of_memory_verdict_says_fragmentation_when_the_peak_is_under_the_usable_memory():
+    """Both figures under the usable memory and still out of memory had read as a contradiction (issue 34)."""
+    from types import SimpleNamespace
+
+    from kernelcast.report.memory_text import oom_verdict_lines
+
+    fit = {"fits": False, "usable_bytes": 15 * 1024 * MIB, "capacity_bytes": 16 * 1024 * MIB,
+           "cuda_context_bytes": 512 * MIB, "fixes": [],
+           "oom": {"stage": "step", "op": "aten.mm.default", "source": "train.py:9", "segment_bytes": 2048 * MIB,
+                   "allocated_bytes": 12 * 1024 * MIB, "reserved_bytes": 14 * 1024 * MIB}}
+    mem = {"peak_memory_bytes": 13 * 1024 * MIB, "resident_memory_bytes": 1024 * MIB,
+           "peak_reserved_memory_bytes": 14 * 1024 * MIB, "fits": fit}
+    first = oom_verdict_lines(SimpleNamespace(memory=mem, gpu_name="NVIDIA T4 16GB"))[0]
+    assert first.startswith("OUT OF MEMORY on NVIDIA T4 16GB, though the step's peak, 13.00 GiB allocated")
+    assert "a block of 2.00 GiB finds no room" in first and "--expandable-segments" in first
+    mem["peak_reserved_memory_bytes"] = 17 * 1024 * MIB
+    first = oom_verdict_lines(SimpleNamespace(memory=mem, gpu_name="NVIDIA T4 16GB"))[0]
+    assert "would reserve 17.00 GiB with no limit) with only 15.00 GiB usable" in first

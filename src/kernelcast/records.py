@@ -46,6 +46,11 @@ RECORD_STREAM_OP = HOST_OP_PREFIX + "record_stream"
 DECOMPOSED_TAG = "decomposed"
 
 
+def stream_name(stream: int) -> str:
+    """A CUDA stream as the report names it: the default stream (0) or a side stream by its capture id."""
+    return "default stream" if stream == 0 else f"side stream {stream}"
+
+
 def root_indices(ops) -> list[int]:
     """For each op, the index of the op the step itself called that launched it (its own for most ops)."""
     roots: list[int] = []

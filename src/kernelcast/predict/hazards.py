@@ -36,7 +36,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from kernelcast.records import (COMM_STREAM, HOST_OP_PREFIX, RECORD_EVENT_OP, RECORD_STREAM_OP, WAIT_EVENT_OP,
-                                Capture, Hazard, OpRecord, TensorMeta)
+                                Capture, Hazard, OpRecord, TensorMeta, stream_name)
 
 UNORDERED_READ = "unordered-read"
 UNORDERED_WRITE = "unordered-write"
@@ -62,8 +62,9 @@ class _Access:
     op: int  # index of the op in the capture
 
 
-def stream_name(stream: int) -> str:
-    return "the default stream" if stream == 0 else f"side stream {stream}"
+def _the_stream(stream: int) -> str:
+    """A stream in a sentence: "the default stream", "side stream 2" (records.stream_name)."""
+    return ("the " if stream == 0 else "") + stream_name(stream)
 
 
 class _Clocks:
@@ -146,7 +147,7 @@ def find_hazards(capture: Capture) -> tuple[Hazard, ...]:
             return
         seen.add(where)
         fix = FIXES[kind].format(producer=_stream_expr(first.stream), consumer=_stream_expr(first.stream),
-                                 alloc=stream_name(second.stream))
+                                 alloc=_the_stream(second.stream))
         out.append(Hazard(kind=kind, shape=tuple(tensor.shape) if tensor else (), dtype=tensor.dtype if tensor else "",
                           first_op=first_op.op, first_source=first_op.source, first_stream=first.stream,
                           second_op=second_op.op, second_source=second_op.source, second_stream=second.stream,

@@ -20,7 +20,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from kernelcast.records import PredictedOp, PredictionRecord
+from kernelcast.records import PredictedOp, PredictionRecord, stream_name
 
 from .format import module_pattern, plural, short_op, short_source, si, tail, time_text
 
@@ -209,10 +209,6 @@ def sync_table(pred, width: int | None = None) -> Table | None:
     return table
 
 
-def _stream(stream: int) -> str:
-    return "default stream" if stream == 0 else f"side stream {stream}"
-
-
 MIN_FIX_CHANGE_US = 0.5  # a re-predicted step within this of the step's own: the wait costs nothing
 
 
@@ -229,10 +225,10 @@ def hazard_lines(pred, width: int = 100) -> list[str]:
     out = ["Stream hazards (accesses on two streams with nothing ordering them; predict/hazards.py):"]
     for h in rec.hazards:
         what = f"a {'x'.join(map(str, h.shape)) or '?'} {h.dtype} tensor".strip()
-        first = f"{_op_name(h.first_op)} on the {_stream(h.first_stream)} at {h.first_source or '?'}"
-        second = f"{_op_name(h.second_op)} on the {_stream(h.second_stream)} at {h.second_source or '?'}"
+        first = f"{_op_name(h.first_op)} on the {stream_name(h.first_stream)} at {h.first_source or '?'}"
+        second = f"{_op_name(h.second_op)} on the {stream_name(h.second_stream)} at {h.second_source or '?'}"
         if h.kind == "freed-while-in-use":
-            body = (f"{what} made on the {_stream(h.second_stream)} and used by {first} is freed with no "
+            body = (f"{what} made on the {stream_name(h.second_stream)} and used by {first} is freed with no "
                     f"record_stream, and {second} takes a new block from that stream's pool (perhaps this one) "
                     "before anything orders it after that use")
         elif h.kind == "unordered-read":

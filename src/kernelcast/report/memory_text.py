@@ -48,12 +48,20 @@ def oom_verdict_lines(rec: PredictionRecord) -> list[str]:
     fit = (mem or {}).get("fits")
     if not mem or not fit or fit.get("fits"):
         return []
-    lines = [f"OUT OF MEMORY on {rec.gpu_name}: the step's peak is {human_bytes(mem['peak_memory_bytes'])} allocated "
-             f"({human_bytes(mem['resident_memory_bytes'])} resident before it; the allocator would reserve "
-             f"{human_bytes(mem['peak_reserved_memory_bytes'])} with no limit) where "
-             f"{human_bytes(fit['usable_bytes'])} is usable ({human_bytes(fit['capacity_bytes'])} less the CUDA "
-             f"context's {human_bytes(fit['cuda_context_bytes'])}, assumed)."]
+    usable = (f"{human_bytes(fit['usable_bytes'])} usable ({human_bytes(fit['capacity_bytes'])} less the CUDA "
+              f"context's {human_bytes(fit['cuda_context_bytes'])}, assumed)")
     oom = fit.get("oom")
+    if mem["peak_reserved_memory_bytes"] <= fit["usable_bytes"] and oom:
+        # both figures fit, yet a request failed: the cached segments' free space is split where the block cannot go
+        lines = [f"OUT OF MEMORY on {rec.gpu_name}, though the step's peak, {human_bytes(mem['peak_memory_bytes'])} "
+                 f"allocated ({human_bytes(mem['peak_reserved_memory_bytes'])} reserved with no limit), is under the "
+                 f"{usable}: a block of {human_bytes(oom['segment_bytes'])} finds no room among the caching "
+                 "allocator's segments (fragmentation; --expandable-segments predicts "
+                 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, which grows one segment instead)."]
+    else:
+        lines = [f"OUT OF MEMORY on {rec.gpu_name}: the step's peak is {human_bytes(mem['peak_memory_bytes'])} "
+                 f"allocated ({human_bytes(mem['resident_memory_bytes'])} resident before it; the allocator would "
+                 f"reserve {human_bytes(mem['peak_reserved_memory_bytes'])} with no limit) with only {usable}."]
     if oom:
         where = f"{_short(oom['op'])} at {oom.get('source') or '?'}" if oom.get("op") else f"the {oom['stage']}"
         lines.append(f"  It fails in {where}, asking for {human_bytes(oom['segment_bytes'])} with "
