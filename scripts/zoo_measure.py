@@ -124,10 +124,28 @@ def measure(build) -> dict:
             "memory": memory, **prof}
 
 
+def measure_timing(build) -> dict:
+    """Step times alone, no torch.profiler in the process: a profiler session leaves every later op's host cost
+    about 40% higher in that process (scripts/host_spread_probe.py --isolate profiler, H200 host, torch 2.11:
+    a 20-op chain 0.160 -> 0.226 and 0.162 -> 0.233 ms, none 0.169 -> 0.160 and 0.150 -> 0.155), so a
+    workload timed after another's profile reads slow: --timing-only times every workload before any profile."""
+    step, args = build()
+    args = tuple(args)
+    for _ in range(WARMUP):
+        step(*args)
+    torch.cuda.synchronize()
+    step_ms = back_to_back_ms(lambda: step(*args), STEPS, REPEATS)
+    synced = synced_ms(lambda: step(*args), SYNCED)
+    return {"step_ms": step_ms, "step_ms_median": statistics.median(step_ms), "synced_ms": synced,
+            "synced_ms_median": statistics.median(synced)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     parser.add_argument("--only", nargs="*")
+    parser.add_argument("--timing-only", action="store_true",
+                        help="step times alone, in a process that never runs torch.profiler (measure_timing)")
     args = parser.parse_args()
     doc = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
            "cudnn": torch.backends.cudnn.version(), "date": time.strftime("%Y-%m-%d"), "cpu": cpu_name(),
@@ -149,7 +167,7 @@ def main() -> int:
         try:
             build, folder = load_build(str(root / spec.split(":")[0]) + ":" + spec.split(":")[1])
             with on_sys_path(folder):
-                entry["measured"] = measure(build)
+                entry["measured"] = (measure_timing if args.timing_only else measure)(build)
         except Exception as exc:  # keep going: one broken workload must not lose the others' results
             entry["error"] = f"{type(exc).__name__}: {exc}"[:2000]
             entry["traceback"] = traceback.format_exc()[-3000:]
@@ -159,8 +177,8 @@ def main() -> int:
         gc.collect()
         torch.cuda.empty_cache()
         m = entry.get("measured")
-        line = (f"kernels {m['work_items']:6d} gpu {m['gpu_time_us'] / 1e3:8.2f} ms step {m['step_ms_median']:8.2f} ms"
-                if m else "ERROR " + entry["error"][:200])
+        line = ("ERROR " + entry["error"][:200] if not m else f"step {m['step_ms_median']:8.2f} ms" if args.timing_only
+                else f"kernels {m['work_items']:6d} gpu {m['gpu_time_us'] / 1e3:8.2f} ms step {m['step_ms_median']:8.2f} ms")
         print(f"{name:32s} {line} ({entry['seconds']} s)", flush=True)
         _write(doc, args.out)  # after every workload: a run stopped at its time limit keeps what it measured
     return 0

@@ -234,3 +234,16 @@ def test_a_cudnn_rnn_call_pays_for_each_kernel_it_launches_beyond_its_case():
     assert model.dispatch_us(rnn, Cost(kernels=items + 100, kind="cudnn_rnn")) == 60.0 + 100 * 7.0
     conv = op("aten.convolution.default", {}, [contiguous((1, 16, 8, 8))])
     assert model.dispatch_us(conv, Cost(kernels=3, kind="conv")) == 45.0
+
+
+def test_the_step_is_given_over_the_hosts_own_calibration_runs():
+    """Issue 33: the same step measured in separate processes moves; the profile's own runs say how much."""
+    from kernelcast.predict.host import run_speed_range
+    from kernelcast.profiles import load_profile
+
+    section = load_profile("h200").data["host"]
+    slow, fast = run_speed_range(section)
+    # the H200's 18 runs: each run's costs over their medians span 0.75-1.82; the 10th-90th percentile
+    assert 0.85 <= slow < 1.0 < fast <= 1.5
+    assert run_speed_range({"runs": ["one"], "add (1 kernel)": {"median_us": 8.0, "per_run_median_us": [8.0]}}) \
+        == (1.0, 1.0)

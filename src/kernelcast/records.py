@@ -493,6 +493,9 @@ class PredictionRecord:
     # not computed. The CPUs the host times came from and are for; recorded steps the model Python was read over.
     python_time_range_us: tuple[float, float] = (0.0, 0.0)
     step_time_range_us: tuple[float, float] = (0.0, 0.0)
+    # the step over this host's own calibration runs' speeds (predict/host.py run_speed_range), and those factors
+    step_time_run_range_us: tuple[float, float] = (0.0, 0.0)
+    host_run_speed_range: tuple[float, float] = (1.0, 1.0)
     capture_cpu: str = ""
     target_cpu: str = ""
     python_timing_steps: int = 1
@@ -526,6 +529,8 @@ class PredictionRecord:
                                         for f, t in self.step_time_by_host_speed],
             "python_time_range_us": list(self.python_time_range_us),
             "step_time_range_us": list(self.step_time_range_us),
+            "step_time_run_range_us": list(self.step_time_run_range_us),
+            "host_run_speed_range": list(self.host_run_speed_range),
             "capture_cpu": self.capture_cpu, "target_cpu": self.target_cpu,
             "python_timing_steps": self.python_timing_steps,
             "sync_points_by_source": [asdict(g) for g in self.sync_groups],
@@ -572,6 +577,8 @@ class PredictionRecord:
                                           for r in d.get("step_time_by_host_speed", ())),
             python_time_range_us=tuple(map(float, d.get("python_time_range_us", (0.0, 0.0)))),
             step_time_range_us=tuple(map(float, d.get("step_time_range_us", (0.0, 0.0)))),
+            step_time_run_range_us=tuple(map(float, d.get("step_time_run_range_us", (0.0, 0.0)))),
+            host_run_speed_range=tuple(map(float, d.get("host_run_speed_range", (1.0, 1.0)))),
             capture_cpu=d.get("capture_cpu", ""), target_cpu=d.get("target_cpu", ""),
             python_timing_steps=int(d.get("python_timing_steps", 1)),
             sync_groups=tuple(SyncPointGroup(**g) for g in d.get("sync_points_by_source", ())),

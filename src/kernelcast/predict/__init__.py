@@ -133,6 +133,10 @@ class Prediction:
     # and are for, and over how many recorded steps the model Python was read.
     python_time_range_us: tuple[float, float] = (0.0, 0.0)
     step_time_range_us: tuple[float, float] = (0.0, 0.0)
+    # The step with every CPU cost at the slow and fast ends of this host's own calibration runs (host.py
+    # run_speed_range, the factors beside it); (0, 0): not computed.
+    step_time_run_range_us: tuple[float, float] = (0.0, 0.0)
+    host_run_speed_range: tuple[float, float] = (1.0, 1.0)
     capture_cpu: str = ""
     target_cpu: str = ""
     python_timing_steps: int = 1
@@ -522,6 +526,8 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
         python_time_us=sum(p.python_us for p in preds), launch_bound_ops=sum(p.launch_bound for p in preds),
         **_python_ranges(capture, host, preds, launches, captured_python),
         step_time_by_host_speed=tuple((f, steady_state_step_us(launches, host_scale=f)) for f in HOST_SPEED_FACTORS),
+        step_time_run_range_us=tuple(steady_state_step_us(launches, host_scale=f) for f in host.run_speed_range),
+        host_run_speed_range=host.run_speed_range,
         comm=comm_summary(capture.ops, [p.time_us for p in preds], launches, step_us, link, capture.world_size)
         if link is not None else None,
         parallel_host=hooks,

@@ -22,6 +22,7 @@ import dataclasses
 from dataclasses import dataclass
 
 import math
+import statistics
 
 from kernelcast.capture.cpu_speed import CpuBench
 from kernelcast.costs import Cost, cost_of
@@ -116,6 +117,8 @@ class HostModel:
     # The lowest and highest target/capture ratio over the benchmarks both machines ran: the model Python's
     # range on the target. One benchmark only: SINGLE_BENCHMARK_SPREAD either side of it.
     python_scale_range: tuple[float, float] = (1.0, 1.0)
+    # this host's speed over its own calibration runs (run_speed_range): every CPU cost x these at the ends
+    run_speed_range: tuple[float, float] = (1.0, 1.0)
     cpu_scale: float = 1.0  # every per-op cost on the target host over the calibration's (1: the calibrated host)
     # µs of host time per call of each LIBRARY_CASES op that the profile calibrated (by op name)
     library_call_us: tuple[tuple[str, float], ...] = ()
@@ -177,6 +180,7 @@ class HostModel:
         chain = section.get("mixed chain")
         if isinstance(chain, dict) and chain.get("ops"):
             values.update(_chain_factors(chain, HostModel(**values)))
+        values["run_speed_range"] = run_speed_range(section)
         calibrated = calibration_bench(section)
         on_target = target or calibrated
         if target is not None:
@@ -280,6 +284,35 @@ class HostModel:
 # the development machine spread from 0.91x to 1.08x their geometric mean (1.85, 2.20, 2.03:
 # validation/zoo_measured.json.gz cpu_microbenchmarks, benchmarks/host_determinism.py's cpu_bench).
 SINGLE_BENCHMARK_SPREAD = 0.09
+
+
+# The host's own speed from one process to the next: each calibration run's host costs over their median across
+# runs, the median over the cost kinds; the step is also given at the 10th and 90th percentile of those runs'
+# speeds. The H200's 18 runs (profiles/h200.json host.runs, separate processes over four days) spread 0.75-1.82,
+# 10th-90th percentile 0.88-1.46; a run right after torch.profiler had run in its process was about 1.4x slower
+# (scripts/host_spread_probe.py --isolate profiler: validation/host_spread/).
+RUN_SPREAD_QUANTILES = (0.1, 0.9)
+MIN_RUNS_FOR_SPREAD = 3
+
+
+def run_speed_range(section: dict) -> tuple[float, float]:
+    """(slow, fast) host-speed factors the profile's own calibration runs span (RUN_SPREAD_QUANTILES), 1.0 for
+    the median run; (1.0, 1.0) with fewer than MIN_RUNS_FOR_SPREAD runs recorded."""
+    runs = section.get("runs") or ()
+    kinds = [v for v in section.values() if isinstance(v, dict) and v.get("median_us")
+             and len(v.get("per_run_median_us") or ()) == len(runs)]
+    if len(runs) < MIN_RUNS_FOR_SPREAD or not kinds:
+        return (1.0, 1.0)
+    speeds = sorted(statistics.median(v["per_run_median_us"][i] / v["median_us"] for v in kinds)
+                    for i in range(len(runs)))
+
+    def quantile(q: float) -> float:  # linear between the nearest runs
+        at = q * (len(speeds) - 1)
+        below = int(at)
+        above = min(below + 1, len(speeds) - 1)
+        return speeds[below] + (speeds[above] - speeds[below]) * (at - below)
+
+    return (round(quantile(RUN_SPREAD_QUANTILES[0]), 3), round(quantile(RUN_SPREAD_QUANTILES[1]), 3))
 
 
 def scale_range(ratios: tuple[float, ...]) -> tuple[float, float]:

@@ -43,6 +43,7 @@ def prediction_record(pred) -> PredictionRecord:
         python_time_us=pred.python_time_us, launch_bound_ops=pred.launch_bound_ops,
         step_time_by_host_speed=pred.step_time_by_host_speed,
         python_time_range_us=pred.python_time_range_us, step_time_range_us=pred.step_time_range_us,
+        step_time_run_range_us=pred.step_time_run_range_us, host_run_speed_range=pred.host_run_speed_range,
         capture_cpu=pred.capture_cpu, target_cpu=pred.target_cpu, python_timing_steps=pred.python_timing_steps,
         sync_groups=tuple(SyncPointGroup(g.source, g.kind, g.count, g.stall_us, g.saving_us, g.advice)
                           for g in pred.sync_groups),

@@ -144,7 +144,14 @@ def host_line(pred) -> str:
                       != time_text(rec.step_time_range_us[1]) else "the step does not move over it: the GPU sets it")
         python += (f" (range {_range(*rec.python_time_range_us)}: the CPU benchmarks' ratios between the two "
                    f"machines, the capture's readings; {step_range})")
-    return (f"host: {rec.host}; {cpus}. CPU {time_text(rec.host_time_us)} per step, of which {python}; "
+    slow, fast = rec.host_run_speed_range
+    runs = ""
+    if rec.step_time_run_range_us[1] > 0 and (slow, fast) != (1.0, 1.0):
+        moved = (f"step {_range(*rec.step_time_run_range_us)}" if time_text(rec.step_time_run_range_us[0])
+                 != time_text(rec.step_time_run_range_us[1]) else "the step does not move: the GPU sets it")
+        runs = (f"; this host's own speed from process to process (its calibration runs, 10th-90th percentile: CPU "
+                f"work x{slow:.2f}-x{fast:.2f}): {moved}")
+    return (f"host: {rec.host}; {cpus}. CPU {time_text(rec.host_time_us)} per step, of which {python}{runs}; "
             f"step {what_if}{launch}")
 
 

@@ -1,0 +1,51 @@
+"""Do the printed step ranges hold the measured step? (issue 33)
+
+    python3 scripts/host_range_check.py validation/zoo_repredicted.json validation/host_spread/zoo_timing_clean_run1.json.gz
+
+For every workload predicted host-bound in the first file (scripts/zoo_validate.py's output: the point
+prediction, the model Python's range `step_time_range_us` and this host's calibration runs' range
+`step_time_run_range_us`), whether each range holds the step time measured in each timing file
+(scripts/zoo_measure.py, --timing-only or not: `step_ms_median`), and the point prediction's error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import statistics
+import sys
+
+
+def _load(path: str) -> dict:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        return json.load(f)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("predicted", help="scripts/zoo_validate.py --out JSON")
+    parser.add_argument("measured", nargs="+", help="scripts/zoo_measure.py outputs (json.gz)")
+    args = parser.parse_args()
+    predicted = {w["name"]: w["predicted"] for w in _load(args.predicted)["workloads"] if "predicted" in w}
+    for path in args.measured:
+        doc = _load(path)
+        truth = {w["name"]: w["measured"]["step_ms_median"] * 1e3 for w in doc["workloads"] if "measured" in w}
+        rows = [(n, p, truth[n]) for n, p in predicted.items() if n in truth and p.get("bound") == "host"
+                and p.get("step_time_run_range_us")]
+        if not rows:
+            print(f"{path}: no host-bound workload predicted with a range")
+            continue
+        inside_python = sum(p["step_time_range_us"][0] <= t <= p["step_time_range_us"][1] for _, p, t in rows)
+        inside_runs = sum(p["step_time_run_range_us"][0] <= t <= p["step_time_run_range_us"][1] for _, p, t in rows)
+        errors = [p["step_time_us"] / t - 1.0 for _, p, t in rows]
+        print(f"{path} ({doc.get('date', '?')}): {len(rows)} workloads predicted host-bound; point prediction median "
+              f"error {statistics.median(abs(e) for e in errors):.1%} (signed {statistics.median(errors):+.1%}); "
+              f"measured step inside the model-Python range {inside_python}, inside this host's calibration-run "
+              f"range {inside_runs}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
