@@ -55,6 +55,9 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
 - h200_conv_volumetric_wide_raw.json.gz: a second draw of conv_volumetric's kinds at batches to 128 and sizes to
   2 GiB (`PYTHONPATH=src python3 scripts/probe_shape_kinds.py --out-dir . --only conv_wide`, 51 s on the H200), rows
   for the conv time tables only, not the launch counts (TIME_RUNS);
+- h200_conv_pointwise_raw.json.gz: 1x1 and 3x3 fp32 convolutions of 4-256 channels over 16 K-4 M positions, NCHW
+  and channels_last, three passes (`... probe_shape_kinds.py --out-dir . --only conv_pointwise`, 10 s on the
+  H200; sweep.py conv_pointwise_cases says why), rows for the conv time tables only (TIME_RUNS);
 - h200_channel_grid_raw.json.gz: cuDNN's batch norm in training over 3-2048 channels of 1 K-33 M values (NCHW
   and NCDHW, fp32 and fp16), softmax over a dim that is not the last, group norm at few groups over long maps
   (the microbenchmark section channel_grid; `PYTHONPATH=src python3 scripts/probe_channel_kinds.py --out-dir .`,
@@ -117,7 +120,7 @@ RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.js
             "validation/h200_conv_volumetric_raw.json.gz", "validation/h200_shape_kinds_grid_raw.json.gz",
             "validation/h200_channel_grid_raw.json.gz")
 # Sweep runs whose rows join the time tables but not the launch counts (calibrate/profile.py build_profile).
-TIME_RUNS = ("validation/h200_conv_volumetric_wide_raw.json.gz",)
+TIME_RUNS = ("validation/h200_conv_volumetric_wide_raw.json.gz", "validation/h200_conv_pointwise_raw.json.gz")
 # launch counts only (calibrate/profile.py says why)
 LAUNCH_RUNS = ("validation/h200_gemm_log_uniform_raw.json.gz", "validation/h200_conv_log_uniform_raw.json.gz",
                "validation/h200_gemm_log_uniform_2_raw.json.gz", "validation/h200_conv_log_uniform_2_raw.json.gz")

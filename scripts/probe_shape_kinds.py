@@ -10,7 +10,9 @@ Writes two raw runs in the format scripts/build_h200_profile.py merges:
   pooling, wide 2-D average pooling, layer norm over few long rows, group norm, scans), as `kernelcast calibrate
   --sections shape_kinds_grid` runs it;
 - with --only conv_wide, h200_conv_volumetric_wide_raw.json.gz: the sweep section conv_volumetric_wide, a second
-  draw of those convolutions at batches to 128 and sizes to 2 GiB (calibrate/sweep.py CONV_VOLUMETRIC_WIDE).
+  draw of those convolutions at batches to 128 and sizes to 2 GiB (calibrate/sweep.py CONV_VOLUMETRIC_WIDE);
+- with --only conv_pointwise, h200_conv_pointwise_raw.json.gz: 1x1 and 3x3 convolutions of few channels over
+  large maps (calibrate/sweep.py conv_pointwise_cases), about a minute.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out-dir", required=True)
-    parser.add_argument("--only", choices=("conv", "grid", "conv_wide"), help="run one of them")
+    parser.add_argument("--only", choices=("conv", "grid", "conv_wide", "conv_pointwise"), help="run one of them")
     args = parser.parse_args()
     from kernelcast.calibrate import require_gpu, run_meta, write_raw
     from kernelcast.calibrate.microbench import run_all
@@ -33,6 +35,14 @@ def main() -> int:
     require_gpu()
     out = Path(args.out_dir)
     command = "PYTHONPATH=src python3 scripts/probe_shape_kinds.py --out-dir ."
+    if args.only == "conv_pointwise":  # 1x1 and 3x3 convolutions over large maps (sweep.py conv_pointwise_cases)
+        t0 = time.perf_counter()
+        results = run_sweep(sweep_cases(["conv_pointwise"]))
+        write_raw({"meta": run_meta(command + " --only conv_pointwise", t0), "cases": [], "sweep": results,
+                   "host": {}}, str(out / "h200_conv_pointwise_raw.json.gz"))
+        print(f"conv_pointwise: {len(results)} cases, {sum('error' in r for r in results)} errors, "
+              f"{time.perf_counter() - t0:.0f} s")
+        return 0
     if args.only == "conv_wide":  # the second draw at larger batches and sizes (sweep.py CONV_VOLUMETRIC_WIDE)
         t0 = time.perf_counter()
         results = run_sweep(sweep_cases(["conv_volumetric_wide"]))

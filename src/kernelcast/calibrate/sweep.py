@@ -504,6 +504,38 @@ def conv_volumetric_cases(device: str, scale: float = 1.0, wide: bool = False) -
             yield Case("conv", {**params, "pass": pass_}, lambda p={**params, "pass": pass_}: _conv_call(p, device))
 
 
+# -- pointwise (1x1) and 3x3 convolutions over large maps with few channels (issue 31) -------------------------
+# An FFT layer's 1x1 fp32 convolutions (32 -> 32 channels over 16 x 128 x 128 maps) ran their weight gradient
+# with cuDNN's `wgrad_implicit_gemm_indexed_wo_smem` at 2.8 ms each, 0.2 TFLOP/s (zoo fft_layers_train,
+# predicted 1.07 ms for the backward of all of them against 12.16 ms): no sweep shape had few channels over
+# that many positions (the designed grid keeps maps under 64 x 64 at those channel counts). This grid puts a
+# reduction of 16 K to 4 M positions under 4 to 256 channels in and out, kernels 1 and 3, stride 1, fp32 (TF32
+# allowed, torch's default for cuDNN: the kind that missed), NCHW and channels_last, each in its three passes.
+CONV_POINTWISE_CHANNELS = (4, 16, 32, 64, 128, 256)
+CONV_POINTWISE_MAPS = ((4, 64), (16, 128), (16, 256), (64, 256))  # (batch, side): 16 K to 4 M positions
+CONV_POINTWISE_MAX_BYTES = 1 << 30
+
+
+def conv_pointwise_cases(device: str, scale: float = 1.0) -> Iterator[Case]:
+    """The grid above: (C_in, C_out) pairs of the channel pool with C_out in {C_in, 2 C_in} or C_in = C_out / 2,
+    every map, kernels 1 and 3, two layouts; inputs and outputs under CONV_POINTWISE_MAX_BYTES."""
+    pairs = sorted({(c, c) for c in CONV_POINTWISE_CHANNELS} | {(c, 2 * c) for c in CONV_POINTWISE_CHANNELS[:-1]}
+                   | {(2 * c, c) for c in CONV_POINTWISE_CHANNELS[:-1]})
+    step = max(1, round(1 / scale)) if scale < 1 else 1
+    for i, ((c_in, c_out), (batch, side), kernel, dtype, channels_last) in enumerate(
+            (pair, m, k, d, cl) for pair in pairs for m in CONV_POINTWISE_MAPS for k in (1, 3)
+            for d in ("float32",) for cl in (False, True)):
+        if i % step:
+            continue
+        itemsize = 4 if dtype == "float32" else 2
+        if batch * (c_in + c_out) * side * side * itemsize > CONV_POINTWISE_MAX_BYTES:
+            continue
+        params = {"dims": 2, "batch": batch, "c_in": c_in, "c_out": c_out, "kernel": kernel, "stride": 1,
+                  "groups": 1, "size": side, "dtype": dtype, "channels_last": channels_last}
+        for pass_ in CONV_PASSES:
+            yield Case("conv", {**params, "pass": pass_}, lambda p={**params, "pass": pass_}: _conv_call(p, device))
+
+
 # -- attention -----------------------------------------------------------------------------------------------
 ATTENTION_CASES = 260
 
@@ -612,6 +644,7 @@ EXTRA_SECTIONS = {
     "attention_decode": attention_decode_cases,
     "conv_volumetric": conv_volumetric_cases,
     "conv_volumetric_wide": lambda dev, scale: conv_volumetric_cases(dev, scale, wide=True),
+    "conv_pointwise": conv_pointwise_cases,
     **{drawn_section("gemm_log_uniform", draw): (lambda dev, scale, draw=draw: gemm_log_uniform_cases(Pool(dev), scale, draw))
        for draw in range(1, DRAWS + 1)},
     **{drawn_section("conv_log_uniform", draw): (lambda dev, scale, draw=draw: conv_log_uniform_cases(dev, scale, draw))
