@@ -285,9 +285,11 @@ def _cmd_fit(args: argparse.Namespace) -> int:
             print(f"  {name}={value}: no memory prediction", flush=True)
             return
         verdict = "fits" if fits else ("out of memory" if not mem.fit.fits else f"inside the {args.margin:g}% margin")
+        allowed = mem.fit.usable_bytes * (1.0 - margin)
         print(f"  {name}={value}: {verdict} (peak {human_bytes(mem.peak_bytes)} "
-              f"allocated, {human_bytes(mem.fit.peak_reserved_bytes)} reserved at most "
-              f"of {human_bytes(mem.fit.usable_bytes)} usable)", flush=True)
+              f"allocated, {human_bytes(mem.fit.peak_reserved_bytes)} reserved at most; "
+              f"{human_bytes(allowed)} allowed: {human_bytes(mem.fit.usable_bytes)} usable less the margin)",
+              flush=True)
 
     print(f"searching {name} in {low}..{high} on {gpu.name} (one capture per value), leaving {args.margin:g}% of "
           "the usable memory free for what the prediction can miss (--margin) ...", flush=True)
@@ -297,8 +299,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     if search.max_fit is None:
         print(f"no {name} in {low}..{high} fits on {gpu.name}: {name}={low} is already out of memory")
     else:
-        beyond = (f"{name}={search.first_oom} does not" if search.first_oom is not None
-                  else f"the whole range fits (up to {high})")
+        beyond = (f"{name}={search.first_oom} does not fit with the margin" if search.first_oom is not None
+                  else f"the whole range fits, up to {high}")
         unit = "samples" if name in BATCH_NAMES else name
         print(f"largest {name} that fits on {gpu.name} with a {args.margin:g}% margin: {search.max_fit} ({beyond}); "
               f"step {pred.step_time_us / 1000:.2f} ms, {result.throughput:,.1f} {unit} per second")

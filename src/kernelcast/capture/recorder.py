@@ -603,7 +603,10 @@ class Recorder(TorchDispatchMode):
 
         if not self.recording:
             return
-        self._record_marker(USER_GRAPH_REPLAY_OP, {"kernels": sum("host" not in op.tags for op in body)})
+        kernels = sum("host" not in op.tags for op in body)
+        self._note(f"CUDA graph replayed (torch.cuda.CUDAGraph.replay): its {len(body)} captured ops issued again "
+                   "behind one launch, with no host work of their own")
+        self._record_marker(USER_GRAPH_REPLAY_OP, {"kernels": kernels})
         capture_stream = body[0].stream if body else 0
         offset = len(self.ops) - (body[0].index if body else 0)
         with self.clock.ours():  # kernelcast's bookkeeping, not the model's Python

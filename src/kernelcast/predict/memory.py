@@ -238,10 +238,10 @@ UNMODELLED_WORKSPACES = {
 UNMODELLED_NOTE = "not in the predicted peak (sizes chosen at run time by the library): {what}"
 # cuDNN convolution workspaces are in the peak, by the engine class cuDNN likely picks (conv_workspace.py); the
 # note says how sure that is.
-CONV_WORKSPACE_NOTE = ("cuDNN convolution workspaces are in the peak as cuDNN's heuristics likely size them "
-                       "(none, or copies of the operands for an NHWC engine on NCHW tensors; the class right for 81% "
-                       "of convolutions measured on the H200); torch.backends.cudnn.benchmark = True may pick "
-                       "engines that take more")
+CONV_WORKSPACE_NOTE = ("cuDNN convolution workspaces are in the peak, {largest} at most here: per convolution none, "
+                       "or copies of its operands where cuDNN likely runs an NHWC engine on NCHW tensors (which of "
+                       "the two was right for 81% of the H200's measured convolutions; other GPUs assumed alike); "
+                       "torch.backends.cudnn.benchmark = True may pick engines that take more")
 
 
 def internal_temporaries(ops: tuple[OpRecord, ...]) -> dict[int, list[int]]:
@@ -259,9 +259,16 @@ def internal_temporaries(ops: tuple[OpRecord, ...]) -> dict[int, list[int]]:
 def unmodelled_notes(ops: tuple[OpRecord, ...]) -> tuple[str, ...]:
     device_ops = [op for op in ops if "host" not in op.tags]
     what = sorted({UNMODELLED_WORKSPACES[op.name] for op in device_ops if op.name in UNMODELLED_WORKSPACES})
-    convs = any(op.name in CONV_FORWARD_OPS or op.name in CONV_BACKWARD_OPS for op in device_ops)
+    convs = [op for op in device_ops if op.name in CONV_FORWARD_OPS or op.name in CONV_BACKWARD_OPS]
+    largest = max((n for op in convs for n in conv_workspace(op)), default=0)
     return (((UNMODELLED_NOTE.format(what="; ".join(what)),) if what else ()) +
-            ((CONV_WORKSPACE_NOTE,) if convs else ()))
+            ((CONV_WORKSPACE_NOTE.format(largest=_mib(largest)),) if convs else ()))
+
+
+def _mib(n: int) -> str:
+    """Bytes for a note, as the memory lines give them (report/memory_text.py human_bytes; predict does not
+    import the report)."""
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
 
 
 # -- replay ---------------------------------------------------------------------------------------------

@@ -86,6 +86,7 @@ def verdict_text(rec: PredictionRecord) -> str:
 
 # Leads the summary of a step that runs torch.compile'd code (capture/compiled.py).
 CUDAGRAPH_REPLAY_OP = "host.cudagraph_replay"  # capture/inductor.py (the report does not import torch)
+USER_GRAPH_REPLAY_OP = "host.user_graph_replay"  # a user's CUDAGraph.replay() (capture/recorder.py)
 COMPILED_AS_EAGER = "compiled step predicted as eager PyTorch (Inductor could not run here): "
 COMPILED_BY_INDUCTOR = "compiled step, Inductor's kernels (what is fitted and what is a stand-in: see notes): "
 
@@ -110,6 +111,8 @@ def summary_line(pred) -> str:
 def _launch_bound_fix(rec: PredictionRecord) -> str:
     """What would take launches off the host, given what the step already does: eager code can be compiled;
     compiled code (Inductor's kernels) can replay as CUDA graphs (mode="reduce-overhead") unless it does."""
+    if any(op.op == USER_GRAPH_REPLAY_OP for op in rec.ops):
+        return "they run outside the step's CUDA graph: capture them into it, or fuse them with torch.compile"
     if rec.compiled_as != "inductor":
         return "fuse them with torch.compile, or replay the step as a CUDA graph"
     if any(op.op == CUDAGRAPH_REPLAY_OP for op in rec.ops):
@@ -149,8 +152,8 @@ def host_line(pred) -> str:
     if rec.step_time_run_range_us[1] > 0 and (slow, fast) != (1.0, 1.0):
         moved = (f"step {_range(*rec.step_time_run_range_us)}" if time_text(rec.step_time_run_range_us[0])
                  != time_text(rec.step_time_run_range_us[1]) else "the step does not move: the GPU sets it")
-        runs = (f"; this host's own speed from process to process (its calibration runs, 10th-90th percentile: CPU "
-                f"work x{slow:.2f}-x{fast:.2f}): {moved}")
+        runs = (f"; the calibrating host's speed from one process to the next (10th-90th percentile of its "
+                f"calibration runs: CPU work x{slow:.2f}-x{fast:.2f}): {moved}")
     return (f"host: {rec.host}; {cpus}. CPU {time_text(rec.host_time_us)} per step, of which {python}{runs}; "
             f"step {what_if}{launch}")
 

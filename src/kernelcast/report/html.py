@@ -110,7 +110,7 @@ def _summary(rec: PredictionRecord) -> str:
             ("kernel times", rec.kernel_model), ("host", rec.host)]
     slow, fast = rec.host_run_speed_range
     if rec.step_time_run_range_us[1] > 0 and (slow, fast) != (1.0, 1.0):
-        rows.append((f"step over this host's calibration runs (CPU work x{slow:.2f}-x{fast:.2f})",
+        rows.append((f"step over the calibrating host's runs (CPU work x{slow:.2f}-x{fast:.2f})",
                      f"{time_text(rec.step_time_run_range_us[0])}-{time_text(rec.step_time_run_range_us[1])}"))
     for factor, step in rec.step_time_by_host_speed:
         rows.append((f"step with CPU work x{factor:g}", time_text(step)))

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from kernelcast.records import PredictionRecord
 
+from .format import time_text
+
 GIB, MIB = 2**30, 2**20
 TRACE_MEMORY_PID = 3  # the trace's process for counters (1: host, 2: GPU; see trace.py)
 
@@ -31,7 +33,7 @@ def peak_op_text(mem: dict) -> str:
 def fix_line(fix: dict) -> str:
     if fix.get("peak_memory_bytes") is None:
         return f"  - {fix['name']}: not re-predicted ({fix.get('note', '')})"
-    time = f", step {fix['step_time_us'] / 1000:.2f} ms" if fix.get("step_time_us") else ""
+    time = f", step {time_text(fix['step_time_us'])}" if fix.get("step_time_us") else ""
     note = f" ({fix['note']})" if fix.get("note") else ""
     if fix.get("fits"):
         return (f"  - {fix['name']}: peak {human_bytes(fix['peak_memory_bytes'])} allocated, "
