@@ -1,0 +1,104 @@
+"""Fit the host cost of torch.compile'd code per unit from a device probe of compiled calls (issue 32).
+
+scripts/probe_compiled_host.py measures, on a GPU's host, the CPU time per call of small compiled functions
+(eager, default, reduce-overhead) whose kernels never fill the GPU queue; scripts/fit_compiled_host.py captures
+the same cases here and calls `fit`. Each case's compiled units are counted from its capture (units_of): graph
+calls and their tensor inputs (host.compiled_graph), Triton launches, allocations and reinterpretations in
+Inductor's wrapper, CUDA graph replays and their inputs (host.cudagraph_replay). The rest of each call's host
+time (extern kernels such as cuBLAS, the static-input copies, the Python timed in the capture) is priced by
+the profile's eager host model (rest_us), corrected by that model's miss on the same case run eagerly where
+the extern kernels are GEMMs (the eager model prices a 64x64 mm's launch at 13 µs, the probe's eager rows
+measured about 25: that miss is not the compiled code's). What the measurement leaves is fitted as units x
+per-unit costs, non-negative, by least squares on relative error (scipy's NNLS), default and reduce-overhead
+apart. The result goes into the profile's host section as `compiled`, which predict/host.py's HostModel reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+GEMM_OPS = ("mm", "addmm", "bmm", "baddbmm")
+DEFAULT_UNITS = ("compiled_graph_us", "compiled_input_us", "generated_launch_us", "compiled_view_us")
+REPLAY_UNITS = ("cudagraph_replay_us", "replay_input_us")
+
+
+def units_of(capture) -> dict[str, float]:
+    """The compiled units of one captured call (the module docstring lists them)."""
+    from kernelcast.costs import cost_of
+    from kernelcast.predict.host import (COMPILED_GRAPH_OP, CUDAGRAPH_REPLAY_OP, GRAPHED_TAG, TRITON_OP_PREFIX,
+                                         is_compiled_view)
+
+    units = dict.fromkeys(DEFAULT_UNITS + REPLAY_UNITS, 0.0)
+    for op in capture.ops:
+        if GRAPHED_TAG in op.tags:
+            continue
+        if op.op == COMPILED_GRAPH_OP:
+            units["compiled_graph_us"] += 1
+            units["compiled_input_us"] += op.args.get("inputs", 0)
+        elif op.op == CUDAGRAPH_REPLAY_OP:
+            units["cudagraph_replay_us"] += 1
+            units["replay_input_us"] += op.args.get("inputs", 0)
+        elif op.op.startswith(TRITON_OP_PREFIX):
+            units["generated_launch_us"] += 1
+        elif is_compiled_view(op, cost_of(op)):
+            units["compiled_view_us"] += 1
+    return units
+
+
+def gemm_launches(capture) -> int:
+    """GEMM launches the host makes (none for those a CUDA graph replays)."""
+    from kernelcast.predict.host import GRAPHED_TAG
+
+    return sum(1 for op in capture.ops if op.name in GEMM_OPS and GRAPHED_TAG not in op.tags)
+
+
+def rest_us(capture, gpu: str = "h200") -> float:
+    """The call's host time on the profiled host with every compiled unit at zero (the Python timed in the
+    capture, Inductor's wrapper's included, carried by the Python benchmarks' ratio as in a prediction)."""
+    from kernelcast.devices import get_gpu
+    from kernelcast.predict import host_model_for, predict_capture
+
+    host = host_model_for(get_gpu(gpu), capture)
+    zero = dataclasses.replace(host, **dict.fromkeys(DEFAULT_UNITS + REPLAY_UNITS, 0.0))
+    return predict_capture(capture, gpu, host_model=zero).host_time_us
+
+
+def nonnegative_relative_fit(rows: list[list[float]], targets: list[float], measured: list[float]) -> list[float]:
+    """Per-unit costs >= 0 minimizing sum(((rows . c) - target) / measured)^2 (scipy's NNLS): the error
+    relative to each call's measured time, so that 30 µs and 1 ms calls count alike."""
+    import numpy as np
+    from scipy.optimize import nnls
+
+    weights = 1.0 / np.array(measured, dtype=float)
+    coef, _ = nnls(np.array(rows, dtype=float) * weights[:, None], np.array(targets, dtype=float) * weights)
+    return [float(c) for c in coef]
+
+
+def fit(doc: dict, capture: Callable[[str, int, str | None], object]) -> tuple[dict, list[dict]]:
+    """(per-unit µs, the probe's rows with their units, rest and fitted µs) from a probe document (its `rows`:
+    case, size, mode, cpu_us) and `capture(case, size, mode)`, the case captured here (mode None: eager)."""
+    eager_miss = {}  # (case, size) -> µs per GEMM the eager model misses on this host
+    for row in doc["rows"]:
+        if "error" not in row and row["mode"] == "eager":
+            cap = capture(row["case"], row["size"], None)
+            if gemm_launches(cap):
+                eager_miss[(row["case"], row["size"])] = (row["cpu_us"] - rest_us(cap)) / gemm_launches(cap)
+    rows = []
+    for row in doc["rows"]:
+        if "error" in row or row["mode"] == "eager":
+            continue
+        cap = capture(row["case"], row["size"], row["mode"])
+        rest = rest_us(cap) + eager_miss.get((row["case"], row["size"]), 0.0) * gemm_launches(cap)
+        rows.append({**row, "units": units_of(cap), "rest_us": round(rest, 2)})
+    out = {}
+    for names, mode in ((DEFAULT_UNITS, "default"), (REPLAY_UNITS, "reduce-overhead")):
+        picked = [r for r in rows if r["mode"] == mode]
+        coef = nonnegative_relative_fit([[r["units"][n] for n in names] for r in picked],
+                                        [r["cpu_us"] - r["rest_us"] for r in picked], [r["cpu_us"] for r in picked])
+        for name, c in zip(names, coef):
+            out[name] = round(c, 3)
+    for r in rows:
+        names = DEFAULT_UNITS if r["mode"] == "default" else REPLAY_UNITS
+        r["fitted_us"] = round(r["rest_us"] + sum(out[n] * r["units"][n] for n in names), 2)
+    return out, rows
