@@ -107,6 +107,7 @@ from pathlib import Path
 from kernelcast.calibrate import build_profile, read_raw
 from kernelcast.calibrate.arithmetic_caps import arithmetic_caps
 from kernelcast.calibrate.foreach_blocks import profile_section as foreach_blocks_section
+from kernelcast.calibrate.foreach_blocks import stream_section as foreach_stream_section
 
 ROOT = Path(__file__).resolve().parent.parent
 RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.json.gz",
@@ -126,6 +127,7 @@ LAUNCH_RUNS = ("validation/h200_gemm_log_uniform_raw.json.gz", "validation/h200_
                "validation/h200_gemm_log_uniform_2_raw.json.gz", "validation/h200_conv_log_uniform_2_raw.json.gz")
 RNN_FIT = "validation/probes/rnn_time_fit.json"
 FOREACH_PROBE = "validation/probes/foreach_probe.json"
+FOREACH_STREAM_PROBE = "validation/probes/foreach_stream.json"
 ARITHMETIC_PROBE = "validation/probes/pointwise_math_probe.json"
 COMPILED_HOST_FIT = "validation/probes/compiled_host_fit.json"
 
@@ -160,6 +162,8 @@ def main() -> int:
     profile["timings"]["rnn"] = json.loads((ROOT / RNN_FIT).read_text())
     probe = json.loads((ROOT / FOREACH_PROBE).read_text())
     profile["timings"]["foreach_blocks"] = foreach_blocks_section(probe, FOREACH_PROBE)
+    profile["timings"]["foreach_stream"] = foreach_stream_section(json.loads((ROOT / FOREACH_STREAM_PROBE).read_text()),
+                                                                  FOREACH_STREAM_PROBE)
     profile["timings"]["arithmetic_caps"] = arithmetic_caps(json.loads((ROOT / ARITHMETIC_PROBE).read_text()),
                                                             ARITHMETIC_PROBE)
     # the host section (merged host runs, scripts/merge_host_runs.py) is kept from the profile being replaced, or

@@ -9,6 +9,8 @@ once for lists already in L2 ("warm"); a block waits on memory latency, so the t
 
 from __future__ import annotations
 
+import statistics
+
 CHUNK_ELEMENTS = 65536
 MAX_CHUNKS = 32
 
@@ -31,3 +33,28 @@ def fit_line(rows: list[dict]) -> dict:
 def profile_section(probe: dict, probe_path: str) -> dict:
     """The profile's `timings.foreach_blocks`: the fit of a probe run, with where it came from."""
     return {**fit(probe["rows"]), "source": f"{probe_path} ({probe['command']}, {probe['date']})"}
+
+
+# The lists each op of scripts/probe_foreach_stream.py streams, distinct reads plus the write (addcmul_ reads its
+# gradient list twice: once from memory); lists of at least STREAM_MIN_BYTES, where launches are full and the rate
+# is flat.
+STREAM_LISTS = {"_foreach_mul_": 2, "_foreach_div_": 2, "_foreach_add_": 2, "_foreach_sqrt": 2,
+                "_foreach_lerp_": 3, "_foreach_addcmul_": 3, "_foreach_addcdiv_": 4}
+STREAM_MIN_BYTES = 1 << 30
+_ITEMSIZE = {"bfloat16": 2, "float16": 2, "float32": 4, "float64": 8}
+
+
+def stream_section(probe: dict, probe_path: str) -> dict:
+    """The profile's `timings.foreach_stream`: bytes per µs multi_tensor_apply streams over optimizer-sized
+    lists, by item size and then by the lists an op streams (the median over the probe's ops on lists of
+    STREAM_MIN_BYTES or more). On the H200 (torch 2.11): bf16 about 2.8 TB/s over 2 lists, 3.4 over 3, 3.6 over 4;
+    fp32 3.4, 3.8, 3.9; the pointwise curve streams 4.2."""
+    rates: dict[str, dict[str, list[float]]] = {}
+    for row in probe["rows"]:
+        lists = STREAM_LISTS.get(row["op"])
+        if lists and row["list_bytes"] >= STREAM_MIN_BYTES:
+            by_lists = rates.setdefault(str(_ITEMSIZE[row["dtype"]]), {})
+            by_lists.setdefault(str(lists), []).append(lists * row["list_bytes"] / (row["ms"] * 1e3))
+    return {"bytes_per_us": {size: {n: round(statistics.median(v), 1) for n, v in sorted(by.items())}
+                             for size, by in sorted(rates.items())},
+            "source": f"{probe_path} ({probe['command']}, {probe['date']})"}

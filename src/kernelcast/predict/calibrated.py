@@ -45,7 +45,7 @@ from kernelcast.costs.sparse import COALESCE_KEY
 from kernelcast.costs.tree_model import TreeRegressor
 from kernelcast.devices import GPU
 from kernelcast.devices.achieved import DATASHEET, MEMORY, AchievedRates, achieved_rates, rate_class
-from kernelcast.records import CaptureSettings
+from kernelcast.records import DTYPE_BYTES, CaptureSettings
 
 from .kernel_model import NO_KERNEL, KernelEstimate, RooflineModel, combined
 from .linalg_time import linalg_time_us
@@ -113,6 +113,7 @@ GENERATED_FIT_UNCERTAINTY = 0.3
 # A multi_tensor_apply launch's bytes are read off the pointwise curve's 4-byte points (optimizer state is fp32
 # in the zoo's steps; the foreach cost key carries chunking, not an item size).
 FOREACH_CURVE_ITEMSIZE = 4
+FOREACH_CHUNK_ELEMENTS = 65536  # multi_tensor_apply's chunk (costs/foreach.py CHUNK_ELEMENTS)
 GENERATED_FIT_NOTE = ("Inductor's Triton kernels are timed from Inductor's own byte counts by a launch floor and a "
                       "sustained bandwidth per kernel class (pointwise, reduction, persistent reduction) and kernels "
                       "that add atomically by their atomics, fitted to the {gpu}'s compiled microbenchmarks (on its "
@@ -647,6 +648,15 @@ class CalibratedModel:
         per_launch = cost.bytes / launches
         stream_us = (_streaming_us(points, per_launch, FOREACH_CURVE_ITEMSIZE, self.floor_us)
                      if points and per_launch > 0 else self.floor_us)
+        # multi_tensor_apply streams slower than the pointwise curve over optimizer-sized lists, bf16 slower than
+        # fp32, an op over more lists faster (calibrate/foreach_blocks.py stream_section: on the H200 2.8-3.9
+        # TB/s against 4.2); the lists an op streams are its bytes over one list's (chunks of CHUNK_ELEMENTS)
+        itemsize = DTYPE_BYTES.get(cost.dtype, FOREACH_CURVE_ITEMSIZE)
+        by_lists = self.profile["timings"].get("foreach_stream", {}).get("bytes_per_us", {}).get(str(itemsize))
+        if by_lists and cost.key and cost.key[2]:
+            lists = cost.bytes / (cost.key[2] * FOREACH_CHUNK_ELEMENTS * itemsize)
+            nearest = min(by_lists, key=lambda n: abs(int(n) - lists))
+            stream_us = max(stream_us, per_launch / by_lists[nearest])
         if self.transferred:  # the streaming part on another GPU, as for the other memory kinds
             stream_us *= self._bandwidth_ratio()
         return launches * max(block_us, stream_us)
