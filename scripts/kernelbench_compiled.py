@@ -58,7 +58,6 @@ def captures_dir(mode: str) -> Path:
 
 def capture(mode: str, only: list[str]) -> int:
     import kernelcast  # noqa: F401  (before torch: the fake CUDA shim)
-    from kernelcast.capture import capture_workload
 
     folder = captures_dir(mode)
     folder.mkdir(parents=True, exist_ok=True)
@@ -71,18 +70,9 @@ def capture(mode: str, only: list[str]) -> int:
         target = folder / (name.replace("/", "__") + ".json")
         if target.exists() or name in failed:
             continue
-        start = time.perf_counter()
-        signal.alarm(kv.CAPTURE_TIMEOUT_S)
-        try:
-            cap = capture_workload(kv._build_for(kv._load(path)), "h200", workload=f"kernelbench:{name}",
-                                   compile_mode=mode)
-            cap.save(target)
-        except Exception as exc:  # a program that fails is a result: listed, not fatal
-            failed[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
-        finally:
-            signal.alarm(0)
-        print(f"{name}: {time.perf_counter() - start:.1f} s {'FAILED ' + failed[name] if name in failed else ''}",
-              file=sys.stderr, flush=True)
+        error = kv.capture_program(name, path, target, compile_mode=mode)
+        if error:
+            failed[name] = error
         failed_path.write_text(json.dumps(failed, indent=1, sort_keys=True))
     return 0
 

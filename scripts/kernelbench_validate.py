@@ -83,9 +83,30 @@ def _timeout(signum, frame):
     raise TimeoutError(f"capture took over {CAPTURE_TIMEOUT_S} s")
 
 
+def capture_program(name: str, path: Path, target: Path, compile_mode: str | None = None) -> str | None:
+    """Capture one program for the H200 into `target`, as `kernelcast predict [--compile MODE]` would, within
+    CAPTURE_TIMEOUT_S (the caller sets signal.SIGALRM's handler to _timeout); the error line if it fails (a
+    program that fails is a result: listed, not fatal), else None. Prints how long it took on stderr."""
+    from kernelcast.capture import capture_workload
+
+    start = time.perf_counter()
+    error = None
+    signal.alarm(CAPTURE_TIMEOUT_S)
+    try:
+        cap = capture_workload(_build_for(_load(path)), "h200", workload=f"kernelbench:{name}",
+                               compile_mode=compile_mode)
+        cap.save(target)
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+    finally:
+        signal.alarm(0)
+    print(f"{name}: {time.perf_counter() - start:.1f} s {'FAILED ' + error if error else ''}", file=sys.stderr,
+          flush=True)
+    return error
+
+
 def capture(only: list[str]) -> int:
     import kernelcast  # noqa: F401  (before torch: the fake CUDA shim)
-    from kernelcast.capture import capture_workload
 
     CAPTURES.mkdir(parents=True, exist_ok=True)
     failed = {}
@@ -96,17 +117,9 @@ def capture(only: list[str]) -> int:
         target = CAPTURES / (name.replace("/", "__") + ".json")
         if target.exists():
             continue
-        start = time.perf_counter()
-        signal.alarm(CAPTURE_TIMEOUT_S)
-        try:
-            cap = capture_workload(_build_for(_load(path)), "h200", workload=f"kernelbench:{name}")
-            cap.save(target)
-        except Exception as exc:  # a program that fails is a result: listed, not fatal
-            failed[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
-        finally:
-            signal.alarm(0)
-        print(f"{name}: {time.perf_counter() - start:.1f} s {'FAILED ' + failed[name] if name in failed else ''}",
-              file=sys.stderr, flush=True)
+        error = capture_program(name, path, target)
+        if error:
+            failed[name] = error
     (CAPTURES / "failed.json").write_text(json.dumps(failed, indent=1, sort_keys=True))
     return 0
 

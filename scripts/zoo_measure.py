@@ -108,20 +108,25 @@ def restore_backend_flags(flags: tuple) -> None:
     torch.set_float32_matmul_precision(precision)
 
 
-def measure(build) -> dict:
-    step, args = build()
-    args = tuple(args)
+def _step_times(step, args: tuple) -> dict:
+    """WARMUP steps, then the back-to-back and the synchronized step times."""
     for _ in range(WARMUP):
         step(*args)
     torch.cuda.synchronize()
     step_ms = back_to_back_ms(lambda: step(*args), STEPS, REPEATS)
     synced = synced_ms(lambda: step(*args), SYNCED)
+    return {"step_ms": step_ms, "step_ms_median": statistics.median(step_ms), "synced_ms": synced,
+            "synced_ms_median": statistics.median(synced)}
+
+
+def measure(build) -> dict:
+    step, args = build()
+    args = tuple(args)
+    times = _step_times(step, args)
     memory = measure_memory(step, args).to_json()
     prof = _profile(step, args)
     gpu_us = sum(k[3] for k in prof["kernels"])
-    return {"step_ms": step_ms, "step_ms_median": statistics.median(step_ms), "synced_ms": synced,
-            "synced_ms_median": statistics.median(synced), "gpu_time_us": round(gpu_us, 3),
-            "memory": memory, **prof}
+    return {**times, "gpu_time_us": round(gpu_us, 3), "memory": memory, **prof}
 
 
 def measure_timing(build) -> dict:
@@ -130,14 +135,7 @@ def measure_timing(build) -> dict:
     a 20-op chain 0.160 -> 0.226 and 0.162 -> 0.233 ms, none 0.169 -> 0.160 and 0.150 -> 0.155), so a
     workload timed after another's profile reads slow: --timing-only times every workload before any profile."""
     step, args = build()
-    args = tuple(args)
-    for _ in range(WARMUP):
-        step(*args)
-    torch.cuda.synchronize()
-    step_ms = back_to_back_ms(lambda: step(*args), STEPS, REPEATS)
-    synced = synced_ms(lambda: step(*args), SYNCED)
-    return {"step_ms": step_ms, "step_ms_median": statistics.median(step_ms), "synced_ms": synced,
-            "synced_ms_median": statistics.median(synced)}
+    return _step_times(step, tuple(args))
 
 
 def main() -> int:

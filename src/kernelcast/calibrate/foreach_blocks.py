@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import statistics
 
+from kernelcast.records import DTYPE_BYTES
+
 CHUNK_ELEMENTS = 65536
 MAX_CHUNKS = 32
 
@@ -41,7 +43,6 @@ def profile_section(probe: dict, probe_path: str) -> dict:
 STREAM_LISTS = {"_foreach_mul_": 2, "_foreach_div_": 2, "_foreach_add_": 2, "_foreach_sqrt": 2,
                 "_foreach_lerp_": 3, "_foreach_addcmul_": 3, "_foreach_addcdiv_": 4}
 STREAM_MIN_BYTES = 1 << 30
-_ITEMSIZE = {"bfloat16": 2, "float16": 2, "float32": 4, "float64": 8}
 
 
 def stream_section(probe: dict, probe_path: str) -> dict:
@@ -53,7 +54,7 @@ def stream_section(probe: dict, probe_path: str) -> dict:
     for row in probe["rows"]:
         lists = STREAM_LISTS.get(row["op"])
         if lists and row["list_bytes"] >= STREAM_MIN_BYTES:
-            by_lists = rates.setdefault(str(_ITEMSIZE[row["dtype"]]), {})
+            by_lists = rates.setdefault(str(DTYPE_BYTES[row["dtype"]]), {})
             by_lists.setdefault(str(lists), []).append(lists * row["list_bytes"] / (row["ms"] * 1e3))
     return {"bytes_per_us": {size: {n: round(statistics.median(v), 1) for n, v in sorted(by.items())}
                              for size, by in sorted(rates.items())},

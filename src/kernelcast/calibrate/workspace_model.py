@@ -24,6 +24,7 @@ import math
 from kernelcast.calibrate.launch_model import _classifier, _export
 from kernelcast.costs.launch_table import CONV_FEATURES, conv_features
 from kernelcast.costs.matmul import spatial_mean
+from kernelcast.records import DTYPE_BYTES
 
 # Class edges in workspace / operand bytes: under NONE_BELOW is none, under ONE_COPY_BELOW one copy, above two.
 NONE_BELOW = 0.25
@@ -35,7 +36,6 @@ SEED = 0
 ITERATIONS = 100
 LEAVES = 31
 _PASS = {"forward": "conv_fwd", "input_grad": "conv_bwd_input", "weight_grad": "conv_bwd_weight"}
-_ITEMSIZE = {"float32": 4, "float64": 8}
 
 
 def conv_geometry(p: dict) -> tuple[list[int], list[int], list[int], list[int]]:
@@ -71,7 +71,7 @@ def case_key(p: dict) -> tuple:
 def operand_bytes(p: dict) -> int:
     """Bytes of a sweep case's input, weight and output (or output gradient): what an NHWC engine copies."""
     spatial, kernel, _, out = conv_geometry(p)
-    itemsize = _ITEMSIZE.get(p["dtype"], 2)
+    itemsize = DTYPE_BYTES[p["dtype"]]
     x = p["batch"] * p["c_in"] * math.prod(spatial)
     y = p["batch"] * p["c_out"] * math.prod(out)
     w = p["c_out"] * (p["c_in"] // p["groups"]) * math.prod(kernel)

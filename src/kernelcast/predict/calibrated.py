@@ -38,6 +38,7 @@ from kernelcast.costs.pooling import WINDOW_KEY
 from kernelcast.costs.elementwise import SPATIAL_SOFTMAX_KEY
 from kernelcast.costs.launch_table import gemm_alignment, gemm_features
 from kernelcast.costs.matmul import CONV_KEY_FIELDS, kernel_family
+from kernelcast.costs.foreach import CHUNK_ELEMENTS
 from kernelcast.costs.linalg import SOLVER_KEY
 from kernelcast.costs.launch_table import log2_size as _log2
 from kernelcast.costs.rnn import RnnPart, part_from_key
@@ -113,7 +114,6 @@ GENERATED_FIT_UNCERTAINTY = 0.3
 # A multi_tensor_apply launch's bytes are read off the pointwise curve's 4-byte points (optimizer state is fp32
 # in the zoo's steps; the foreach cost key carries chunking, not an item size).
 FOREACH_CURVE_ITEMSIZE = 4
-FOREACH_CHUNK_ELEMENTS = 65536  # multi_tensor_apply's chunk (costs/foreach.py CHUNK_ELEMENTS)
 GENERATED_FIT_NOTE = ("Inductor's Triton kernels are timed from Inductor's own byte counts by a launch floor and a "
                       "sustained bandwidth per kernel class (pointwise, reduction, persistent reduction) and kernels "
                       "that add atomically by their atomics, fitted to the {gpu}'s compiled microbenchmarks (on its "
@@ -650,11 +650,11 @@ class CalibratedModel:
                      if points and per_launch > 0 else self.floor_us)
         # multi_tensor_apply streams slower than the pointwise curve over optimizer-sized lists, bf16 slower than
         # fp32, an op over more lists faster (calibrate/foreach_blocks.py stream_section: on the H200 2.8-3.9
-        # TB/s against 4.2); the lists an op streams are its bytes over one list's (chunks of CHUNK_ELEMENTS)
+        # TB/s against 4.2); the lists an op streams are its bytes over one list's (costs/foreach.py chunks)
         itemsize = DTYPE_BYTES.get(cost.dtype, FOREACH_CURVE_ITEMSIZE)
         by_lists = self.profile["timings"].get("foreach_stream", {}).get("bytes_per_us", {}).get(str(itemsize))
         if by_lists and cost.key and cost.key[2]:
-            lists = cost.bytes / (cost.key[2] * FOREACH_CHUNK_ELEMENTS * itemsize)
+            lists = cost.bytes / (cost.key[2] * CHUNK_ELEMENTS * itemsize)
             nearest = min(by_lists, key=lambda n: abs(int(n) - lists))
             stream_us = max(stream_us, per_launch / by_lists[nearest])
         if self.transferred:  # the streaming part on another GPU, as for the other memory kinds

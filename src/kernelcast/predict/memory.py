@@ -256,11 +256,13 @@ def internal_temporaries(ops: tuple[OpRecord, ...]) -> dict[int, list[int]]:
     return out
 
 
-def unmodelled_notes(ops: tuple[OpRecord, ...]) -> tuple[str, ...]:
+def unmodelled_notes(ops: tuple[OpRecord, ...], temporaries: dict[int, list[int]]) -> tuple[str, ...]:
+    """The memory notes on library workspaces; temporaries: internal_temporaries(ops), where the convolutions'
+    workspaces already are."""
     device_ops = [op for op in ops if "host" not in op.tags]
     what = sorted({UNMODELLED_WORKSPACES[op.name] for op in device_ops if op.name in UNMODELLED_WORKSPACES})
     convs = [op for op in device_ops if op.name in CONV_FORWARD_OPS or op.name in CONV_BACKWARD_OPS]
-    largest = max((n for op in convs for n in conv_workspace(op)), default=0)
+    largest = max((n for op in convs for n in temporaries.get(op.index, ())), default=0)
     return (((UNMODELLED_NOTE.format(what="; ".join(what)),) if what else ()) +
             ((CONV_WORKSPACE_NOTE.format(largest=_mib(largest)),) if convs else ()))
 
@@ -544,7 +546,7 @@ def predict_memory(capture: Capture, gpu: GPU, expandable_segments: bool = False
         by_module=tuple(modules[:10]), peak_op=_peak_op(ops, peak_position),
         fit=fit, workspaces=step.workspaces,
         timeline=_compact_timeline(state.timeline), expandable_segments=expandable_segments,
-        notes=trace.notes + unmodelled_notes(ops),
+        notes=trace.notes + unmodelled_notes(ops, step.temporaries),
     )
 
 
