@@ -58,6 +58,13 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
 - h200_conv_pointwise_raw.json.gz: 1x1 and 3x3 fp32 convolutions of 4-256 channels over 16 K-4 M positions, NCHW
   and channels_last, three passes (`... probe_shape_kinds.py --out-dir . --only conv_pointwise`, 10 s on the
   H200; sweep.py conv_pointwise_cases says why), rows for the conv time tables only (TIME_RUNS);
+- h200_conv_stem_raw.json.gz (measured, not in the profile): stems and heads, 1-6 channels on one side and 8-128
+  on the other over large 1-D, 2-D and 3-D maps, every dtype and layout, three passes (1080 passes; `...
+  probe_shape_kinds.py --out-dir . --only conv_stem`, 19 s on the H200; sweep.py CONV_STEM says why). In the conv
+  time tables it moved the fitted correction the wrong way on held-out programs: KernelBench's GPU-busy programs
+  on the H200 9% -> 15% at the median (level 2's ten chains on one 3 -> 16 channel Conv3d went from -9% to -38% on
+  that conv), though its level-1 stems came nearer (L1 #66 +101% -> +14%). cuDNN's engine choice among those
+  shapes is what a fitted correction over sizes cannot follow; the rows wait for a model that predicts the engine.
 - h200_channel_grid_raw.json.gz: cuDNN's batch norm in training over 3-2048 channels of 1 K-33 M values (NCHW
   and NCDHW, fp32 and fp16), softmax over a dim that is not the last, group norm at few groups over long maps
   (the microbenchmark section channel_grid; `PYTHONPATH=src python3 scripts/probe_channel_kinds.py --out-dir .`,

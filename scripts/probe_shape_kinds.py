@@ -12,7 +12,9 @@ Writes two raw runs in the format scripts/build_h200_profile.py merges:
 - with --only conv_wide, h200_conv_volumetric_wide_raw.json.gz: the sweep section conv_volumetric_wide, a second
   draw of those convolutions at batches to 128 and sizes to 2 GiB (calibrate/sweep.py CONV_VOLUMETRIC_WIDE);
 - with --only conv_pointwise, h200_conv_pointwise_raw.json.gz: 1x1 and 3x3 convolutions of few channels over
-  large maps (calibrate/sweep.py conv_pointwise_cases), about a minute.
+  large maps (calibrate/sweep.py conv_pointwise_cases), about a minute;
+- with --only conv_stem, h200_conv_stem_raw.json.gz: stems and heads, 1-6 channels on one side over large maps
+  (calibrate/sweep.py conv_stem_cases).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathlib import Path
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out-dir", required=True)
-    parser.add_argument("--only", choices=("conv", "grid", "conv_wide", "conv_pointwise"), help="run one of them")
+    parser.add_argument("--only", choices=("conv", "grid", "conv_wide", "conv_pointwise", "conv_stem"), help="run one of them")
     args = parser.parse_args()
     from kernelcast.calibrate import require_gpu, run_meta, write_raw
     from kernelcast.calibrate.microbench import run_all
@@ -35,12 +37,12 @@ def main() -> int:
     require_gpu()
     out = Path(args.out_dir)
     command = "PYTHONPATH=src python3 scripts/probe_shape_kinds.py --out-dir ."
-    if args.only == "conv_pointwise":  # 1x1 and 3x3 convolutions over large maps (sweep.py conv_pointwise_cases)
+    if args.only in ("conv_pointwise", "conv_stem"):  # one drawn or designed conv section of sweep.py
         t0 = time.perf_counter()
-        results = run_sweep(sweep_cases(["conv_pointwise"]))
-        write_raw({"meta": run_meta(command + " --only conv_pointwise", t0), "cases": [], "sweep": results,
-                   "host": {}}, str(out / "h200_conv_pointwise_raw.json.gz"))
-        print(f"conv_pointwise: {len(results)} cases, {sum('error' in r for r in results)} errors, "
+        results = run_sweep(sweep_cases([args.only]))
+        write_raw({"meta": run_meta(command + " --only " + args.only, t0), "cases": [], "sweep": results,
+                   "host": {}}, str(out / f"h200_{args.only}_raw.json.gz"))
+        print(f"{args.only}: {len(results)} cases, {sum('error' in r for r in results)} errors, "
               f"{time.perf_counter() - t0:.0f} s")
         return 0
     if args.only == "conv_wide":  # the second draw at larger batches and sizes (sweep.py CONV_VOLUMETRIC_WIDE)

@@ -36,13 +36,45 @@ def test_training_step_records_forward_backward_optimizer():
     cap = capture_workload(_mlp_build, "h100")
     ops = _ops(cap)
     assert "aten.addmm.default" in ops and "aten.native_dropout.default" in ops
-    assert {op.phase for op in cap.ops} == {"forward", "backward", "optimizer"}
+    # loss.item() after the optimizer is post-backward: no new forward has begun
+    assert {op.phase for op in cap.ops} == {"forward", "backward", "optimizer", "post-backward"}
     assert any(op.startswith("aten._foreach_") for op in ops), "AdamW must take its CUDA default (foreach) path"
     # autocast casts the fp32 weights to bf16 as it would on CUDA
     casts = [op for op in cap.ops if op.op == "aten._to_copy.default" and op.outputs[0].dtype == "bfloat16"]
     assert casts
     mm = next(op for op in cap.ops if op.op == "aten.addmm.default")
     assert mm.args["mat1"].dtype == "bfloat16" and mm.module.endswith("Sequential.0")
+
+
+def _accumulating_build():
+    model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1)).to("cuda")
+    opt = torch.optim.AdamW(model.parameters())
+    x = torch.randn(16, 32, device="cuda")
+
+    def step():
+        for _ in range(2):  # two micro-batches, gradients accumulated
+            loss = model(x).square().mean()
+            loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad()
+        return loss.item()
+
+    return step, ()
+
+
+def test_phases_follow_the_step_after_backward():
+    """The second micro-batch's forward is forward again; gradient clipping between the last backward and the
+    optimizer, and the .item() after it, are post-backward (issue 34: they read `forward`)."""
+    cap = capture_workload(_accumulating_build, "h100")
+    runs = []
+    for op in cap.ops:
+        if op.parent < 0 and (not runs or runs[-1][0] != op.phase):
+            runs.append((op.phase, op.op))
+    assert [phase for phase, _ in runs] == ["forward", "backward", "forward", "backward", "post-backward",
+                                            "optimizer", "post-backward"]
+    assert runs[4][1].startswith("aten._foreach_norm")
+    assert next(op for op in cap.ops if op.sync == "item").phase == "post-backward"
 
 
 def test_item_is_a_sync_point_with_source_line():

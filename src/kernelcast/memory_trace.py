@@ -26,6 +26,17 @@ TEMPORARY = "temporaries"
 WORKSPACE = "library workspaces"  # cuBLAS / cuBLASLt workspaces (predict/memory.py adds them)
 CATEGORIES = (PARAMETER, GRADIENT, OPTIMIZER_STATE, BUFFER, ACTIVATION, TEMPORARY, WORKSPACE)
 
+GIB, MIB, KIB = 2**30, 2**20, 2**10
+
+
+def human_bytes(n: float) -> str:
+    """Bytes as the memory lines and notes give them: GiB to two places, MiB and KiB to one (binary units)."""
+    if abs(n) >= GIB:
+        return f"{n / GIB:.2f} GiB"
+    if abs(n) >= MIB:
+        return f"{n / MIB:.1f} MiB"
+    return f"{n / KIB:.1f} KiB"
+
 
 @dataclass(frozen=True)
 class Allocation:

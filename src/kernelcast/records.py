@@ -23,7 +23,15 @@ DTYPE_BYTES = {
     "bool": 1, "complex64": 8, "complex128": 16, "complex32": 4,
 }
 
-PHASES = ("forward", "backward", "optimizer")
+# Ops after a backward pass that are neither autograd's nor the optimizer's nor a new forward's (gradient
+# clipping, the loss's .item(), an lr scheduler's step): "post-backward", as FSDP names its hooks there.
+POST_BACKWARD = "post-backward"
+PHASES = ("forward", "backward", POST_BACKWARD, "optimizer")
+
+
+def host_phase(phase: str) -> str:
+    """The phase whose host costs an op's take: a post-backward op runs eager Python as a forward one does."""
+    return "forward" if phase == POST_BACKWARD else phase
 
 # Host-side markers the capture records beside aten ops ("host." + what): syncs outside aten (host.synchronize,
 # host.tolist), event records and waits that order streams, and the autograd nodes a backward ran without an op.

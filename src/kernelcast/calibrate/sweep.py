@@ -536,6 +536,67 @@ def conv_pointwise_cases(device: str, scale: float = 1.0) -> Iterator[Case]:
             yield Case("conv", {**params, "pass": pass_}, lambda p={**params, "pass": pass_}: _conv_call(p, device))
 
 
+# -- stems and heads: few channels on one side, large maps (issue 30) ------------------------------------------
+# A network's first convolution reads 1-4 channels (RGB, audio, a CT volume) over its largest maps, and a
+# decoder's last writes as few; cuDNN runs them on kernels of their own (FFMA implicit GEMMs with 4-channel
+# alignment, legacy implicit_convolve_sgemm, direct kernels), as channel counts that are not a multiple of 4 or 8
+# keep them off the tensor-core engines. The designed sweep has four such fp32 shapes and the other draws few at
+# large maps, so KernelBench's 3 -> 64 channel convolutions over 256 x 256 images (and 3-D clips) were the
+# regressor's extrapolation, priced 1.5-3x over. This draw spans them: 1-D, 2-D and 3-D, 1-6 channels in (or out,
+# transposed), 8-128 on the other side, kernels 1-7 (some per-dim unequal), strides 1-4, batches 1-128, maps to
+# 512 x 512, every dtype and layout, the three passes.
+CONV_STEM = {"seed": 20261205, "cases": 360, "few": [1, 2, 3, 4, 6], "many": [8, 16, 24, 32, 48, 64, 96, 128],
+             "batches": [1, 2, 4, 8, 16, 32, 64, 128], "max_bytes": 1 << 30,
+             "max_flops": {"float32": 5e11, "bfloat16": 2e12, "float16": 2e12}}
+
+
+def _conv_stem_params(rng: random.Random) -> dict:
+    while True:
+        dims = rng.choices([1, 2, 3], weights=[0.15, 0.55, 0.3])[0]
+        if dims == 1:
+            spatial = [rng.choice([256, 512, 1024, 2048, 4096, 16384])]
+        elif dims == 2:
+            side = rng.choice([32, 64, 112, 128, 224, 256, 384, 512])
+            spatial = [side, side] if rng.random() < 0.7 else [side, rng.choice([64, 128, 181, 256, 320])]
+        else:
+            side = rng.choice([16, 32, 56, 64, 112, 128])
+            spatial = [rng.choice([4, 8, 16, 32, 64]), side, side if rng.random() < 0.7 else rng.choice([32, 64, 96])]
+        k = rng.choice([1, 2, 3, 3, 3, 4, 5, 7])
+        kernel = [k] * dims if dims == 1 or rng.random() < 0.75 else [rng.choice([1, 3, 5]) for _ in range(dims - 1)] + [k]
+        s = rng.choice([1, 1, 1, 2, 2, 4])
+        transposed = rng.random() < 0.25
+        few, many = rng.choice(CONV_STEM["few"]), rng.choice(CONV_STEM["many"])
+        c_in, c_out = (many, few) if transposed else (few, many)
+        dtype = rng.choice(["float32", "float32", "float32", "bfloat16", "float16"])
+        p = {"dims": dims, "batch": rng.choice(CONV_STEM["batches"]), "c_in": c_in, "c_out": c_out, "kernel": k,
+             "stride": s, "groups": 1, "size": spatial[-1], "dtype": dtype, "channels_last": dims > 1 and rng.random() < 0.25,
+             "transposed": transposed, "spatial": spatial, "kernel_shape": kernel, "stride_shape": [s] * dims,
+             "padding": rng.choice([0, 0, min(kernel) // 2, min(kernel) // 2])}
+        if rng.random() < 0.1 and min(spatial) >= 32:
+            p["dilation"] = 2
+        pad, dil = p["padding"], p.get("dilation", 1)
+        if transposed:
+            out = [(n - 1) * s - 2 * pad + dil * (kk - 1) + 1 for n, kk in zip(spatial, kernel)]
+            positions = math.prod(spatial)
+        else:
+            out = [(n + 2 * pad - dil * (kk - 1) - 1) // s + 1 for n, kk in zip(spatial, kernel)]
+            positions = math.prod(out) if min(out) >= 1 else 0
+        flops = 2.0 * p["batch"] * c_out * c_in * math.prod(kernel) * positions
+        nbytes = p["batch"] * (c_in * math.prod(spatial) + c_out * math.prod(max(o, 0) for o in out)) * \
+            (4 if dtype == "float32" else 2)
+        if min(out) >= 1 and 0 < flops <= CONV_STEM["max_flops"][dtype] and nbytes <= CONV_STEM["max_bytes"]:
+            return p
+
+
+def conv_stem_cases(device: str, scale: float = 1.0) -> Iterator[Case]:
+    """CONV_STEM's draw (_conv_stem_params), each in its three passes."""
+    rng = random.Random(CONV_STEM["seed"])
+    for _ in range(max(1, int(CONV_STEM["cases"] * scale))):
+        params = _conv_stem_params(rng)
+        for pass_ in CONV_PASSES:
+            yield Case("conv", {**params, "pass": pass_}, lambda p={**params, "pass": pass_}: _conv_call(p, device))
+
+
 # -- attention -----------------------------------------------------------------------------------------------
 ATTENTION_CASES = 260
 
@@ -645,6 +706,7 @@ EXTRA_SECTIONS = {
     "conv_volumetric": conv_volumetric_cases,
     "conv_volumetric_wide": lambda dev, scale: conv_volumetric_cases(dev, scale, wide=True),
     "conv_pointwise": conv_pointwise_cases,
+    "conv_stem": conv_stem_cases,
     **{drawn_section("gemm_log_uniform", draw): (lambda dev, scale, draw=draw: gemm_log_uniform_cases(Pool(dev), scale, draw))
        for draw in range(1, DRAWS + 1)},
     **{drawn_section("conv_log_uniform", draw): (lambda dev, scale, draw=draw: conv_log_uniform_cases(dev, scale, draw))

@@ -45,7 +45,7 @@ FEATURE_NAMES = {
     "gemm": "launch_table.GEMM_FEATURES + log2 FLOPs, log2 bytes, log2 intensity",
     "conv": "pass, dtype, channels_last, implicit GEMM log2 M N K groups, log2 batch C_in C_out size, kernel, "
             "stride, dims, transposed, depthwise, native depthwise kernel, log2 FLOPs, bytes, intensity, padding, "
-            "dilation, output padding, log2 output size",
+            "dilation, output padding, log2 output size, log2 channel alignment in and out (per group), kernel taps",
     "attention": "backend, backward, log2 batch*heads, query, key, head dim, causal, dropout, mask, log2 FLOPs, "
                  "bytes, intensity",
 }

@@ -17,8 +17,8 @@ from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils.weak import WeakIdKeyDictionary
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from kernelcast.records import (DECOMPOSED_TAG, ENGINE_NODES_OP, HOST_OP_PREFIX, RECORD_STREAM_OP, STEP_END_OP, OpRecord,
-                                TensorMeta)
+from kernelcast.records import (DECOMPOSED_TAG, ENGINE_NODES_OP, HOST_OP_PREFIX, POST_BACKWARD, RECORD_STREAM_OP,
+                                STEP_END_OP, OpRecord, TensorMeta)
 
 from .aten_ops import overloads
 from .cuda_inplace import CudaInPlace
@@ -258,6 +258,7 @@ class Recorder(TorchDispatchMode):
         self.clock = HostClock()  # the model's Python time between ops (the session's tracker counts modules)
         self.torch_calls: list[int] = []  # per recorded op: torch calls since the previous one
         self._last_node: Any = None  # the autograd node whose backward ran the previous op
+        self._after_backward = False  # this step ran a backward: its later non-autograd ops are post-backward
         self._phase_of = phase_of
         self._module_of = module_of
         self._backward_origin = backward_origin
@@ -455,6 +456,9 @@ class Recorder(TorchDispatchMode):
                 source, module = current_source(), self._module_of()
             stream = self.current_stream
             tags += self._autograd_tags(phase, args)
+            # a new forward records autograd history: an op that reads a tensor needing grad and makes one
+            # (loss.item() reads the loss and makes a number)
+            phase = self._step_phase(phase, starts_forward="grad" in tags and isinstance(out, (torch.Tensor, tuple, list)))
         tags += self._pending_tags + self.region_tags
         self._pending_tags = ()
         python_us, torch_calls, modules = self.clock.take()
@@ -468,6 +472,17 @@ class Recorder(TorchDispatchMode):
             tags=tags, phase=phase, module=module, source=source, sync=sync, python_us=python_us, modules=modules,
             stream=stream, parent=parent,
         ))
+
+    def _step_phase(self, phase: str, starts_forward: bool = False) -> str:
+        """The op's phase within the step: after a backward, an op outside autograd and the optimizer is
+        POST_BACKWARD unless it records autograd history (starts_forward: the next micro-batch's forward)."""
+        if phase == "backward":
+            self._after_backward = True
+        elif phase == "forward" and self._after_backward:
+            if not starts_forward:
+                return POST_BACKWARD
+            self._after_backward = False
+        return phase
 
     def _autograd_tags(self, phase: str, args: tuple) -> tuple[str, ...]:
         """"grad": a forward op that records an autograd node (its host cost is higher); "node": the first op
@@ -543,7 +558,7 @@ class Recorder(TorchDispatchMode):
         and checks), the inputs that are not static (parameters, buffers, outputs of earlier graphs) copied
         into the graph's own buffers with one _foreach_copy_, then the graph's kernels, which have no host work
         of their own."""
-        from .inductor import COMPILED_TAG, CUDAGRAPH_REPLAY_OP, GRAPHED_TAG
+        from .inductor import COMPILED_TAG, CUDAGRAPH_REPLAY_OP, GRAPHED_TAG, REPLAY_COPY_TAG
 
         with self.clock.ours():  # kernelcast's bookkeeping, not the model's Python
             refused = call.mutation_refused(lambda i: isinstance(inputs[i], torch.Tensor)
@@ -559,7 +574,8 @@ class Recorder(TorchDispatchMode):
                                                       "inputs": sum(isinstance(t, torch.Tensor) for t in inputs)},
                                 tags=("host", COMPILED_TAG))
         if copies:
-            saved, self.region_tags = self.region_tags, tuple(dict.fromkeys((*self.region_tags, COMPILED_TAG)))
+            saved, self.region_tags = self.region_tags, tuple(dict.fromkeys((*self.region_tags, COMPILED_TAG,
+                                                                             REPLAY_COPY_TAG)))
             try:
                 torch._foreach_copy_(buffers, [inputs[i] for i in copies])
             finally:
@@ -625,6 +641,14 @@ class Recorder(TorchDispatchMode):
         if self.recording:
             self._record_marker(COMPILED_CALL_OP, {})
 
+    def record_compiled_return(self) -> None:
+        """Where a call of torch.compile'd code returns (COMPILED_RETURN_OP): the Python before it is the
+        compiled machinery's return path, the Python after it the caller's."""
+        from .inductor import COMPILED_RETURN_OP, COMPILED_TAG
+
+        if self.recording:
+            self._record_marker(COMPILED_RETURN_OP, {}, tags=("host", COMPILED_TAG))
+
     def record_stream_marker(self, op: str, stream: int, event: int) -> None:
         """An event record or wait on a stream (torch.cuda.Event / Stream.wait_event / wait_stream)."""
         if self.recording:
@@ -655,6 +679,7 @@ class Recorder(TorchDispatchMode):
         or source line of its own (the capture's caller is on the stack now, not the model's code)."""
         self._record_marker(STEP_END_OP, {}, phase=self.ops[-1].phase if self.ops else None, module="",
                             source="")
+        self._after_backward = False
 
     def record_host_sync(self, kind: str) -> None:
         """A sync that does not pass through aten: torch.cuda.synchronize, tolist, numpy, printing."""
@@ -669,7 +694,7 @@ class Recorder(TorchDispatchMode):
         self.torch_calls.append(torch_calls)
         self.ops.append(OpRecord(
             index=len(self.ops), op=op, args=args, outputs=(), tags=tags,
-            phase=self._phase_of() if phase is None else phase,
+            phase=self._step_phase(self._phase_of()) if phase is None else phase,
             module=self._module_of() if module is None else module,
             source=current_source() if source is None else source, sync=sync,
             python_us=python_us, modules=modules, stream=self.current_stream if stream is None else stream,

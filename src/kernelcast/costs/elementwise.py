@@ -287,11 +287,31 @@ def batch_norm_eval(op: OpRecord, ctx: CostContext) -> Cost:
 # take 14.9 ms on the H200 at 0.44 ns per value on 16 SMs (validation/h200_channel_grid_raw.json.gz), so they are
 # keyed by their blocks (calibrate/norm_blocks.py), as ATen's own kernels are; inference and NHWC stay on the
 # byte curves.
+# A channel whose N x spatial values fit on chip is read once (bn_fw_tr_1C11_singleread); a larger one twice, once
+# for its statistics and once to normalize it (bn_fw_tr_1C11_kernel_NCHW). On the H200 (validation/
+# h200_channel_grid_raw.json.gz) the single-read kernel ran for slices up to 128 KiB (fp16, 16 x 64 x 64) and the
+# two-read one from 256 KiB (fp32, the same shape): the register file an SM gives the block is 256 KiB.
+CUDNN_BN_SINGLE_READ_MAX_BYTES = 128 * 1024
+
+
+def cudnn_batch_norm_reads(x: TensorMeta) -> int:
+    """How many times cuDNN's NCHW batch norm in training reads its input: 1 or 2 (above)."""
+    channels = x.shape[1] if len(x.shape) > 1 else 1
+    return 1 if x.nbytes // max(channels, 1) <= CUDNN_BN_SINGLE_READ_MAX_BYTES else 2
+
+
 @register("aten.cudnn_batch_norm")
 def cudnn_batch_norm(op: OpRecord, ctx: CostContext) -> Cost:
+    """Its bytes count the input as often as the kernel reads it: a two-read batch norm streams 3 passes, which
+    is what bounds it on a GPU of little bandwidth (KernelBench L1 #33, 64 channels of 1 M fp32 values: 3.52 ms on
+    an L4, 300 GB/s, where two passes would take 1.8 ms)."""
     x = arg(op, "input")
     cost = memory_op(op, NORM_FLOPS_PER_ELEMENT, kind=_cudnn_kind("cudnn_batch_norm", x))
-    return _channel_blocks(cost, x, not row_major(x)) if op.args.get("training", True) else cost
+    if not op.args.get("training", True):
+        return cost
+    if row_major(x) and len(x.shape) >= 3:
+        cost = dataclasses.replace(cost, bytes_read=cost.bytes_read + (cudnn_batch_norm_reads(x) - 1) * x.nbytes)
+    return _channel_blocks(cost, x, not row_major(x))
 
 
 @register("aten.cudnn_batch_norm_backward")
@@ -356,6 +376,10 @@ def native_batch_norm(op: OpRecord, ctx: CostContext) -> Cost:
     # eval: one scale-and-shift pass with the running statistics, a different kernel from training's reductions
     cost = memory_op(op, NORM_FLOPS_PER_ELEMENT, kernels, _batch_norm_kind("batch_norm" if training else
                                                                            "batch_norm_eval", nhwc))
+    if training and not nhwc and len(x.shape) >= 3:
+        # NCHW: batch_norm_collect_statistics_kernel reads the input, batch_norm_transform_input_kernel reads it
+        # again (aten/src/ATen/native/cuda/Normalization.cuh)
+        cost = dataclasses.replace(cost, bytes_read=cost.bytes_read + x.nbytes)
     return _channel_blocks(cost, x, nhwc) if training else cost
 
 

@@ -242,7 +242,10 @@ def native_group_norm(op: OpRecord, ctx: CostContext) -> Cost:
     if not isinstance(hxw, int):
         return base
     affine = _tensor(op, "weight") is not None or _tensor(op, "bias") is not None
-    return dataclasses.replace(base, kernels=group_norm_forward_kernels(hxw, affine))
+    # the moments kernel reads the input, then the normalising kernel reads it again
+    x = _tensor(op, "input")
+    return dataclasses.replace(base, kernels=group_norm_forward_kernels(hxw, affine),
+                               bytes_read=base.bytes_read + (x.nbytes if x is not None else 0))
 
 
 @register("aten.native_group_norm_backward")

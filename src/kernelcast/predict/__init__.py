@@ -16,7 +16,7 @@ from kernelcast.devices.interconnects import Interconnect, get_interconnect, nat
 from kernelcast.capture.cpu_speed import BUSY_WAIT_SHARE, LOADED_PYTHON_INFLATION, CpuBench
 from kernelcast.profiles import launch_profile, profile_with
 from kernelcast.records import (COMM_STREAM, RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, OpRecord, PredictionRecord,
-                                root_indices)
+                                host_phase, root_indices)
 
 from .host import HostModel
 from .kernel_model import NO_KERNEL, KernelEstimate, KernelModel, RooflineModel
@@ -501,7 +501,7 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
             dispatch_us = hooks.op_us[op.index]
         if hooks is not None:  # FSDP2's hooks: their Python from the device fit, not the capture machine's
             python_us = (0.0 if op.index in hooks.replaced_python else python_us) + hooks.extra_us.get(op.index, 0.0)
-        phase_speed = (host_speed or {}).get(op.phase, 1.0)
+        phase_speed = (host_speed or {}).get(host_phase(op.phase), 1.0)
         host_us = (dispatch_us + python_us) * phase_speed
         replaced = op.parent >= 0 or (hooks is not None and op.index in hooks.replaced_python)
         captured_python.append(0.0 if replaced else host.captured_python_us(op) * phase_speed)

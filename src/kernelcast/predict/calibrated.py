@@ -216,8 +216,29 @@ def _conv_point(key: tuple) -> tuple[tuple, tuple]:
     groups = max(groups, 1)
     m = batch * (size if transposed else out) ** dims
     n, k = c_out // groups, (c_in // groups) * kernel ** dims
+    # The kind also holds the window's geometry and the channels' alignment: a measured shape with the same
+    # implicit GEMM sizes but another stride, padding or alignment ran another cuDNN engine (KernelBench L2 #100's
+    # transposed 3-D convolution took a stride-1 neighbour's legacy engine as "measured-near": +315%).
     return ((_log2(m), _log2(n), _log2(k), _log2(groups)),
-            (dims, transposed, groups == c_in and groups > 1, conv_backend(key)))
+            (dims, transposed, groups == c_in and groups > 1, conv_backend(key), kernel, stride, *key[12:15],
+             channel_alignment(c_in // groups), channel_alignment(c_out // groups)))
+
+
+# cuDNN's implicit-GEMM kernels load channels in 16-byte vectors: 4 fp32 or 8 half-precision values, and its
+# tensor-core engines need channel counts that are multiples of 4 (TF32) or 8 (fp16/bf16) (cuDNN Developer Guide,
+# "Tensor Core Operations"; the kernel names say it: `..._ffma_aligna4_alignc4_...`). Fewer aligned channels (an
+# RGB stem's 3) run other, slower kernels, so the alignment is a feature of the time model and part of a conv's
+# kind. The window's taps are a feature beside K = C_in x taps: an implicit GEMM walks K tap by tap, each tap a
+# gather of C_in contiguous channels, so 3 channels x 9 taps is not 27 channels x 1 tap.
+CHANNEL_ALIGNMENT_MAX = 8
+
+
+def channel_alignment(channels: int) -> int:
+    """The largest power of two up to CHANNEL_ALIGNMENT_MAX that divides a channel count (1, 2, 4 or 8)."""
+    align = 1
+    while align < CHANNEL_ALIGNMENT_MAX and channels % (align * 2) == 0:
+        align *= 2
+    return align
 
 
 def _attention_group(key: tuple, settings) -> tuple:
@@ -318,13 +339,14 @@ def _gemm_features(key: tuple) -> list[float]:
 def _conv_features(key: tuple) -> list[float]:
     pass_, dtype, channels_last, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key[:12]
     padding, dilation, output_padding = key[12:]
-    (m, n, k, g), (_, _, depthwise, backend) = _conv_point(key)
+    (m, n, k, g), (_, _, depthwise, backend, *_) = _conv_point(key)
     # padding, dilation and output padding last: a regressor fitted before they were features reads only the first
     return [*(float(pass_ == p) for p in CONV_PASSES), *(float(dtype == d) for d in CONV_DTYPES),
             float(channels_last), m, n, k, g, _log2(batch), _log2(c_in), _log2(c_out), _log2(size), float(kernel),
             float(stride), float(dims), float(transposed), float(depthwise), float(backend == NATIVE_DEPTHWISE),
             *_work_features("conv", key), float(padding), float(dilation), float(output_padding),
-            _log2(_conv_out(key))]
+            _log2(_conv_out(key)), _log2(channel_alignment(c_in // max(groups, 1))),
+            _log2(channel_alignment(c_out // max(groups, 1))), float(kernel ** dims)]
 
 
 def _attention_features(key: tuple) -> list[float]:
@@ -806,6 +828,12 @@ class CalibratedModel:
             here *= min(blocks, self.gpu.sm_count) / self.gpu.sm_count
             there *= min(blocks, self.profiled_gpu.sm_count) / self.profiled_gpu.sm_count
         issue = there / here if here and there else bandwidth
+        if blocks and blocks < self.profiled_gpu.sm_count and here and there:
+            # fewer blocks than the profiled GPU's SMs: its DRAM was never the limit, the blocks' walk was, bytes
+            # included; on this GPU the walk carries by the clocks, bounded below by its own bandwidth. Summing
+            # the two had counted the bytes twice: KernelBench L1 #40's layer norm over 16 rows of 4 M values
+            # (16 blocks) was priced +37% on an L4 and +46% on a T4, now +12% and +33% (factors refitted).
+            return self.floor_us + max(streaming_us * bandwidth, work_us * issue) * self.achieved.factor(MEMORY)
         return self.floor_us + (streaming_us * bandwidth + (work_us - streaming_us) * issue) * \
             self.achieved.factor(MEMORY)
 

@@ -27,7 +27,8 @@ import statistics
 from kernelcast.capture.cpu_speed import CpuBench
 from kernelcast.costs import Cost, cost_of
 from kernelcast.costs.foreach import tensor_lists
-from kernelcast.records import ENGINE_NODES_OP, HOST_OP_PREFIX, RANGE_BEGIN_OP, RANGE_END_OP, OpRecord
+from kernelcast.records import (ENGINE_NODES_OP, HOST_OP_PREFIX, POST_BACKWARD, RANGE_BEGIN_OP, RANGE_END_OP, OpRecord,
+                                host_phase)
 
 # One more cudaLaunchKernel from an op that already launched one. Not isolated by a microbenchmark: a few µs
 # is CUDA's documented order; foreach ops, the main multi-launch ops, have a measured cost of their own.
@@ -78,6 +79,8 @@ USER_GRAPH_REPLAY_OP = HOST_OP_PREFIX + "user_graph_replay"
 USER_GRAPH_LAUNCH_US = 4.78
 USER_GRAPH_PER_KERNEL_US = 0.0115
 COMPILED_GRAPH_OP = HOST_OP_PREFIX + "compiled_graph"
+COMPILED_RETURN_OP = HOST_OP_PREFIX + "compiled_return"  # capture/inductor.py says what each of these is
+REPLAY_COPY_TAG = "replay_input_copy"
 GRAPHED_TAG = "graphed"
 COMPILED_TAG = "compiled"
 # The HostModel fields a profile's `host.compiled` fit sets (scripts/fit_compiled_host.py).
@@ -197,7 +200,7 @@ class HostModel:
     def _chain_factor(self, op: OpRecord) -> float:
         if op.phase == "backward":
             factor = self.backward_factor
-        elif op.phase == "forward" and "grad" not in op.tags:
+        elif host_phase(op.phase) == "forward" and "grad" not in op.tags:
             factor = self.no_grad_factor
         else:
             factor = self.forward_factor
@@ -253,8 +256,9 @@ class HostModel:
             return 1.0 + (chain - 1.0) * share
 
         return dataclasses.replace(
-            self, forward_factor=factor(self.forward_factor, self.forward_chain_kinds, ("forward", "optimizer")),
-            no_grad_factor=factor(self.no_grad_factor, self.forward_chain_kinds, ("forward",)),
+            self, forward_factor=factor(self.forward_factor, self.forward_chain_kinds,
+                                        ("forward", POST_BACKWARD, "optimizer")),
+            no_grad_factor=factor(self.no_grad_factor, self.forward_chain_kinds, ("forward", POST_BACKWARD)),
             backward_factor=factor(self.backward_factor, self.backward_chain_kinds, ("backward",)))
 
     def python_us(self, op: OpRecord) -> float:
@@ -265,9 +269,10 @@ class HostModel:
     def captured_python_us(self, op: OpRecord) -> float:
         """The part timed on the capture machine, carried to the target by the Python benchmark's ratio. None
         before a compiled graph's call or replay: Dynamo's guards and AOTAutograd's wrapper, timed here on
-        fake tensors, are priced by units instead (_tight_loop_us); Inductor's wrapper Python between its
-        ops is kept."""
-        if GRAPHED_TAG in op.tags or op.op in (COMPILED_GRAPH_OP, CUDAGRAPH_REPLAY_OP):
+        fake tensors, are priced by units instead (_tight_loop_us); so are the Python between a replay and its
+        input copy (CUDA graph trees) and a compiled call's return path (COMPILED_RETURN_OP: the Python timed
+        from the call's last op to its return). Inductor's wrapper Python between its ops is kept."""
+        if COMPILED_TAG in op.tags or op.op in (COMPILED_GRAPH_OP, CUDAGRAPH_REPLAY_OP, COMPILED_RETURN_OP):
             return 0.0
         return op.python_us * self.python_scale
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from kernelcast.costs.rnn import GATES, LSTM
 from kernelcast.devices import GPU
 from kernelcast.memory_trace import (ACTIVATION, BUFFER, CATEGORIES, STEP, TEMPORARY, WARMUP, WORKSPACE, Allocation,
-                                     MemoryTrace)
+                                     MemoryTrace, human_bytes)
 from kernelcast.records import Capture, OpRecord
 
 from .allocator import CachingAllocator, OutOfMemory
@@ -264,13 +264,7 @@ def unmodelled_notes(ops: tuple[OpRecord, ...], temporaries: dict[int, list[int]
     convs = [op for op in device_ops if op.name in CONV_FORWARD_OPS or op.name in CONV_BACKWARD_OPS]
     largest = max((n for op in convs for n in temporaries.get(op.index, ())), default=0)
     return (((UNMODELLED_NOTE.format(what="; ".join(what)),) if what else ()) +
-            ((CONV_WORKSPACE_NOTE.format(largest=_mib(largest)),) if convs else ()))
-
-
-def _mib(n: int) -> str:
-    """Bytes for a note, as the memory lines give them (report/memory_text.py human_bytes; predict does not
-    import the report)."""
-    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
+            ((CONV_WORKSPACE_NOTE.format(largest=human_bytes(largest)),) if convs else ()))
 
 
 # -- replay ---------------------------------------------------------------------------------------------

@@ -3,20 +3,12 @@ out-of-memory verdict (printed first), the memory lines of the summary, and the 
 
 from __future__ import annotations
 
+from kernelcast.memory_trace import MIB, human_bytes
 from kernelcast.records import PredictionRecord
 
 from .format import time_text
 
-GIB, MIB = 2**30, 2**20
 TRACE_MEMORY_PID = 3  # the trace's process for counters (1: host, 2: GPU; see trace.py)
-
-
-def human_bytes(n: float) -> str:
-    if abs(n) >= GIB:
-        return f"{n / GIB:.2f} GiB"
-    if abs(n) >= MIB:
-        return f"{n / MIB:.1f} MiB"
-    return f"{n / 1024:.1f} KiB"
 
 
 def _short(op: str) -> str:

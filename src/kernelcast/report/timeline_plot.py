@@ -79,7 +79,7 @@ def idle_gaps(busy: list[tuple[float, float]], end_us: float) -> list[tuple[floa
 
 
 def phase_runs(rec: PredictionRecord) -> list[tuple[float, float, str]]:
-    """(CPU start, CPU end, phase) of each run of consecutive ops in one phase: forward, backward, optimizer."""
+    """(CPU start, CPU end, phase) of each run of consecutive ops in one phase (records.PHASES)."""
     runs: list[tuple[float, float, str]] = []
     for op, span in zip(rec.ops, rec.spans):
         if runs and runs[-1][2] == op.phase:
