@@ -165,33 +165,6 @@ class CompileWatch:
             yield self
 
 
-class ReturnWatch:
-    """Tells `on_return` when each watched frame returns (a compiled callable's wrapper frame: where the call of
-    compiled code ends), through a profile function (sys.setprofile) set only while a watched frame is live and
-    chained to any profile function already set. Its per-call cost falls inside the compiled call, whose Python
-    the host model prices by units, not by the capture's timing."""
-
-    def __init__(self, on_return: Callable[[], None]) -> None:
-        self.on_return = on_return
-        self._frames: list[Any] = []
-        self._previous: Any = None
-
-    def watch(self, frame: Any) -> None:
-        if not self._frames:
-            self._previous = sys.getprofile()
-            sys.setprofile(self._profile)
-        self._frames.append(frame)
-
-    def _profile(self, frame: Any, event: str, arg: Any) -> None:
-        if self._previous is not None:
-            self._previous(frame, event, arg)
-        if event == "return" and self._frames and frame is self._frames[-1]:
-            self._frames.pop()
-            if not self._frames:
-                sys.setprofile(self._previous)
-            self.on_return()
-
-
 class DynamoCompiles:
     """Counts Dynamo's compilations (torch._dynamo.callback: one start and one end per outermost compile) and
     tells `on_start` / `on_end` of each, so that the capture's clock leaves them out of the model's Python: a

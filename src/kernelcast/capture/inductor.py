@@ -52,10 +52,6 @@ TRITON_OP_PREFIX = "triton."
 CUDAGRAPH_REPLAY_OP = "host.cudagraph_replay"
 COMPILED_CALL_OP = "host.compiled_call"  # a call of compiled code begins (the caller's Python is before it)
 COMPILED_GRAPH_OP = "host.compiled_graph"  # Inductor's wrapper for one graph begins (guards, AOT wrapper before)
-# A call of compiled code returns: the Python timed before it since the call's last op is the return path of
-# CUDA graph trees, AOTAutograd and Dynamo as they ran here on fake tensors, priced by units (predict/host.py).
-COMPILED_RETURN_OP = "host.compiled_return"
-REPLAY_COPY_TAG = "replay_input_copy"  # CUDA graph trees' copy of a replay's inputs into the graph's buffers
 COMPILED_TAG = "compiled"  # an op run by Inductor's generated wrapper
 GRAPHED_TAG = "graphed"  # an op replayed inside a CUDA graph (no host work of its own)
 USER_GRAPH_REPLAY_OP = "host.user_graph_replay"  # a user's torch.cuda.CUDAGraph.replay(): one graph launch

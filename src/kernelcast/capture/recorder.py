@@ -558,7 +558,7 @@ class Recorder(TorchDispatchMode):
         and checks), the inputs that are not static (parameters, buffers, outputs of earlier graphs) copied
         into the graph's own buffers with one _foreach_copy_, then the graph's kernels, which have no host work
         of their own."""
-        from .inductor import COMPILED_TAG, CUDAGRAPH_REPLAY_OP, GRAPHED_TAG, REPLAY_COPY_TAG
+        from .inductor import COMPILED_TAG, CUDAGRAPH_REPLAY_OP, GRAPHED_TAG
 
         with self.clock.ours():  # kernelcast's bookkeeping, not the model's Python
             refused = call.mutation_refused(lambda i: isinstance(inputs[i], torch.Tensor)
@@ -574,8 +574,7 @@ class Recorder(TorchDispatchMode):
                                                       "inputs": sum(isinstance(t, torch.Tensor) for t in inputs)},
                                 tags=("host", COMPILED_TAG))
         if copies:
-            saved, self.region_tags = self.region_tags, tuple(dict.fromkeys((*self.region_tags, COMPILED_TAG,
-                                                                             REPLAY_COPY_TAG)))
+            saved, self.region_tags = self.region_tags, tuple(dict.fromkeys((*self.region_tags, COMPILED_TAG)))
             try:
                 torch._foreach_copy_(buffers, [inputs[i] for i in copies])
             finally:
@@ -640,14 +639,6 @@ class Recorder(TorchDispatchMode):
 
         if self.recording:
             self._record_marker(COMPILED_CALL_OP, {})
-
-    def record_compiled_return(self) -> None:
-        """Where a call of torch.compile'd code returns (COMPILED_RETURN_OP): the Python before it is the
-        compiled machinery's return path, the Python after it the caller's."""
-        from .inductor import COMPILED_RETURN_OP, COMPILED_TAG
-
-        if self.recording:
-            self._record_marker(COMPILED_RETURN_OP, {}, tags=("host", COMPILED_TAG))
 
     def record_stream_marker(self, op: str, stream: int, event: int) -> None:
         """An event record or wait on a stream (torch.cuda.Event / Stream.wait_event / wait_stream)."""

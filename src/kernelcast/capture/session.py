@@ -33,7 +33,7 @@ from kernelcast.records import RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, CaptureS
 
 from .compat import RealRunPaths
 from .attention import sdpa_routed
-from .compiled import CompileWatch, DynamoCompiles, ReturnWatch, compiled_model, compiled_note
+from .compiled import CompileWatch, DynamoCompiles, compiled_model, compiled_note
 from .inductor import (CompiledRegions, InductorHooks, device_time_us, graph_breaks, hide_router,
                        inductor_on_fake_cuda, triton_missing)
 from .cpu_speed import BUSY_WAIT_SHARE, CpuBench, cpu_and_wait_ns, wait_share
@@ -243,8 +243,6 @@ class CaptureSession:
         self.python_steps = 1
         self.wait_share = 0.0  # how long the thread waited for a core per unit of CPU time, over the timed steps
         self.compile_watch = CompileWatch(self._before_compiled_call)
-        # where each recorded call of compiled code returns (COMPILED_RETURN_OP)
-        self.return_watch = ReturnWatch(lambda: self.recorder is not None and self.recorder.record_compiled_return())
         # Dynamo's compilations, left out of the model's Python (the recorder's clock is read when it exists)
         self.dynamo_compiles = DynamoCompiles(lambda: self.recorder and self.recorder.clock.ours_begin(),
                                               lambda: self.recorder and self.recorder.clock.ours_end())
@@ -337,8 +335,6 @@ class CaptureSession:
         if self.inductor_missing is not None or self.recorder is None:
             return
         self.recorder.record_compiled_call()
-        if self.recorder.recording:
-            self.return_watch.watch(wrapper_frame)
         hide_router(self.router, wrapper_frame)
         if self.inductor is None:  # set up outside the capture's modes: Inductor's imports make real tensors
             from torch.utils._python_dispatch import _disable_current_modes

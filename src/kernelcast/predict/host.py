@@ -79,8 +79,6 @@ USER_GRAPH_REPLAY_OP = HOST_OP_PREFIX + "user_graph_replay"
 USER_GRAPH_LAUNCH_US = 4.78
 USER_GRAPH_PER_KERNEL_US = 0.0115
 COMPILED_GRAPH_OP = HOST_OP_PREFIX + "compiled_graph"
-COMPILED_RETURN_OP = HOST_OP_PREFIX + "compiled_return"  # capture/inductor.py says what each of these is
-REPLAY_COPY_TAG = "replay_input_copy"
 GRAPHED_TAG = "graphed"
 COMPILED_TAG = "compiled"
 # The HostModel fields a profile's `host.compiled` fit sets (scripts/fit_compiled_host.py).
@@ -269,10 +267,9 @@ class HostModel:
     def captured_python_us(self, op: OpRecord) -> float:
         """The part timed on the capture machine, carried to the target by the Python benchmark's ratio. None
         before a compiled graph's call or replay: Dynamo's guards and AOTAutograd's wrapper, timed here on
-        fake tensors, are priced by units instead (_tight_loop_us); so are the Python between a replay and its
-        input copy (CUDA graph trees) and a compiled call's return path (COMPILED_RETURN_OP: the Python timed
-        from the call's last op to its return). Inductor's wrapper Python between its ops is kept."""
-        if COMPILED_TAG in op.tags or op.op in (COMPILED_GRAPH_OP, CUDAGRAPH_REPLAY_OP, COMPILED_RETURN_OP):
+        fake tensors, are priced by units instead (_tight_loop_us); Inductor's wrapper Python between its
+        ops is kept."""
+        if GRAPHED_TAG in op.tags or op.op in (COMPILED_GRAPH_OP, CUDAGRAPH_REPLAY_OP):
             return 0.0
         return op.python_us * self.python_scale
 
