@@ -128,7 +128,7 @@ def test_a_clone_outside_accumulate_grad_copies_indices_and_values():
         return step, (ids,)
 
     cap = capture_workload(build, "h200")
-    clones = [i for i, o in enumerate(cap.ops) if o.op == "aten.clone.default" and o.phase == "forward"
+    clones = [i for i, o in enumerate(cap.ops) if o.op == "aten.clone.default" and o.phase == "post-backward"
               and "decomposed" in o.tags and o.args["self"].stride == (0, 0)]
     assert len(clones) == 1
     copies = [o for o in _descendants(cap, clones[0]) if cost_of(o).kernels]
