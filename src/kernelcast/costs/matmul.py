@@ -10,7 +10,7 @@ import math
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import arg, bytes_read, bytes_written, contiguous_copy, width_key
+from .common import arg, bytes_read, bytes_written, contiguous_copy, is_blocks_key, width_key
 from .conv_backend import CUDNN, NATIVE_DEPTHWISE, conv_backend
 from .conv_layout import ConvOperands, backward_operands, cudnn_nhwc, forward_operands
 from .reduce_config import REDUCE_SEMAPHORE_MEMSETS, is_global_reduce, reduces_fastest_dim
@@ -133,8 +133,11 @@ def kernel_family(cost: Cost) -> str:
     """The kernel family an op's main kernel belongs to: cost.math, except a convolution by the cuDNN kernels
     its pass runs (conv_key's pass and transposed flag): "conv" (forward kernels: a forward, or a transposed
     convolution's input gradient), "conv_dgrad" (data-gradient kernels: a transposed forward, or an input
-    gradient), "conv_wgrad" (weight gradient). Both gradients in one call (conv_bwd) stay "conv"."""
+    gradient), "conv_wgrad" (weight gradient). Both gradients in one call (conv_bwd) stay "conv". A kernel of one
+    block per slice (common.blocks_key) is "blocks" (devices/achieved.py BLOCKS)."""
     key = cost.key
+    if is_blocks_key(key):
+        return "blocks"
     if cost.math != "conv" or len(key) < CONV_KEY_FIELDS or key[0] not in CONV_PASSES:
         return cost.math
     pass_, transposed = key[0], bool(key[11])

@@ -45,7 +45,7 @@ from kernelcast.costs.rnn import RnnPart, part_from_key
 from kernelcast.costs.sparse import COALESCE_KEY
 from kernelcast.costs.tree_model import TreeRegressor
 from kernelcast.devices import GPU
-from kernelcast.devices.achieved import DATASHEET, MEMORY, AchievedRates, achieved_rates, rate_class
+from kernelcast.devices.achieved import BLOCKS, DATASHEET, MEMORY, AchievedRates, achieved_rates, rate_class
 from kernelcast.records import DTYPE_BYTES, CaptureSettings
 
 from .kernel_model import NO_KERNEL, KernelEstimate, RooflineModel, combined
@@ -842,12 +842,14 @@ class CalibratedModel:
         waves already counted on this GPU's SMs) carried to this GPU: a block's pace by the two GPUs' clocks, but
         never faster than this GPU streams the bytes (the profiled GPU's streaming rate times the bandwidths'
         ratio: 64 channels of batch norm fill two waves on a T4's 40 SMs, and its 320 GB/s, not the blocks, set
-        the time); times this GPU's memory-bound factor. The launch floor stays."""
+        the time); times this GPU's factor for such kernels (devices/achieved.py BLOCKS: its memory-bound factor
+        where it has none), as scripts/fit_gpu_rates.py fits it, on the kernel's whole time. The launch floor
+        stays."""
         work_us = max(time_us - self.floor_us, 0.0)
         here, there = self.gpu.boost_clock_hz, self.profiled_gpu.boost_clock_hz
         paced_us = work_us * (there / here if here and there else 1.0)
         streaming_us = nbytes / self._streaming_bytes_per_us() * self._dram_ratio()
-        return self.floor_us + max(paced_us, streaming_us) * self.achieved.factor(MEMORY)
+        return self.floor_us + max(paced_us, streaming_us) * self.achieved.factor(BLOCKS)
 
     def _arithmetic_bound_us(self, cost: Cost, l2_warm: float) -> float | None:
         """A pointwise op whose math can bound it (costs.elementwise.ARITHMETIC_OPS): its bytes as any pointwise
