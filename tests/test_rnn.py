@@ -14,6 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from helpers import contiguous, op
+from kernelcast.calibrate.rnn_times import probe_shape
 from kernelcast.capture import capture, capture_workload
 from kernelcast.capture.rnn import use_cudnn
 from kernelcast.costs import cost_of
@@ -209,7 +210,6 @@ def test_a_bidirectional_stack_takes_one_input_gemm_per_layer():
 
 # -- every configuration of the H200 probe (validation/probes/probe_rnn.json), cuDNN's work items alone --------
 PROBE_RNN = Path(__file__).resolve().parent.parent / "validation/probes/probe_rnn.json"
-MODES = {"lstm": 2, "gru": 3, "rnn_tanh": 1}
 # Rows the rule does not match, with the measured difference (rule - measured) and why:
 KNOWN_DIFFERENCES = {
     # cuBLAS's split-K memsets on the chunked input-gradient GEMMs: at T >= 128 it splits some (layer 0's at
@@ -228,20 +228,6 @@ KNOWN_DIFFERENCES = {
 }
 
 
-def _probe_shape(c: dict) -> RnnShape:
-    steps, batch = c["steps"], c["batch"]
-    if c["packed"]:  # the probe's lengths: torch.linspace(T, T // 4, B).long(), sorted descending
-        lengths = torch.linspace(steps, max(steps // 4, 1), batch).long().tolist()
-        batch_sizes = tuple(sum(1 for n in lengths if n > t) for t in range(steps))
-        x = contiguous((sum(batch_sizes), c["input"]), c["dtype"])
-    else:
-        batch_sizes, x = (), contiguous((batch, steps, c["input"]), c["dtype"])
-    args = {"input": x, "mode": MODES[c["mode"]], "hidden_size": c["hidden"], "proj_size": 0,
-            "num_layers": c["layers"], "bidirectional": c["bidirectional"], "batch_first": True,
-            "batch_sizes": batch_sizes, "dropout": c["dropout"], "train": c["train"], "weight_stride0": 4}
-    return RnnShape(op("aten._cudnn_rnn.default", args, []))
-
-
 def _cudnn_items(kernels: dict) -> int:
     """Work items of a probe row's pass, less ATen's own kernels around cuDNN (copies, zero fills)."""
     return sum(count for name, (count, _) in kernels.items() if "at::native" not in name)
@@ -251,7 +237,7 @@ def test_launch_rule_on_every_probe_configuration():
     rows = json.loads(PROBE_RNN.read_text())["rows"]
     exact = 0
     for i, row in enumerate(rows):
-        shape = _probe_shape(row["config"])
+        shape = probe_shape(row["config"])
         forward = forward_launches(shape, DEFAULT_CONTEXT) - _cudnn_items(row["forward_kernels"])
         backward = (backward_launches(shape, DEFAULT_CONTEXT, True) if row["config"]["train"] else 0) \
             - _cudnn_items(row["backward_kernels"])
@@ -336,7 +322,7 @@ def test_a_cudnn_rnn_call_is_priced_part_by_part():
     profile = load_profile("h200").data
     model = CalibratedModel(get_gpu("h200"), CaptureSettings(), profile, get_gpu("h200"))
     rows = json.loads(PROBE_RNN.read_text())["rows"]
-    shape = _probe_shape(rows[29]["config"])  # LSTM, 2 layers, hidden 512, T=128, batch 32, inference
+    shape = probe_shape(rows[29]["config"])  # LSTM, 2 layers, hidden 512, T=128, batch 32, inference
     args = {"input": contiguous((32, 128, 256)), "weight": (), "weight_stride0": 4, "weight_buf": contiguous((1,)),
             "hx": contiguous((2, 32, 512)), "cx": contiguous((2, 32, 512)), "mode": 2, "hidden_size": 512,
             "proj_size": 0, "num_layers": 2, "batch_first": True, "dropout": 0.0, "train": False,

@@ -32,11 +32,10 @@ def parse(events: list) -> tuple[list[int], list[int]]:
 
 
 def packed_rows(steps: int, batch: int) -> int:
-    """Rows of a packed batch as the probe draws it: sequence lengths spaced evenly from `steps` down to
-    steps // 4 (torch.linspace, truncated to integers)."""
-    import torch
+    """Rows of a packed batch as the probe draws it (rnn_times.packed_lengths)."""
+    from .rnn_times import packed_lengths
 
-    return int(torch.linspace(steps, max(steps // 4, 1), batch).long().sum())
+    return sum(packed_lengths(steps, batch))
 
 
 def rows_of(probe: dict) -> list[dict]:

@@ -37,12 +37,18 @@ def _contiguous(shape, dtype) -> TensorMeta:
     return TensorMeta(tuple(shape), dtype, tuple(reversed(stride)), "cuda")
 
 
+def packed_lengths(steps: int, batch: int) -> list[int]:
+    """The sequence lengths of a packed batch as scripts/probe_rnn.py and probe_rnn_memory.py draw them: spaced
+    evenly from `steps` down to steps // 4 (torch.linspace, truncated to integers), longest first."""
+    return torch.linspace(steps, max(steps // 4, 1), batch).long().tolist()
+
+
 def probe_shape(c: dict) -> RnnShape:
-    """The _cudnn_rnn call scripts/probe_rnn.py made for one configuration (batch-first input; packed lengths
-    torch.linspace(T, T // 4, B).long(), as there)."""
+    """The _cudnn_rnn call scripts/probe_rnn.py made for one configuration (batch-first input; a packed one's
+    lengths by packed_lengths)."""
     steps, batch = c["steps"], c["batch"]
     if c["packed"]:
-        lengths = torch.linspace(steps, max(steps // 4, 1), batch).long().tolist()
+        lengths = packed_lengths(steps, batch)
         batch_sizes = tuple(sum(1 for n in lengths if n > t) for t in range(steps))
         x = _contiguous((sum(batch_sizes), c["input"]), c["dtype"])
     else:

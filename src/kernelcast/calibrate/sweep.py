@@ -560,16 +560,19 @@ def _conv_stem_params(rng: random.Random) -> dict:
             spatial = [side, side] if rng.random() < 0.7 else [side, rng.choice([64, 128, 181, 256, 320])]
         else:
             side = rng.choice([16, 32, 56, 64, 112, 128])
-            spatial = [rng.choice([4, 8, 16, 32, 64]), side, side if rng.random() < 0.7 else rng.choice([32, 64, 96])]
+            spatial = [rng.choice([4, 8, 16, 32, 64]), side,
+                       side if rng.random() < 0.7 else rng.choice([32, 64, 96])]
         k = rng.choice([1, 2, 3, 3, 3, 4, 5, 7])
-        kernel = [k] * dims if dims == 1 or rng.random() < 0.75 else [rng.choice([1, 3, 5]) for _ in range(dims - 1)] + [k]
+        kernel = [k] * dims if dims == 1 or rng.random() < 0.75 else \
+            [rng.choice([1, 3, 5]) for _ in range(dims - 1)] + [k]
         s = rng.choice([1, 1, 1, 2, 2, 4])
         transposed = rng.random() < 0.25
         few, many = rng.choice(CONV_STEM["few"]), rng.choice(CONV_STEM["many"])
         c_in, c_out = (many, few) if transposed else (few, many)
         dtype = rng.choice(["float32", "float32", "float32", "bfloat16", "float16"])
         p = {"dims": dims, "batch": rng.choice(CONV_STEM["batches"]), "c_in": c_in, "c_out": c_out, "kernel": k,
-             "stride": s, "groups": 1, "size": spatial[-1], "dtype": dtype, "channels_last": dims > 1 and rng.random() < 0.25,
+             "stride": s, "groups": 1, "size": spatial[-1], "dtype": dtype,
+             "channels_last": dims > 1 and rng.random() < 0.25,
              "transposed": transposed, "spatial": spatial, "kernel_shape": kernel, "stride_shape": [s] * dims,
              "padding": rng.choice([0, 0, min(kernel) // 2, min(kernel) // 2])}
         if rng.random() < 0.1 and min(spatial) >= 32:

@@ -458,7 +458,8 @@ class Recorder(TorchDispatchMode):
             tags += self._autograd_tags(phase, args)
             # a new forward records autograd history: an op that reads a tensor needing grad and makes one
             # (loss.item() reads the loss and makes a number)
-            phase = self._step_phase(phase, starts_forward="grad" in tags and isinstance(out, (torch.Tensor, tuple, list)))
+            makes_tensor = isinstance(out, (torch.Tensor, tuple, list))
+            phase = self._step_phase(phase, starts_forward="grad" in tags and makes_tensor)
         tags += self._pending_tags + self.region_tags
         self._pending_tags = ()
         python_us, torch_calls, modules = self.clock.take()
