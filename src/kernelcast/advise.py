@@ -13,7 +13,7 @@ same GPU; nothing is estimated from the first prediction alone. The fixes, where
   before the step (as a data loader would hand them over).
 - a larger batch (twice build()'s batch argument), compared per sample.
 - removing a sync point: its saving is the step simulated without that sync (the timeline's own figure,
-  SyncGroup.saving_us), not a re-capture.
+  SyncPointGroup.saving_us), not a re-capture.
 A fix whose precondition does not hold (launch-bound advice on a GPU-bound step is not a fix of its own here:
 compile and CUDA graphs are tried and their predicted step says whether they help) is not tried, and the
 answer says why. A fix that was tried and predicts no saving is listed apart, with its predicted change.

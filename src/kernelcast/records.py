@@ -344,6 +344,9 @@ class PredictedOp:
     time_source: str = ""
     time_uncertainty: float = 0.0
     parent: int = -1  # the decomposed op whose CUDA code called this one (OpRecord.parent)
+    # devices.achieved.rate_class of its kernels on the GPU ("" when uncosted): the fits' bookkeeping, not in JSON
+    # and not part of the record's value
+    rate_class: str = field(default="", compare=False)
 
     @property
     def costed(self) -> bool:

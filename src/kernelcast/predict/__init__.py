@@ -15,8 +15,8 @@ from kernelcast.gc_pause import cyclic_gc_paused
 from kernelcast.devices.interconnects import Interconnect, get_interconnect, natural_interconnect
 from kernelcast.capture.cpu_speed import BUSY_WAIT_SHARE, LOADED_PYTHON_INFLATION, CpuBench
 from kernelcast.profiles import launch_profile, profile_with
-from kernelcast.records import (COMM_STREAM, RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, OpRecord, PredictionRecord,
-                                host_phase, root_indices)
+from kernelcast.records import (COMM_STREAM, RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, OpRecord, PredictedOp,
+                                PredictionRecord, SyncPointGroup, host_phase, root_indices)
 
 from .host import HostModel
 from .kernel_model import NO_KERNEL, KernelEstimate, KernelModel, RooflineModel
@@ -28,32 +28,13 @@ from .memory import MemoryPrediction, predict_memory
 from .overlap import CommSummary, comm_summary, with_stream_events
 from .timeline import Launch, Timeline, simulate, steady_state_step_us, with_host
 
-__all__ = ["OpPrediction", "Prediction", "predict_capture", "step_verdict", "HostModel", "RooflineModel"]
+__all__ = ["PredictedOp", "OpPrediction", "Prediction", "predict_capture", "step_verdict", "HostModel", "RooflineModel"]
 
 
-@dataclass(frozen=True)
-class OpPrediction:
-    index: int
-    op: str
-    phase: str
-    module: str
-    source: str
-    flops: float
-    bytes: float
-    intensity: float
-    kernels: int
-    time_us: float  # device time of the op's kernels (0 for a view or an uncosted op)
-    bound: str  # compute / memory / latency / none / uncosted
-    roof: str
-    host_us: float  # CPU time: dispatch and launch, plus python_us
-    sync: str | None
-    costed: bool
-    python_us: float = 0.0  # of host_us: the model's own Python before it (and its module calls)
-    launch_bound: bool = False  # its kernels take less GPU time than the CPU takes to launch them
-    time_source: str = ""  # where time_us came from: measured-near / fitted / interpolated / extrapolated / datasheet
-    time_uncertainty: float = 0.0  # relative uncertainty of time_us (0.1 = +-10%)
-    parent: int = -1  # the decomposed op whose CUDA code called this one (OpRecord.parent)
-    rate_class: str = ""  # devices.achieved.rate_class of its kernels on this GPU ("" when uncosted)
+# The predict stage's per-op and per-sync-point results are the records the report stage reads
+# (records.PredictedOp, records.SyncPointGroup); the old names stay for code written against them.
+OpPrediction = PredictedOp
+SyncGroup = SyncPointGroup
 
 
 # What to do about a sync point, by what caused it.
@@ -87,23 +68,11 @@ SYNC_ADVICE = {
 
 
 @dataclass(frozen=True)
-class SyncGroup:
-    """The sync points of one kind issued from one source line."""
-
-    source: str
-    kind: str
-    count: int  # per step
-    stall_us: float  # CPU time spent waiting for the GPU queue to drain at these points, one step from idle
-    saving_us: float  # predicted steady-state step time saved by following the advice
-    advice: str
-
-
-@dataclass(frozen=True)
 class Prediction:
     gpu: GPU
     kernel_model: str  # which model timed the kernels: "datasheet" or a calibrated profile
     host: str  # which CPU the host times are for
-    ops: tuple[OpPrediction, ...]
+    ops: tuple[PredictedOp, ...]
     step_time_us: float  # steady-state wall time per step, back-to-back steps
     first_step_us: float  # one step from an idle GPU (what a step with a sync at its end takes)
     naive_host_timer_us: float  # what a host timer around one step reads without torch.cuda.synchronize()
@@ -114,7 +83,7 @@ class Prediction:
     sync_points: int
     notes: tuple[str, ...] = ()
     timeline: Timeline | None = None  # one step from an idle CPU and GPU, span by span (for traces)
-    sync_groups: tuple[SyncGroup, ...] = ()
+    sync_groups: tuple[SyncPointGroup, ...] = ()
     comm: CommSummary | None = None  # a step with collectives: compute, communication, and how much is exposed
     parallel_host: ParallelHost | None = None  # what FSDP2's / DDP's hooks add to the host time (fitted costs)
     # Host side: the model's own Python (of host_time_us), ops whose kernels are shorter than their launch,
@@ -215,13 +184,13 @@ HOST_SPEED_FACTORS = (0.5, 2.0)
 
 
 def _op_prediction(op: OpRecord, cost: Cost | None, est: KernelEstimate, host_us: float, python_us: float = 0.0,
-                   launch_bound: bool = False) -> OpPrediction:
+                   launch_bound: bool = False) -> PredictedOp:
     costed = cost is not None
     cost = cost or Cost(kernels=0)
-    return OpPrediction(
+    return PredictedOp(
         index=op.index, op=op.op, phase=op.phase, module=op.module, source=op.source, flops=cost.flops,
         bytes=cost.bytes, intensity=cost.intensity, kernels=cost.kernels, time_us=est.time_us,
-        bound=est.bound if costed else "uncosted", roof=est.roof, host_us=host_us, sync=op.sync, costed=costed,
+        bound=est.bound if costed else "uncosted", roof=est.roof, host_us=host_us, sync=op.sync,
         python_us=python_us, launch_bound=launch_bound,
         time_source=est.source if costed and cost.kernels else "", time_uncertainty=est.uncertainty if costed else 0.0,
         parent=op.parent, rate_class=rate_class(kernel_family(cost), est.roof) if costed else "",
@@ -346,8 +315,8 @@ def _fixed(launch: Launch, cost: Cost | None, model: KernelModel) -> Launch:
     return fixed
 
 
-def _sync_groups(preds: list[OpPrediction], costs: list[Cost | None], launches: list[Launch], timeline: Timeline,
-                 step_us: float, model: KernelModel) -> tuple[SyncGroup, ...]:
+def _sync_groups(preds: list[PredictedOp], costs: list[Cost | None], launches: list[Launch], timeline: Timeline,
+                 step_us: float, model: KernelModel) -> tuple[SyncPointGroup, ...]:
     groups: dict[tuple[str, str], list[int]] = {}
     for i, p in enumerate(preds):
         if p.sync:
@@ -355,7 +324,7 @@ def _sync_groups(preds: list[OpPrediction], costs: list[Cost | None], launches: 
     out = []
     for (source, kind), indices in groups.items():
         without = [_fixed(lc, costs[i], model) if i in indices else lc for i, lc in enumerate(launches)]
-        out.append(SyncGroup(
+        out.append(SyncPointGroup(
             source=source, kind=kind, count=len(indices),
             stall_us=sum(timeline.spans[i].sync_wait_us for i in indices),
             saving_us=max(step_us - steady_state_step_us(without), 0.0),
@@ -420,7 +389,7 @@ def python_range_factors(capture: Capture, host: HostModel) -> tuple[float, floa
     return low / scale, max(spread, 1.0) * high / scale
 
 
-def _python_ranges(capture: Capture, host: HostModel, preds: list[OpPrediction], launches: list[Launch],
+def _python_ranges(capture: Capture, host: HostModel, preds: list[PredictedOp], launches: list[Launch],
                    captured_python: list[float]) -> dict:
     low, high = python_range_factors(capture, host)
     python_us, captured_us = sum(p.python_us for p in preds), sum(captured_python)
@@ -476,7 +445,7 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
     host = (host_model or host_model_for(spec, capture, target_host)).for_step(capture.ops)
     hooks = parallel_host_for(spec, capture)
     ctx = cost_context(spec, capture)
-    preds: list[OpPrediction] = []
+    preds: list[PredictedOp] = []
     costs: list[Cost | None] = []
     launches: list[Launch] = []
     l2 = L2Tracker(spec.l2_bytes)

@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-from kernelcast.records import CommRecord, GPUSpec, OpSpan, PredictedOp, PredictionRecord, SyncPointGroup
+from kernelcast.records import CommRecord, GPUSpec, OpSpan, PredictionRecord
 
 from .memory import memory_json, memory_timeline_rows
-
-
-def _op(p) -> PredictedOp:
-    return PredictedOp(
-        index=p.index, op=p.op, phase=p.phase, module=p.module, source=p.source, flops=p.flops, bytes=p.bytes,
-        intensity=p.intensity, kernels=p.kernels, time_us=p.time_us, bound=p.bound, roof=p.roof, host_us=p.host_us,
-        python_us=p.python_us, launch_bound=p.launch_bound, sync=p.sync, time_source=p.time_source,
-        time_uncertainty=p.time_uncertainty, parent=p.parent,
-    )
 
 
 def _comm(c) -> CommRecord | None:
@@ -39,14 +30,13 @@ def prediction_record(pred) -> PredictionRecord:
         naive_host_timer_us=pred.naive_host_timer_us, gpu_time_us=pred.gpu_time_us,
         host_time_us=pred.host_time_us, kernels=pred.kernels, bound=pred.bound,
         gpu_idle_fraction=pred.gpu_idle_fraction, sync_points=pred.sync_points,
-        ops=tuple(_op(p) for p in pred.ops), uncosted=pred.uncosted, notes=pred.notes, compiled=pred.compiled, compiled_as=pred.compiled_as,
+        ops=tuple(pred.ops), uncosted=pred.uncosted, notes=pred.notes, compiled=pred.compiled, compiled_as=pred.compiled_as,
         python_time_us=pred.python_time_us, launch_bound_ops=pred.launch_bound_ops,
         step_time_by_host_speed=pred.step_time_by_host_speed,
         python_time_range_us=pred.python_time_range_us, step_time_range_us=pred.step_time_range_us,
         step_time_run_range_us=pred.step_time_run_range_us, host_run_speed_range=pred.host_run_speed_range,
         capture_cpu=pred.capture_cpu, target_cpu=pred.target_cpu, python_timing_steps=pred.python_timing_steps,
-        sync_groups=tuple(SyncPointGroup(g.source, g.kind, g.count, g.stall_us, g.saving_us, g.advice)
-                          for g in pred.sync_groups),
+        sync_groups=tuple(pred.sync_groups),
         comm=_comm(pred.comm),
         parallel_host=None if hooks is None else {"hook_us": hooks.total_us, "fsdp_units": hooks.units,
                                                   "unmodelled_hooks": list(hooks.unmodelled)},
