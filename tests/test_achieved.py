@@ -113,6 +113,25 @@ def test_convolutions_take_the_factor_of_the_cudnn_kernels_they_run():
     assert rates.factor("conv_dgrad:fp32") == 1.0 and rate_class("conv_dgrad", "fp32") == "conv_dgrad:fp32"
 
 
+def test_the_fit_folds_a_class_too_few_programs_speak_for_into_its_parent():
+    """scripts/fit_gpu_rates.py: a class that takes MIN_SHARE of fewer than MIN_PROGRAMS programs is fitted with
+    its parent family's (the factor AchievedRates.factor then finds for it), not held at 1.0."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import fit_gpu_rates as fit
+
+    def obs(name, by_class):
+        return (name, by_class, 0.0, 1.0)
+
+    dgrad = [obs(f"p{i}", {"conv_dgrad:tf32_tensor": 1.0}) for i in range(fit.MIN_PROGRAMS)]
+    assert {c for _, b, _, _ in fit._folded(dgrad) for c in b} == {"conv_dgrad:tf32_tensor"}
+    folded = dict((n, b) for n, b, _, _ in fit._folded(dgrad[1:] + [obs("w", {"conv_wgrad:tf32_tensor": 1.0,
+                                                                                "memory": 1.0})]))
+    assert folded["w"] == {"conv:tf32_tensor": 1.0, "memory": 1.0}
+    assert folded["p1"] == {"conv:tf32_tensor": 1.0}  # MIN_PROGRAMS - 1 programs: thin too
+
+
 def test_a_kernel_of_fewer_blocks_than_sms_carries_by_the_clock_alone():
     """A layer norm of 16 rows runs 16 blocks on the H200 and on a T4 alike: its walk carries by the two clocks,
     not by the two GPUs' SMs x clock (KernelBench level 1 #40 on the T4 had been 5.4x its H200 time predicted

@@ -60,6 +60,18 @@ def rate_class(math_kind: str, roof: str) -> str:
     return BLOCKS if math_kind == BLOCKS else MEMORY
 
 
+def fitted_class(rate: str, fitted) -> str:
+    """The class whose factor `rate` takes: itself when `fitted` (a collection of classes) holds it, else its
+    nearest ancestor family's under PARENT_FAMILY with the same roof that `fitted` holds, else `rate` itself
+    ("conv_wgrad:fp32" -> "conv:fp32")."""
+    family, _, roof = rate.partition(":")
+    current = rate
+    while current not in fitted and family in PARENT_FAMILY:
+        family = PARENT_FAMILY[family]
+        current = f"{family}:{roof}"
+    return current if current in fitted else rate
+
+
 @dataclass(frozen=True)
 class AchievedRates:
     gpu: str
@@ -69,15 +81,11 @@ class AchievedRates:
     held_out_error: float | None = None  # median |predicted / measured - 1| of held-out programs, where known
 
     def factor(self, rate: str) -> float:
-        """The class's factor, else its parent family's (PARENT_FAMILY; BLOCKS: the memory factor), else 1.0 (the
-        datasheet)."""
-        if rate in self.factors:
-            return self.factors[rate]
+        """The class's factor, else its nearest ancestor family's (PARENT_FAMILY; BLOCKS: the memory factor), else
+        1.0 (the datasheet)."""
         if rate == BLOCKS:
-            return self.factors.get(MEMORY, 1.0)
-        family, _, roof = rate.partition(":")
-        parent = PARENT_FAMILY.get(family)
-        return self.factors.get(f"{parent}:{roof}", 1.0) if parent else 1.0
+            return self.factors.get(BLOCKS, self.factors.get(MEMORY, 1.0))
+        return self.factors.get(fitted_class(rate, self.factors), 1.0)
 
 
 DATASHEET = AchievedRates("", {}, "datasheet", "datasheet ratios alone")
