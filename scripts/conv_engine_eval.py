@@ -120,7 +120,7 @@ def main() -> int:
     def held_out(rows_: np.ndarray, features: np.ndarray, folds: list) -> float:
         out = np.zeros(len(rows_))
         for train, test in folds:
-            out[test] = tm._regressor().fit(features[train], y[rows_][train]).predict(features[test])
+            out[test] = tm.new_regressor().fit(features[train], y[rows_][train]).predict(features[test])
         return statistics.median(abs(math.exp(p - t) - 1) for p, t in zip(out, y[rows_]))
 
     for family, idx in tm.fit_families("conv", keys).items():
@@ -135,7 +135,7 @@ def main() -> int:
             clf.fit(x[idx][train], labels[idx][train])
             proba = np.zeros((len(test), len(engines)))
             proba[:, clf.classes_] = clf.predict_proba(x[idx][test])
-            reg = tm._regressor().fit(np.hstack([x[idx][train], known[idx][train]]), y[idx][train])
+            reg = tm.new_regressor().fit(np.hstack([x[idx][train], known[idx][train]]), y[idx][train])
             out[test] = reg.predict(np.hstack([x[idx][test], proba]))
             right.append(float(np.mean(proba.argmax(1) == labels[idx][test])))
         predicted = statistics.median(abs(math.exp(p - t) - 1) for p, t in zip(out, y[idx]))

@@ -28,14 +28,14 @@ def measure(params: dict) -> dict:
     from torch.nn.attention import sdpa_kernel
     from torch.profiler import ProfilerActivity, profile
 
-    from kernelcast.calibrate.microbench import _OpSnapshot
+    from kernelcast.calibrate.microbench import OpSnapshot
     from kernelcast.calibrate.sweep import attention_inputs
 
     q, k, v, kwargs, backend = attention_inputs(params, "cuda", requires_grad=True)
     with sdpa_kernel([backend]):
         out = F.scaled_dot_product_attention(q, k, v, **kwargs)
     grad = torch.randn_like(out)
-    snapshot = _OpSnapshot()  # the ops as the capture records them (the cost key comes from the backward op)
+    snapshot = OpSnapshot()  # the ops as the capture records them (the cost key comes from the backward op)
     with snapshot, sdpa_kernel([backend]):
         o = F.scaled_dot_product_attention(q, k, v, **kwargs)
         torch.autograd.grad(o, (q, k, v), grad)

@@ -29,7 +29,7 @@ import numpy as np
 
 from kernelcast.calibrate import time_model
 from kernelcast.devices import get_gpu
-from kernelcast.predict.calibrated import _KEY_LENGTH, CalibratedModel
+from kernelcast.predict.calibrated import KEY_LENGTH, CalibratedModel
 from kernelcast.records import CaptureSettings
 
 OCTAVES_PER_REGION = time_model.OCTAVES_PER_REGION
@@ -38,29 +38,29 @@ MODELS = ("nearest", "fitted")
 
 
 def evaluate(profile: dict, kind: str) -> list[dict]:
-    rows = [r for r in profile["timings"].get(kind, ()) if len(r) == _KEY_LENGTH[kind] + 3]
+    rows = [r for r in profile["timings"].get(kind, ()) if len(r) == KEY_LENGTH[kind] + 3]
     gpu = get_gpu(profile["gpu"])
     bare = copy.copy(profile)
     bare["timings"] = {k: v for k, v in profile["timings"].items() if k != "fitted"}
     keys, features, targets = time_model.training_set(CalibratedModel(gpu, CaptureSettings(), bare, gpu), kind)
     by_key = {k: i for i, k in enumerate(keys)}
     out = []
-    for train, test in time_model.region_folds(kind, [tuple(r[:_KEY_LENGTH[kind]]) for r in rows]):
+    for train, test in time_model.region_folds(kind, [tuple(r[:KEY_LENGTH[kind]]) for r in rows]):
         trimmed = copy.copy(bare)
         trimmed["timings"] = {**bare["timings"], kind: [rows[i] for i in train]}
         nearest = CalibratedModel(gpu, CaptureSettings(), trimmed, gpu)
-        fit_rows = [by_key[tuple(rows[i][:_KEY_LENGTH[kind]])] for i in train
-                    if tuple(rows[i][:_KEY_LENGTH[kind]]) in by_key]
-        reg = time_model._regressor().fit(np.array([features[i] for i in fit_rows]),
+        fit_rows = [by_key[tuple(rows[i][:KEY_LENGTH[kind]])] for i in train
+                    if tuple(rows[i][:KEY_LENGTH[kind]]) in by_key]
+        reg = time_model.new_regressor().fit(np.array([features[i] for i in fit_rows]),
                                           np.array([targets[i] for i in fit_rows]))
         shipped_profile = copy.copy(trimmed)
         shipped_profile["timings"] = {**trimmed["timings"], "fitted": {kind: {
-            "regressor": time_model._export(reg, kind).to_dict(),
+            "regressor": time_model.export_kind_regressor(reg, kind).to_dict(),
             "held_out": profile["timings"].get("fitted", {}).get(kind, {}).get("held_out", {"uncertainty": -1.0})}}}
         shipped = CalibratedModel(gpu, CaptureSettings(), shipped_profile, gpu)
         for i in test:
             r = rows[i]
-            key, measured = tuple(r[:_KEY_LENGTH[kind]]), r[_KEY_LENGTH[kind] + 1]
+            key, measured = tuple(r[:KEY_LENGTH[kind]]), r[KEY_LENGTH[kind] + 1]
             entry = {"kind": kind, "group": str(key[:3]), "key": list(key), "measured_us": measured}
             for name, model in (("nearest", nearest), ("fitted", shipped)):
                 found = model._lookup_shape(kind, key)

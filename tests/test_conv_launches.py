@@ -70,8 +70,8 @@ def test_stored_conv_trees_give_scikit_learns_classes():
 
     rows = load_profile("h200").data["launches"]["conv"][::8]
     x = np.array([conv_features(tuple(r[:12])) for r in rows])
-    clf = launch_model._classifier(launch_model.CONV_BOOSTING_ITERATIONS, launch_model.CONV_MAX_LEAF_NODES).fit(x, [conv_label(r) for r in rows])
-    stored = TreeClassifier.from_dict(launch_model._export(clf, CONV_FEATURES).to_dict())
+    clf = launch_model.new_classifier(launch_model.CONV_BOOSTING_ITERATIONS, launch_model.CONV_MAX_LEAF_NODES).fit(x, [conv_label(r) for r in rows])
+    stored = TreeClassifier.from_dict(launch_model.export_classifier(clf, CONV_FEATURES).to_dict())
     assert [stored.predict(list(v)) for v in x] == list(clf.predict(x))
     # the class probabilities too (scripts/probe_conv_launches.py weighs them into an expected count)
     probabilities = [stored.probabilities(list(v)) for v in x[:50]]

@@ -42,8 +42,8 @@ def test_stored_trees_give_scikit_learns_classes():
 
     rows = load_profile("h200").data["launches"]["gemm"][::10]  # a tenth of the table: a fit of about a second
     x = np.array([gemm_features(*r[:7]) for r in rows])
-    clf = launch_model._classifier().fit(x, [r[7] for r in rows])
-    stored = TreeClassifier.from_dict(launch_model._export(clf).to_dict())
+    clf = launch_model.new_classifier().fit(x, [r[7] for r in rows])
+    stored = TreeClassifier.from_dict(launch_model.export_classifier(clf).to_dict())
     assert [stored.predict(list(v)) for v in x] == list(clf.predict(x))
 
 

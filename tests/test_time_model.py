@@ -24,8 +24,8 @@ def test_stored_regressor_gives_scikit_learns_values():
     profile = load_profile("h200").data
     keys, features, targets = time_model.training_set(_model(profile), "conv")
     x, y = np.array(features[::5]), np.array(targets[::5])
-    reg = time_model._regressor().fit(x, y)
-    stored = TreeRegressor.from_dict(time_model._export(reg, "conv").to_dict())
+    reg = time_model.new_regressor().fit(x, y)
+    stored = TreeRegressor.from_dict(time_model.export_kind_regressor(reg, "conv").to_dict())
     assert [stored.predict(list(v)) for v in x] == pytest.approx(list(reg.predict(x)), rel=1e-6, abs=1e-6)
 
 

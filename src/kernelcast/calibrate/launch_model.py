@@ -47,7 +47,7 @@ VALUE_DIGITS = 8
 SEED = 0
 
 
-def _classifier(iterations: int = BOOSTING_ITERATIONS, leaves: int = MAX_LEAF_NODES):
+def new_classifier(iterations: int = BOOSTING_ITERATIONS, leaves: int = MAX_LEAF_NODES):
     from sklearn.ensemble import HistGradientBoostingClassifier
     # no early stopping and no subsampling: the same rows always give the same trees
     return HistGradientBoostingClassifier(max_iter=iterations, max_leaf_nodes=leaves,
@@ -65,7 +65,7 @@ def export_tree(predictor) -> Tree:
                 tuple(float(f"{n['value']:.{VALUE_DIGITS}g}") for n in nodes))
 
 
-def _export(clf, features: tuple[str, ...] = GEMM_FEATURES) -> TreeClassifier:
+def export_classifier(clf, features: tuple[str, ...] = GEMM_FEATURES) -> TreeClassifier:
     """The fitted scikit-learn classifier's trees as data."""
     trees = tuple(tuple(export_tree(p) for p in per_class)  # one list per iteration, one tree per class
                   for per_class in clf._predictors)
@@ -91,11 +91,11 @@ def fit_gemm_model(rows: list[list]) -> dict | None:
     y = np.array([int(r[7]) for r in rows])
     wrong_model = wrong_nearest = 0
     for train, test in KFold(FOLDS, shuffle=True, random_state=SEED).split(x):
-        clf = _classifier().fit(x[train], y[train])
+        clf = new_classifier().fit(x[train], y[train])
         wrong_model += int((clf.predict(x[test]) != y[test]).sum())
         nearest = LaunchTable(tuple(rows[i] for i in train), ())  # its nearest-row rule, without a classifier
         wrong_nearest += sum((nearest._lookup_gemm_items(*rows[i][:7]) or 1) != rows[i][7] for i in test)
-    model = _export(_classifier().fit(x, y))
+    model = export_classifier(new_classifier().fit(x, y))
     return {"classifier": model.to_dict(), "fitted_on": f"{len(rows)} measured GEMMs (launches.gemm)",
             "held_out": {"folds": FOLDS, "rows": len(rows), "wrong_classifier": wrong_model,
                          "wrong_nearest_row": int(wrong_nearest)}}
@@ -169,12 +169,12 @@ def fit_conv_model(rows: list[list]) -> dict | None:
     y = np.array(_merge_rare([conv_label(r) for r in rows]))
     wrong_model = wrong_nearest = 0
     for train, test in KFold(FOLDS, shuffle=True, random_state=SEED).split(x):
-        clf = _classifier(CONV_BOOSTING_ITERATIONS, CONV_MAX_LEAF_NODES).fit(x[train], y[train])
+        clf = new_classifier(CONV_BOOSTING_ITERATIONS, CONV_MAX_LEAF_NODES).fit(x[train], y[train])
         wrong_model += sum(conv_label_items(int(label), rows[i][8]) != rows[i][CONV_KEY_FIELDS]
                            for i, label in zip(test, clf.predict(x[test])))
         nearest = LaunchTable((), tuple(rows[i][:13] for i in train))
         wrong_nearest += sum((nearest.conv_items(rows[i][:CONV_KEY_FIELDS]) or 1) != rows[i][CONV_KEY_FIELDS] for i in test)
-    model = _export(_classifier(CONV_BOOSTING_ITERATIONS, CONV_MAX_LEAF_NODES).fit(x, y), CONV_FEATURES)
+    model = export_classifier(new_classifier(CONV_BOOSTING_ITERATIONS, CONV_MAX_LEAF_NODES).fit(x, y), CONV_FEATURES)
     return {"classifier": model.to_dict(), "fitted_on": f"{len(rows)} measured convolution passes (launches.conv)",
             "held_out": {"folds": FOLDS, "rows": len(rows), "wrong_classifier": int(wrong_model),
                          "wrong_nearest_row": int(wrong_nearest)}}

@@ -20,7 +20,7 @@ from torch.profiler import ProfilerActivity, profile
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kernelcast import progress
-from kernelcast.capture.recorder import _Schema, _outputs
+from kernelcast.capture.recorder import OpSchema, output_metas
 from kernelcast.records import OpRecord
 
 from .norm_blocks import BN_WARM_KINDS
@@ -36,14 +36,14 @@ FLUSH_KERNEL = "bitwise_not"
 _flush_buffer: torch.Tensor | None = None
 
 
-def _flush_l2() -> None:
+def flush_l2() -> None:
     global _flush_buffer
     if _flush_buffer is None:
         _flush_buffer = torch.zeros(FLUSH_BYTES, dtype=torch.uint8, device=DEV)
     _flush_buffer.bitwise_not_()
 
 
-class _OpSnapshot(TorchDispatchMode):
+class OpSnapshot(TorchDispatchMode):
     """Records the aten ops one call dispatches, as the capture would (minus module and source)."""
 
     def __init__(self) -> None:
@@ -54,9 +54,9 @@ class _OpSnapshot(TorchDispatchMode):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         if func.namespace == "aten" and not func.is_view:
-            schema = _Schema(func)
+            schema = OpSchema(func)
             self.ops.append(OpRecord(index=len(self.ops), op=str(func), args=schema.bind(args, kwargs),
-                                     outputs=_outputs(out), tags=schema.tags))
+                                     outputs=output_metas(out), tags=schema.tags))
         return out
 
 
@@ -67,7 +67,7 @@ def _profile_calls(fn: Callable, repeats: int = REPEATS, flush: bool = True) -> 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(repeats):
             if flush:
-                _flush_l2()
+                flush_l2()
             fn()
             torch.cuda.synchronize()
     items = sorted((e for e in prof.events() if e.device_type == DeviceType.CUDA and FLUSH_KERNEL not in e.name),
@@ -80,7 +80,7 @@ def _profile_calls(fn: Callable, repeats: int = REPEATS, flush: bool = True) -> 
 
 def record(results: list, kind: str, params: dict, fn: Callable, flush: bool = True) -> None:
     try:
-        snapshot = _OpSnapshot()
+        snapshot = OpSnapshot()
         with snapshot:
             fn()
         calls = _profile_calls(fn, flush=flush)
@@ -971,7 +971,7 @@ EXTRA_SECTIONS = {"reduce_grid": reductions_grid, "row_grid": row_grid, "bn_grid
                   "sparse_grid": sparse_grid, "gather_grid": gather_grid,
                   "norm_width_grid": norm_width_grid, "shape_kinds_grid": shape_kinds_grid,
                   "layout_grid": layout_grid, "linalg_grid": linalg_grid, "channel_grid": channel_grid,
-                  "triton_grid": lambda results, quick: triton_grid(results, quick, _flush_l2)}
+                  "triton_grid": lambda results, quick: triton_grid(results, quick, flush_l2)}
 
 
 def run_all(quick: bool = False, sections: list[str] | None = None, log: Callable[[str], None] = print) -> list:

@@ -33,7 +33,7 @@ from kernelcast.predict.calibrated import BATCH_NORM_CORRECTION_FEATURES, batch_
 from kernelcast.predict.calibrated import batch_norm_correction_features, batch_norm_prior_us
 from kernelcast.records import OpRecord
 
-from .time_model import _regressor, export_regressor, relative_least_squares
+from .time_model import new_regressor, export_regressor, relative_least_squares
 
 BLOCKS_PER_SM_CANDIDATES = (1, 2, 3, 4, 8)
 # calibration case kinds and the op whose input they key by, per pass; the kinds timed with L2 left as the
@@ -169,14 +169,14 @@ def fit_points(points: list, sm_count: int) -> dict | None:
     x, y = _correction(prior, points, sm_count)
     held = np.zeros(len(points))
     for train, test in KFold(FOLDS, shuffle=True, random_state=0).split(x):
-        held[test] = _regressor().fit(x[train], y[train]).predict(x[test])
+        held[test] = new_regressor().fit(x[train], y[train]).predict(x[test])
     held_errors = [abs(math.exp(h - t) - 1) for h, t in zip(held, y)]  # predicted / measured - 1
     section["held_out"] = {"folds": FOLDS, "prior_median_error": section["prior_median_error"],
                            "median_error": round(statistics.median(held_errors), 4),
                            "p90_error": round(sorted(held_errors)[int(0.9 * len(held_errors))], 4)}
     if section["held_out"]["median_error"] >= section["prior_median_error"]:
         return section  # the correction does not hold out better than the prior: the prior alone
-    section["correction"] = export_regressor(_regressor().fit(x, y), BATCH_NORM_CORRECTION_FEATURES).to_dict()
+    section["correction"] = export_regressor(new_regressor().fit(x, y), BATCH_NORM_CORRECTION_FEATURES).to_dict()
     check = [abs(predict_us(section, c, n, hw, s, sm_count) / t - 1) for c, n, hw, s, t in points]
     section["fitted_median_error"] = round(statistics.median(check), 4)
     return section

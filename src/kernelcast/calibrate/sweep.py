@@ -770,7 +770,7 @@ def run_sweep(cases: list[Case], log: Callable[[str], None] = print, time_budget
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    from .microbench import _OpSnapshot, _flush_l2
+    from .microbench import OpSnapshot, flush_l2
 
     results: list[dict] = []
     started = time.perf_counter()
@@ -785,11 +785,11 @@ def run_sweep(cases: list[Case], log: Callable[[str], None] = print, time_budget
             row = {"kind": case.kind, **case.params}
             try:
                 call = case.build()
-                snapshot = _OpSnapshot()
+                snapshot = OpSnapshot()
                 with snapshot:
                     call()
                 row["ops"] = [op.to_json() for op in snapshot.ops]
-                times = _events_ms(call, _flush_l2, REPS)
+                times = _events_ms(call, flush_l2, REPS)
                 row["time_us"] = round(statistics.median(times) * 1e3, 3)
                 row["times_us"] = [round(t * 1e3, 3) for t in times]
                 calls[i] = call
@@ -800,7 +800,7 @@ def run_sweep(cases: list[Case], log: Callable[[str], None] = print, time_budget
         try:
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
                 for i, call in calls.items():
-                    _flush_l2()
+                    flush_l2()
                     with record_function(f"{CASE_RANGE}{i}"):
                         call()
                 torch.cuda.synchronize()

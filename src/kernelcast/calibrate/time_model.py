@@ -53,9 +53,9 @@ FEATURE_NAMES = {
 
 def region_of(kind: str, key: tuple) -> tuple:
     """The block of the shape space a measured shape belongs to (OCTAVES_PER_REGION octaves per size)."""
-    from kernelcast.predict.calibrated import _POINTS
+    from kernelcast.predict.calibrated import SHAPE_POINTS
 
-    coords, _ = _POINTS[kind](key)
+    coords, _ = SHAPE_POINTS[kind](key)
     return tuple(int(c // OCTAVES_PER_REGION) for c in coords[:4])
 
 
@@ -69,7 +69,7 @@ def region_folds(kind: str, keys: list[tuple]) -> list[tuple]:
     return list(GroupKFold(min(FOLDS, len(regions))).split(np.zeros(len(keys)), groups=groups))
 
 
-def _regressor():
+def new_regressor():
     from sklearn.ensemble import HistGradientBoostingRegressor
     return HistGradientBoostingRegressor(max_iter=BOOSTING_ITERATIONS, max_leaf_nodes=MAX_LEAF_NODES,
                                          learning_rate=LEARNING_RATE, early_stopping=False, random_state=0)
@@ -81,7 +81,7 @@ def export_regressor(reg, features: tuple[str, ...]) -> TreeRegressor:
                          tuple(export_tree(per_iteration[0]) for per_iteration in reg._predictors))
 
 
-def _export(reg, kind: str) -> TreeRegressor:
+def export_kind_regressor(reg, kind: str) -> TreeRegressor:
     return export_regressor(reg, (FEATURE_NAMES[kind],))
 
 
@@ -98,9 +98,9 @@ def relative_least_squares(rows: list[list[float]], times: list[float]) -> list[
 def training_set(model, kind: str) -> tuple[list[tuple], list[list[float]], list[float]]:
     """(keys, features, log corrections) of the profile's measured rows of a kind, against `model`'s priors
     (a CalibratedModel of the profiled GPU)."""
-    from kernelcast.predict.calibrated import _KEY_LENGTH, SHAPE_FEATURES
+    from kernelcast.predict.calibrated import KEY_LENGTH, SHAPE_FEATURES
 
-    length = _KEY_LENGTH[kind]
+    length = KEY_LENGTH[kind]
     keys, features, targets = [], [], []
     for row in model.profile["timings"].get(kind, ()):
         if len(row) != length + 3 or row[length + 1] <= 0:
@@ -122,7 +122,7 @@ def held_out_predictions(kind: str, keys: list[tuple], features: list[list[float
     x, y = np.array(features), np.array(targets)
     out = np.zeros(len(y))
     for train, test in region_folds(kind, keys):
-        out[test] = _regressor().fit(x[train], y[train]).predict(x[test])
+        out[test] = new_regressor().fit(x[train], y[train]).predict(x[test])
     return list(out)
 
 
@@ -170,9 +170,9 @@ def _fit_one(kind: str, name: str, keys: list[tuple], features: list[list[float]
     predicted = held_out_predictions(kind, keys, features, targets)
     log_errors = sorted(abs(p - t) for p, t in zip(predicted, targets))
     relative = sorted(abs(math.exp(p - t) - 1.0) for p, t in zip(predicted, targets))
-    reg = _regressor().fit(np.array(features), np.array(targets))
+    reg = new_regressor().fit(np.array(features), np.array(targets))
     return {
-        "regressor": _export(reg, kind).to_dict(),
+        "regressor": export_kind_regressor(reg, kind).to_dict(),
         "fitted_on": f"{len(keys)} measured {kind} shapes (timings.{kind}, {name})",
         "held_out": {"folds": FOLDS, "by": f"regions of {OCTAVES_PER_REGION} octaves",
                      "median_error": round(statistics.median(relative), 4),

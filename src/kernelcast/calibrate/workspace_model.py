@@ -21,7 +21,7 @@ from __future__ import annotations
 import collections
 import math
 
-from kernelcast.calibrate.launch_model import _classifier, _export
+from kernelcast.calibrate.launch_model import export_classifier, new_classifier
 from kernelcast.costs.launch_table import CONV_FEATURES, conv_features
 from kernelcast.costs.matmul import spatial_mean
 from kernelcast.records import DTYPE_BYTES
@@ -107,7 +107,7 @@ def fit_conv_workspace_model(rows: list[tuple[tuple, int, int]], source: str) ->
     folds = np.random.RandomState(SEED).randint(0, FOLDS, len(rows))
     held = np.zeros(len(rows), dtype=int)
     for f in range(FOLDS):
-        clf = _classifier(ITERATIONS, LEAVES).fit(x[folds != f], y[folds != f])
+        clf = new_classifier(ITERATIONS, LEAVES).fit(x[folds != f], y[folds != f])
         held[folds == f] = clf.predict(x[folds == f])
     totals = np.array([total for _, _, total in rows], dtype=float)
     measured = ratios * totals
@@ -118,8 +118,8 @@ def fit_conv_workspace_model(rows: list[tuple[tuple, int, int]], source: str) ->
         return {"median": round(float(np.median(e)), 4), "p90": round(float(np.percentile(e, 90)), 4)}
 
     nchw_rule = [0.0 if key[2] or (key[8] == key[3] and key[8] > 1) else 1.0 for key, _, _ in rows]
-    model = _classifier(ITERATIONS, LEAVES).fit(x, y)
-    return {"classifier": _export(model, CONV_FEATURES).to_dict(), "ratio_of_class": ratio_of,
+    model = new_classifier(ITERATIONS, LEAVES).fit(x, y)
+    return {"classifier": export_classifier(model, CONV_FEATURES).to_dict(), "ratio_of_class": ratio_of,
             "classes": {"0": "none", "1": "one copy of the operands", "2": "about two copies"},
             "rows": len(rows), "class_counts": dict(collections.Counter(int(c) for c in y)),
             "held_out": {"by": f"{FOLDS}-fold over the rows", "class_right": round(float((held == y).mean()), 4),

@@ -151,7 +151,7 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-class _Schema:
+class OpSchema:
     """Argument names and defaults of one op overload, computed once."""
 
     def __init__(self, func: torch._ops.OpOverload) -> None:
@@ -230,7 +230,7 @@ def _targets_gpu(args: tuple, kwargs: dict) -> bool:
 _NOT_DECOMPOSED = object()
 
 
-def _outputs(out: Any) -> tuple[TensorMeta | None, ...]:
+def output_metas(out: Any) -> tuple[TensorMeta | None, ...]:
     items = out if isinstance(out, (tuple, list)) else (out,)
     metas: list[TensorMeta | None] = []
     for item in items:
@@ -262,7 +262,7 @@ class Recorder(TorchDispatchMode):
         self._phase_of = phase_of
         self._module_of = module_of
         self._backward_origin = backward_origin
-        self._schemas: dict[Any, _Schema] = {}
+        self._schemas: dict[Any, OpSchema] = {}
         # Which bool tensors came from all()/any(), so .item() on them gets a plausible placeholder.
         self._bool_hint = WeakIdKeyDictionary()
         self.host_reads = HostReads()  # stated values of reads no hint decides (--assume)
@@ -380,7 +380,7 @@ class Recorder(TorchDispatchMode):
         if kind in self._build_op_kinds or not _on_gpu(args, kwargs):
             return
         self._build_op_kinds.add(kind)
-        schema = self._schemas.get(func) or self._schemas.setdefault(func, _Schema(func))
+        schema = self._schemas.get(func) or self._schemas.setdefault(func, OpSchema(func))
         self.build_ops.append(OpRecord(index=-1, op=str(func), args=schema.bind(args, kwargs), outputs=(),
                                        tags=schema.tags, phase=phase, stream=self.current_stream))
 
@@ -411,7 +411,7 @@ class Recorder(TorchDispatchMode):
                 out = body()
         finally:
             self._parents.pop()
-        self.ops[index] = dataclasses.replace(self.ops[index], outputs=_outputs(out))
+        self.ops[index] = dataclasses.replace(self.ops[index], outputs=output_metas(out))
         return out
 
     def _decompose(self, func, how: str, args: tuple, kwargs: dict) -> Any:
@@ -439,7 +439,7 @@ class Recorder(TorchDispatchMode):
                 on_gpu: bool | None = None) -> None:
         schema = self._schemas.get(func)
         if schema is None:
-            schema = self._schemas[func] = _Schema(func)
+            schema = self._schemas[func] = OpSchema(func)
         if on_gpu is None:
             on_gpu = _on_gpu(args, kwargs) or _on_gpu((out,), {})  # factories have only a device kwarg
         tags = (schema.tags if on_gpu else schema.tags + ("host",)) + extra_tags
@@ -469,7 +469,7 @@ class Recorder(TorchDispatchMode):
             torch_calls = max(torch_calls, 1)
         self.torch_calls.append(torch_calls)
         self.ops.append(OpRecord(
-            index=len(self.ops), op=str(func), args=schema.bind(args, kwargs), outputs=_outputs(out),
+            index=len(self.ops), op=str(func), args=schema.bind(args, kwargs), outputs=output_metas(out),
             tags=tags, phase=phase, module=module, source=source, sync=sync, python_us=python_us, modules=modules,
             stream=stream, parent=parent,
         ))

@@ -119,7 +119,7 @@ GENERATED_FIT_NOTE = ("Inductor's Triton kernels are timed from Inductor's own b
                       "that add atomically by their atomics, fitted to the {gpu}'s compiled microbenchmarks (on its "
                       "compiled zoo steps: 23-31% median error per kernel, 20% per step's generated kernels summed); "
                       "foreach kernels at the eager foreach rate and templates by their FLOPs, stand-ins")
-_KEY_LENGTH = {"gemm": 7, "conv": CONV_KEY_FIELDS, "attention": 9}
+KEY_LENGTH = {"gemm": 7, "conv": CONV_KEY_FIELDS, "attention": 9}
 # How a transferred model's source reads, by where the GPU's achieved-rate factors come from.
 ACHIEVED_LABEL = {"fitted": "datasheet ratios and this GPU's rates fitted to published timings",
                   "prior": "datasheet ratios and its architecture's rates fitted to published timings",
@@ -360,7 +360,7 @@ SHAPE_FEATURES = {"gemm": _gemm_features, "conv": _conv_features, "attention": _
 
 _WORK = {"gemm": _gemm_work, "conv": _conv_work, "attention": _attention_work}
 _GROUPS = {"gemm": _gemm_group, "conv": _conv_group, "attention": _attention_group}
-_POINTS = {"gemm": _gemm_point, "conv": _conv_point, "attention": _attention_point}
+SHAPE_POINTS = {"gemm": _gemm_point, "conv": _conv_point, "attention": _attention_point}
 
 
 VOLUMETRIC_FIT = "conv_volumetric"
@@ -369,7 +369,7 @@ VOLUMETRIC_FIT = "conv_volumetric"
 def fitted_name(kind: str, key: tuple) -> str:
     """The profile's fitted correction model (timings.fitted) that prices a shape of this kind: a 3-D or
     transposed convolution has its own (calibrate/time_model.py fit_families says why)."""
-    if kind == "conv" and len(key) == _KEY_LENGTH["conv"] and (key[10] == 3 or key[11]):
+    if kind == "conv" and len(key) == KEY_LENGTH["conv"] and (key[10] == 3 or key[11]):
         return VOLUMETRIC_FIT
     return kind
 
@@ -595,7 +595,7 @@ class CalibratedModel:
         fitted = self._fitted(fitted_name(kind, key))
         if table is None and fitted is None:
             return None
-        coords, shape_kind = _POINTS[kind](key)
+        coords, shape_kind = SHAPE_POINTS[kind](key)
         est = table.estimate(coords, shape_kind) if table is not None else None
         if fitted is not None and (est is None or est.source != "measured-near"):
             # away from a measured shape, the regressor fitted over the whole sweep holds out better than the
@@ -617,10 +617,10 @@ class CalibratedModel:
     def _tables(self, kind: str) -> dict[tuple, ShapeTable]:
         if kind not in self._shape_tables:
             rows = self.profile["timings"].get(kind, ())
-            group_of, point_of = _GROUPS[kind], _POINTS[kind]
+            group_of, point_of = _GROUPS[kind], SHAPE_POINTS[kind]
 
             def point(row):
-                key, time_us = tuple(row[:_KEY_LENGTH[kind]]), row[_KEY_LENGTH[kind] + 1]
+                key, time_us = tuple(row[:KEY_LENGTH[kind]]), row[KEY_LENGTH[kind] + 1]
                 prior = self._prior_us(kind, key)
                 if time_us <= 0 or prior <= 0:
                     return None
@@ -628,8 +628,8 @@ class CalibratedModel:
                 return ShapePoint(coords, shape_kind, math.log(time_us / prior))
 
             self._shape_tables[kind] = build_tables(
-                [r for r in rows if len(r) == _KEY_LENGTH[kind] + 3],
-                lambda r: group_of(tuple(r[:_KEY_LENGTH[kind]]), None), point)
+                [r for r in rows if len(r) == KEY_LENGTH[kind] + 3],
+                lambda r: group_of(tuple(r[:KEY_LENGTH[kind]]), None), point)
         return self._shape_tables[kind]
 
     def _prior_us(self, kind: str, key: tuple) -> float:
