@@ -270,3 +270,23 @@ def test_a_reduction_casts_an_input_of_another_dtype_first():
     assert cost_of(op("aten.sum.dim_IntList", {"self": x, "dim": ()}, [contiguous(())], tags=("reduction",))).kernels == 1
     # any/all read every dtype as it is on CUDA (get_allany_iter)
     assert cost_of(op("aten.any.default", {"self": x}, [contiguous((), "bool")], tags=("reduction",))).kernels == 1
+
+
+def test_cublas_operand_copies_follow_blas_cpp():
+    """aten/src/ATen/native/cuda/Blas.cpp hands cuBLAS row- or column-major matrices only: an operand in neither
+    layout is cloned inside mm / bmm (one more kernel), a dense or transposed one is not."""
+    from kernelcast.costs.matmul import bmm_operand_copies, mm_operand_copies
+    from kernelcast.records import TensorMeta
+    a, b = contiguous((64, 32)), transposed((32, 16))
+    assert mm_operand_copies(a, b) == ()
+    every_other_column = TensorMeta((64, 32), "float32", (64, 2))  # x[:, ::2] of a (64, 64) tensor
+    assert len(mm_operand_copies(every_other_column, b)) == 1
+    permuted = TensorMeta((256, 16, 32), "complex64", (1, 8192, 256))  # einsum's view of a (B, C, X, Y) spectrum
+    assert len(bmm_operand_copies(permuted, contiguous((256, 32, 32), "complex64"))) == 1
+    conjugated = TensorMeta((256, 32, 16), "complex64", (512, 1, 32), conj=True)  # .conj().transpose(1, 2) of a row-major batch
+    assert len(bmm_operand_copies(contiguous((256, 16, 32), "complex64"), conjugated)) == 0  # cuBLAS's 'c'
+    assert len(bmm_operand_copies(conjugated.__class__((256, 16, 32), "complex64", (512, 32, 1), conj=True),
+                                  contiguous((256, 32, 16), "complex64"))) == 1  # conjugated in place: a copy
+    cost = cost_of(op("aten.bmm.default", {"self": permuted, "mat2": contiguous((256, 32, 32), "complex64")},
+                      [contiguous((256, 16, 32), "complex64")]))
+    assert cost.kernels == 2 and len(cost.parts) == 1

@@ -250,3 +250,35 @@ def test_a_cat_of_strided_inputs_reads_them_element_by_element():
     gpu = get_gpu("h200")
     model = CalibratedModel(gpu, CaptureSettings(), load_profile("h200").data, gpu)
     assert model.estimate(strided).time_us == pytest.approx(20.1, rel=0.15)
+
+
+def _kernels_by_op(cap) -> dict[str, list[int]]:
+    """Per op name, each call's kernel count, in capture order."""
+    out: dict[str, list[int]] = {}
+    for record in cap.capture.ops:
+        cost = cost_of(record)
+        if cost is not None:
+            out.setdefault(record.op, []).append(cost.kernels)
+    return out
+
+
+def test_a_spectral_layers_complex_einsum_and_ffts():
+    # H200, torch 2.11: zoo fft_layers_train, one FNO layer (32 channels, 16 modes, 16 x 128 x 128 fp32). The
+    # einsum's bmm clones its permuted operand forward (2 kernels); backward one bmm clones an operand (2) and the
+    # other conjugates one and clones another (3), as prepare_batch_matrix_for_cublas does. irfft2 clones its
+    # input, runs two cuFFT kernels and the normalising mul_ (4); the 2-D c2c of its gradient is one cuFFT kernel
+    # (vector_2d_fft<128, 128>).
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "zoo"))
+    from program_kinds import _SpectralConv
+
+    with capture("h200") as cap:
+        with cap.paused():
+            layer = _SpectralConv(32, 16).cuda()
+            x = torch.randn(16, 32, 128, 128, device="cuda", requires_grad=True)  # a layer after another
+        layer(x).sum().backward()
+    kernels = _kernels_by_op(cap)
+    assert sorted(kernels["aten.bmm.default"]) == [2, 2, 3]
+    assert kernels["aten._fft_c2r.default"] == [4]
+    assert kernels["aten._fft_c2c.default"] == [1]

@@ -83,6 +83,7 @@ class TensorMeta:
     device: str = "cuda"
     storage: int = 0  # identity of the memory it lives in (views share it); 0 when unknown
     offset: int = 0  # storage offset in elements: where a view starts in its storage (pointer alignment)
+    conj: bool = False  # a complex tensor with its conjugate bit set (a lazy .conj() view, Tensor.is_conj)
 
     @property
     def numel(self) -> int:
@@ -112,12 +113,14 @@ class TensorMeta:
             d["storage"] = self.storage
         if self.offset:
             d["offset"] = self.offset
+        if self.conj:
+            d["conj"] = True
         return d
 
     @staticmethod
     def from_json(d: dict) -> "TensorMeta":
         return TensorMeta(tuple(d["T"]), d["dtype"], tuple(d["stride"]), d.get("device", "cuda"), d.get("storage", 0),
-                          d.get("offset", 0))
+                          d.get("offset", 0), bool(d.get("conj", False)))
 
 
 def _arg_to_json(value: Any) -> Any:

@@ -131,9 +131,16 @@ def _storage_offset(t: torch.Tensor) -> int:
         return 0
 
 
+def _is_conj(t: torch.Tensor) -> bool:
+    try:
+        return bool(t.is_complex() and t.is_conj())
+    except (RuntimeError, NotImplementedError):
+        return False
+
+
 def tensor_meta(t: torch.Tensor) -> TensorMeta:
     return TensorMeta(tuple(int(s) for s in t.shape), _dtype_name(t.dtype), tuple(int(s) for s in t.stride()),
-                      device_type(t), _storage_id(t), _storage_offset(t))
+                      device_type(t), _storage_id(t), _storage_offset(t), _is_conj(t))
 
 
 def _plain(value: Any) -> Any:

@@ -10,7 +10,7 @@ import math
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import arg, bytes_read, bytes_written, contiguous_copy, is_blocks_key, width_key
+from .common import arg, bytes_read, bytes_written, contiguous_copy, dense, is_blocks_key, row_major, width_key
 from .conv_backend import CUDNN, NATIVE_DEPTHWISE, conv_backend
 from .conv_layout import ConvOperands, backward_operands, cudnn_nhwc, forward_operands
 from .reduce_config import REDUCE_SEMAPHORE_MEMSETS, is_global_reduce, reduces_fastest_dim
@@ -60,30 +60,97 @@ def gemm_kernels(ctx: CostContext, key: tuple) -> int:
     return items if items is not None else 1
 
 
+# -- what cuBLAS is handed (aten/src/ATen/native/cuda/Blas.cpp) ------------------------------------------------
+# cuBLAS reads each matrix in row- or column-major order with a leading dimension; an operand in neither gets a
+# contiguous clone inside the op's CUDA code, and a complex operand whose conjugate bit is set is conjugated into a
+# copy (resolve_conj, at::native's conj kernel) unless cuBLAS can take it as a conjugate transpose ('c'). Measured
+# on the H200 (zoo fft_layers_train, torch 2.11): the spectral layers' complex einsum ran its bmm with a clone of
+# the permuted operand forward, and backward a clone plus a conjugating copy per bmm: 7 kernels a layer, not 3.
+
+
+def _conj_copy(t: TensorMeta) -> Cost:
+    """resolve_conj(): one elementwise kernel reading and writing the operand."""
+    return Cost(bytes_read=t.touched_bytes, bytes_written=t.nbytes, kernels=1, dtype=t.dtype, kind="copy",
+                key=width_key(t))
+
+
+def matrix_operand_copies(t: TensorMeta, transpose_result: bool) -> tuple[Cost, ...]:
+    """Copies mm/addmm make of one 2-D operand before cuBLAS (prepare_matrix_for_cublas): none for a dense one
+    but a conjugating copy where it is conjugated and read untransposed; none for a row- or column-major one with
+    a leading dimension; else a contiguous clone."""
+    if dense(t):
+        transpose = row_major(t)
+        resolve = transpose if transpose_result else not transpose
+        return (_conj_copy(t),) if t.conj and resolve else ()
+    (s0, s1), (n0, n1) = t.stride, t.shape
+    if s0 == 1 and s1 >= max(1, n0):
+        return (_conj_copy(t),) if t.conj and not transpose_result else ()
+    if s1 == 1 and s0 >= max(1, n1):
+        return (_conj_copy(t),) if t.conj and transpose_result else ()
+    return (contiguous_copy(t),)
+
+
+def batch_operand_copies(t: TensorMeta, transpose_result: bool, m: int, n: int) -> tuple[Cost, ...]:
+    """Copies bmm/baddbmm make of one 3-D operand before cuBLAS (prepare_batch_matrix_for_cublas, m and n as it
+    is called with): none for one whose fast dim is unit-stride with a leading dimension of at least m (a
+    conjugating copy if it is conjugated), none for the transposed layout with one of at least n; else none for
+    a contiguous one (conjugated: a conjugating copy where the result is transposed), a contiguous clone
+    otherwise."""
+    fast, lead = (2, 1) if transpose_result else (1, 2)
+    if t.stride[fast] == 1 and t.stride[lead] >= max(1, m):
+        return (_conj_copy(t),) if t.conj else ()
+    if t.stride[lead] == 1 and t.stride[fast] >= max(1, n):
+        return ()
+    if row_major(t) and t.stride[1] != 0 and t.stride[2] != 0:
+        return (_conj_copy(t),) if t.conj and transpose_result else ()
+    return (contiguous_copy(t),)
+
+
+def bmm_operand_copies(a: TensorMeta, b: TensorMeta) -> tuple[Cost, ...]:
+    """The copies of (B, M, K) @ (B, K, N) into a new row-major result (baddbmm_out_cuda_impl): the result reads
+    as transposed unless N is 1, and cuBLAS then takes b as its first matrix."""
+    m, k, n = a.shape[1], a.shape[2], b.shape[2]
+    if n == 1:
+        return (*batch_operand_copies(a, False, m, k), *batch_operand_copies(b, False, k, n))
+    return (*batch_operand_copies(b, True, n, k), *batch_operand_copies(a, True, k, m))
+
+
+def mm_operand_copies(a: TensorMeta, b: TensorMeta) -> tuple[Cost, ...]:
+    """The copies of (M, K) @ (K, N) into a new row-major result (addmm_out_cuda_impl: the result is read
+    transposed)."""
+    if a.shape[0] == 0 or b.shape[-1] == 0 or len(a.shape) != 2 or len(b.shape) != 2:
+        return ()
+    return (*matrix_operand_copies(b, True), *matrix_operand_copies(a, True))
+
+
 @register("aten.mm")
 def mm(op: OpRecord, ctx: CostContext) -> Cost:
     a, b = arg(op, "self"), arg(op, "mat2")
     key = gemm_key(a, b, bias=False)
-    return _matmul_cost(op, mm_flops(a.shape, b.shape), a.dtype, gemm_kernels(ctx, key), key=key)
+    cost = _matmul_cost(op, mm_flops(a.shape, b.shape), a.dtype, gemm_kernels(ctx, key), key=key)
+    return cost.with_parts(*mm_operand_copies(a, b))
 
 
 @register("aten.addmm")
 def addmm(op: OpRecord, ctx: CostContext) -> Cost:
     a, b = arg(op, "mat1"), arg(op, "mat2")
     key = gemm_key(a, b, bias=True)
-    return _matmul_cost(op, mm_flops(a.shape, b.shape), a.dtype, gemm_kernels(ctx, key), key=key)
+    cost = _matmul_cost(op, mm_flops(a.shape, b.shape), a.dtype, gemm_kernels(ctx, key), key=key)
+    return cost.with_parts(*mm_operand_copies(a, b))
 
 
 @register("aten.bmm")
 def bmm(op: OpRecord, ctx: CostContext) -> Cost:
     a, b = arg(op, "self"), arg(op, "mat2")
-    return _matmul_cost(op, bmm_flops(a.shape, b.shape), a.dtype, key=gemm_key(a, b, False, a.shape[0]))
+    cost = _matmul_cost(op, bmm_flops(a.shape, b.shape), a.dtype, key=gemm_key(a, b, False, a.shape[0]))
+    return cost.with_parts(*bmm_operand_copies(a, b))
 
 
 @register("aten.baddbmm")
 def baddbmm(op: OpRecord, ctx: CostContext) -> Cost:
     a, b = arg(op, "batch1"), arg(op, "batch2")
-    return _matmul_cost(op, bmm_flops(a.shape, b.shape), a.dtype, key=gemm_key(a, b, True, a.shape[0]))
+    cost = _matmul_cost(op, bmm_flops(a.shape, b.shape), a.dtype, key=gemm_key(a, b, True, a.shape[0]))
+    return cost.with_parts(*bmm_operand_copies(a, b))
 
 
 @register("aten._scaled_mm")
