@@ -152,7 +152,7 @@ def test_channels_last_batch_norm_memsets_its_semaphores_only_where_it_splits(sh
 
 def test_batch_norm_1d_on_rows_takes_the_channels_last_kernels():
     # batch_norm_choose_impl: a contiguous input whose channel stride is 1 ((N, C), BatchNorm1d) is channels_last
-    from kernelcast.costs.elementwise import batch_norm_channels_last_kernels
+    from kernelcast.costs.norms import batch_norm_channels_last_kernels
     assert batch_norm_channels_last_kernels(contiguous((256, 512)))
     assert not batch_norm_channels_last_kernels(contiguous((32, 64, 56, 56)))
     assert cost_of(_bn(contiguous((256, 512)))).kind == "batch_norm_channels_last"

@@ -210,6 +210,12 @@ def memory_key(op: OpRecord, kind: str) -> tuple[str, tuple]:
     return kind, (t.shape[-1], t.itemsize)
 
 
+def channels_last_kind(kind: str, x: TensorMeta) -> str:
+    """The kind of a 4-D op's kernels by its input's layout: channels_last runs other kernels than NCHW (cuDNN's
+    batch norm, pooling), timed apart."""
+    return f"{kind}_channels_last" if len(x.shape) == 4 and channels_last(x) else kind
+
+
 def width_key(t: TensorMeta) -> tuple[int, int]:
     """(innermost dim, item size): the key a memory-bound kind's curves are read by (memory_key's, for one tensor)."""
     return (t.shape[-1] if t.shape else 1, t.itemsize)

@@ -1,4 +1,5 @@
-"""Memory-bound ops: pointwise, reductions, normalisations, softmax, losses, copies, indexing, factories.
+"""Memory-bound ops: pointwise, reductions, softmax, copies, factories (batch norm is in norms.py, pooling in
+pooling.py, losses in losses.py).
 
 FLOPs per element are nominal (one per basic arithmetic step): these ops are bound by bytes, so the count
 changes only the reported intensity, never the roof. Named constants keep them visible.
@@ -14,10 +15,8 @@ import math
 
 from kernelcast.records import DTYPE_BYTES, OpRecord, TensorMeta
 
-from .common import (arg, blocks_key, bytes_written, channels_last, contiguous_copies, dense, gpu_tensors,
-                     host_transfer, memory_key, memory_op, out_dtype, row_major, width_key, write_only)
-from .conv_layout import channels_last_contiguous
-from .pooling import with_window_key
+from .common import (arg, bytes_written, channels_last, contiguous_copies, dense, gpu_tensors, host_transfer,
+                     memory_key, memory_op, out_dtype, row_major, width_key, write_only)
 from .reduce_config import REDUCE_SEMAPHORE_MEMSETS, is_global_reduce, reduced_dims, reduces_fastest_dim
 from .registry import Cost, CostContext, register, register_tag, register_zero_cost
 
@@ -25,31 +24,7 @@ POINTWISE_FLOPS_PER_ELEMENT = 1.0  # add, mul, relu...: one operation per output
 REDUCTION_FLOPS_PER_ELEMENT = 1.0  # one add/compare per input element
 SOFTMAX_FLOPS_PER_ELEMENT = 5.0  # max, subtract, exp, sum, divide
 SOFTMAX_BACKWARD_FLOPS_PER_ELEMENT = 4.0  # dot(grad, out), subtract, multiply (x2 passes)
-NORM_FLOPS_PER_ELEMENT = 8.0  # mean, centre, square, sum, rstd, scale, weight, bias
-NORM_BACKWARD_FLOPS_PER_ELEMENT = 12.0
-LOSS_FLOPS_PER_ELEMENT = 1.0
 
-# nll_loss backward zero-fills the gradient, then scatters into it.
-NLL_LOSS_BACKWARD_KERNELS = 2
-NLL_LOSS_FORWARD_KERNELS = 1
-# Native batch norm (measured, validation/op_sweep.json): training = statistics, running-stat update, normalise
-# (3 kernels); eval = three kernels either layout. Backward: contiguous NCHW one fused kernel; channels_last a
-# reduce and an elementwise kernel. The channels_last statistics and backward reduce add a memset of their
-# semaphores where they split the reduction across thread blocks (batch_norm_channels_last_split).
-BATCH_NORM_TRAIN_KERNELS = 3
-BATCH_NORM_EVAL_KERNELS = 3
-BATCH_NORM_BACKWARD_KERNELS = {True: 2, False: 1}  # keyed by the channels_last kernels
-SEMAPHORE_MEMSETS = 1
-# aten/src/ATen/native/cuda/Normalization.cuh, flexible_launch_configs (CUDA build): the channels_last kernels'
-# blocks tile (reduction, channels) with at most 32 channels across, 512 threads, 16 elements per thread, at
-# most 128 blocks along the reduction, and only split it across blocks (grid.y > 1, with staging buffers and
-# zeroed semaphores) from 8 blocks on.
-BN_TILE_CHANNELS = 32
-BN_MAX_BLOCK_THREADS = 512
-BN_ELEMENTS_PER_THREAD = 16
-BN_MAX_REDUCTION_BLOCKS = 128
-BN_MIN_SPLIT_BLOCKS = 8
-MAX_POOL_BACKWARD_KERNELS = 2  # zero the input gradient, then scatter into it (measured)
 
 
 # Pointwise ops whose arithmetic, not their memory traffic, can bound them: on the H200 in bf16 / fp16 (4 bytes
@@ -274,134 +249,6 @@ def softmax_backward(op: OpRecord, ctx: CostContext) -> Cost:
     if op.packet == "aten._softmax_backward_data":  # the product is made contiguous: only output may be copied
         return _with_grad_times_output(cost, grad, output).with_parts(*contiguous_copies(output))
     return cost.with_parts(*contiguous_copies(grad, output))
-@register("aten._native_batch_norm_legit_no_training")
-def batch_norm_eval(op: OpRecord, ctx: CostContext) -> Cost:
-    """Inference batch norm: a per-channel scale and shift (one elementwise kernel), not training's reductions."""
-    return memory_op(op, NORM_FLOPS_PER_ELEMENT, kind=_cudnn_kind("batch_norm_eval", arg(op, "input")))
-
-
-# cuDNN's batch norm (the path F.batch_norm takes on CUDA for most inputs) is timed apart from ATen's native
-# kernels, and NHWC apart from NCHW: different kernels (calibrate extras2 measures them through F.batch_norm).
-# In training on a contiguous NC(D)HW input, cuDNN runs one block per channel over its N x spatial values
-# (bn_fw_tr_1C11_kernel_NCHW / _singleread, and the backward's bn_bw_1C11 kernels): 16 channels of 33 M values
-# take 14.9 ms on the H200 at 0.44 ns per value on 16 SMs (validation/h200_channel_grid_raw.json.gz), so they are
-# keyed by their blocks (calibrate/norm_blocks.py), as ATen's own kernels are; inference and NHWC stay on the
-# byte curves.
-# A channel whose N x spatial values fit on chip is read once (bn_fw_tr_1C11_singleread); a larger one twice, once
-# for its statistics and once to normalize it (bn_fw_tr_1C11_kernel_NCHW). On the H200 (validation/
-# h200_channel_grid_raw.json.gz) the single-read kernel ran for slices up to 128 KiB (fp16, 16 x 64 x 64) and the
-# two-read one from 256 KiB (fp32, the same shape): the register file an SM gives the block is 256 KiB.
-CUDNN_BN_SINGLE_READ_MAX_BYTES = 128 * 1024
-
-
-def cudnn_batch_norm_reads(x: TensorMeta) -> int:
-    """How many times cuDNN's NCHW batch norm in training reads its input: 1 or 2 (above)."""
-    channels = x.shape[1] if len(x.shape) > 1 else 1
-    return 1 if x.nbytes // max(channels, 1) <= CUDNN_BN_SINGLE_READ_MAX_BYTES else 2
-
-
-@register("aten.cudnn_batch_norm")
-def cudnn_batch_norm(op: OpRecord, ctx: CostContext) -> Cost:
-    """Its bytes count the input as often as the kernel reads it: a two-read batch norm streams 3 passes, which
-    is what bounds it on a GPU of little bandwidth (KernelBench L1 #33, 64 channels of 1 M fp32 values: 3.52 ms on
-    an L4, 300 GB/s, where two passes would take 1.8 ms)."""
-    x = arg(op, "input")
-    cost = memory_op(op, NORM_FLOPS_PER_ELEMENT, kind=_cudnn_kind("cudnn_batch_norm", x))
-    if not op.args.get("training", True):
-        return cost
-    if row_major(x) and len(x.shape) >= 3:
-        cost = dataclasses.replace(cost, bytes_read=cost.bytes_read + (cudnn_batch_norm_reads(x) - 1) * x.nbytes)
-    return _channel_blocks(cost, x, not row_major(x))
-
-
-@register("aten.cudnn_batch_norm_backward")
-def cudnn_batch_norm_backward(op: OpRecord, ctx: CostContext) -> Cost:
-    x = arg(op, "input")
-    cost = memory_op(op, NORM_BACKWARD_FLOPS_PER_ELEMENT, kind=_cudnn_kind("cudnn_batch_norm_backward", x))
-    return _channel_blocks(cost, x, not row_major(x))
-
-
-def _cudnn_kind(kind: str, x: TensorMeta) -> str:
-    return f"{kind}_channels_last" if len(x.shape) == 4 and channels_last(x) else kind
-register("aten.nll_loss_forward", "aten.nll_loss2d_forward")(
-    _with_flops(LOSS_FLOPS_PER_ELEMENT, "loss", NLL_LOSS_FORWARD_KERNELS))
-register("aten.nll_loss_backward", "aten.nll_loss2d_backward")(
-    _with_flops(LOSS_FLOPS_PER_ELEMENT, "loss", NLL_LOSS_BACKWARD_KERNELS))
-register("aten.binary_cross_entropy_with_logits")(_with_flops(LOSS_FLOPS_PER_ELEMENT, "loss"))
-
-
-def _last_pow2(n: int) -> int:
-    """2 ** floor(log2(n)), at least 1 (Normalization.cuh, lastPow2)."""
-    return 1 << (max(n, 1).bit_length() - 1)
-
-
-def batch_norm_channels_last_split(reduction: int, channels: int) -> bool:
-    """Whether the channels_last batch-norm kernels split each channel's reduction (N x H x W elements) across
-    thread blocks: flexible_launch_configs with coop_flag (Normalization.cuh), grid.y > 1. Measured on the H200
-    (zoo resnet_train_channels_last, batch 32): a semaphore memset beside every channels_last batch norm and
-    its backward down to 14 x 14 (grid.y 25), none at 7 x 7 (grid.y 7, below the 8 it takes)."""
-    block_x = min(_last_pow2(channels), BN_TILE_CHANNELS)
-    block_y = min(_last_pow2(-(-reduction // BN_ELEMENTS_PER_THREAD)), BN_MAX_BLOCK_THREADS // block_x)
-    grid_y = min(-(-reduction // (block_y * BN_ELEMENTS_PER_THREAD)), BN_MAX_REDUCTION_BLOCKS)
-    return grid_y >= BN_MIN_SPLIT_BLOCKS
-
-
-def batch_norm_channels_last_kernels(x: TensorMeta) -> bool:
-    """Whether native batch norm runs its channels_last kernels: batch_norm_choose_impl
-    (aten/src/ATen/native/cuda/Normalization.cu) takes them for a channels_last-contiguous input and for a
-    contiguous one whose channel stride is 1, such as BatchNorm1d's (N, C)."""
-    if len(x.shape) < 2:
-        return False
-    return channels_last_contiguous(x) or (row_major(x) and x.stride[1] == 1 and x.shape[1] > 1)
-
-
-def _batch_norm_memsets(x: TensorMeta) -> int:
-    channels = x.shape[1]
-    return SEMAPHORE_MEMSETS * batch_norm_channels_last_split(x.numel // max(channels, 1), channels)
-
-
-def _batch_norm_kind(kind: str, nhwc: bool) -> str:
-    """channels_last and NCHW batch norm are different kernels (measured 3-7x apart backward)."""
-    return f"{kind}_channels_last" if nhwc else kind
-
-
-@register("aten.native_batch_norm", "aten._native_batch_norm_legit", "aten._native_batch_norm_legit_functional",
-          "aten._batch_norm_with_update")
-def native_batch_norm(op: OpRecord, ctx: CostContext) -> Cost:
-    x = arg(op, "input")
-    training = bool(op.args.get("training", True))
-    nhwc = batch_norm_channels_last_kernels(x)
-    kernels = BATCH_NORM_TRAIN_KERNELS + (_batch_norm_memsets(x) if nhwc else 0) if training else \
-        BATCH_NORM_EVAL_KERNELS
-    # eval: one scale-and-shift pass with the running statistics, a different kernel from training's reductions
-    cost = memory_op(op, NORM_FLOPS_PER_ELEMENT, kernels, _batch_norm_kind("batch_norm" if training else
-                                                                           "batch_norm_eval", nhwc))
-    if training and not nhwc and len(x.shape) >= 3:
-        # NCHW: batch_norm_collect_statistics_kernel reads the input, batch_norm_transform_input_kernel reads it
-        # again (aten/src/ATen/native/cuda/Normalization.cuh)
-        cost = dataclasses.replace(cost, bytes_read=cost.bytes_read + x.nbytes)
-    return _channel_blocks(cost, x, nhwc) if training else cost
-
-
-@register("aten.native_batch_norm_backward", "aten.batch_norm_backward")
-def native_batch_norm_backward(op: OpRecord, ctx: CostContext) -> Cost:
-    """NCHW: one kernel, a thread block per channel; channels_last: a reduce (after its semaphore memset where
-    it splits, batch_norm_channels_last_split) and an elementwise kernel."""
-    x = arg(op, "input")
-    nhwc = batch_norm_channels_last_kernels(x)
-    kernels = BATCH_NORM_BACKWARD_KERNELS[nhwc] + (_batch_norm_memsets(x) if nhwc else 0)
-    return _channel_blocks(memory_op(op, NORM_BACKWARD_FLOPS_PER_ELEMENT, kernels,
-                                     _batch_norm_kind("batch_norm_backward", nhwc)), x, nhwc)
-
-
-def _channel_blocks(cost: Cost, x: TensorMeta, nhwc: bool) -> Cost:
-    """An NCHW batch norm in training runs a thread block per channel (calibrate/norm_blocks.py): keyed
-    blocks_key(C, N, H*W, item size) for the calibrated model's block fit. channels_last: other kernels."""
-    if nhwc or len(x.shape) < 3:
-        return cost
-    return dataclasses.replace(cost, key=blocks_key(x.shape[1], x.shape[0], math.prod(x.shape[2:]), x.itemsize))
-
-
 def _memory(op: OpRecord, ctx: CostContext) -> Cost:
     return memory_op(op)
 
@@ -412,32 +259,6 @@ register("aten.clone", "aten.flip", "aten.repeat", "aten.masked_scatter", "aten.
          "aten.upsample_bilinear2d", "aten.upsample_nearest2d_backward", "aten.upsample_bilinear2d_backward",
          "aten.im2col", "aten.col2im", "aten.native_dropout_backward", "aten.unfold_backward",
          "aten.expand_copy")(_memory)
-
-
-# Pooling: window reads that neither stream like a copy nor reduce along rows (measured on the H200 at a third of
-# the copy rate forward and a fifth backward, channels_last: docs/validation.md); a kind of their own, calibrated
-# by calibrate's extras2 section.
-# Each op and layout is its own kernel: on the H200 an adaptive average pool to 1x1 of the same 51 MB ran in
-# 0.64 ms in NCHW (a reduction over H x W) and 5.5 ms in channels_last (validation/h200_extras2_raw.json.gz).
-POOLING_KINDS = {"max_pool2d_with_indices": "max_pool", "avg_pool2d": "avg_pool",
-                 "_adaptive_avg_pool2d": "adaptive_avg_pool"}
-
-
-def pooling_kind(op: OpRecord, backward: bool = False) -> str:
-    name = op.name.removesuffix("_backward")
-    x = op.args.get("self") if isinstance(op.args.get("self"), TensorMeta) else op.args.get("input")
-    kind = POOLING_KINDS.get(name, "pooling") + ("_backward" if backward else "")
-    return _cudnn_kind(kind, x) if isinstance(x, TensorMeta) else kind
-
-
-@register("aten.max_pool2d_with_indices", "aten.avg_pool2d", "aten._adaptive_avg_pool2d")
-def pooling(op: OpRecord, ctx: CostContext) -> Cost:
-    return with_window_key(op, memory_op(op, kind=pooling_kind(op)))
-
-
-@register("aten.avg_pool2d_backward", "aten._adaptive_avg_pool2d_backward")
-def pooling_backward(op: OpRecord, ctx: CostContext) -> Cost:
-    return with_window_key(op, memory_op(op, kind=pooling_kind(op, backward=True)))
 
 
 # split_with_sizes_copy on CUDA (aten/src/ATen/native/cuda/TensorShape.cu, split_with_sizes_copy_out_cuda): when
@@ -516,16 +337,6 @@ def fill_then_copy(op: OpRecord, ctx: CostContext) -> Cost:
     return dataclasses.replace(base, bytes_written=base.bytes_written + part.nbytes, kernels=FILL_THEN_COPY_KERNELS)
 
 
-@register("aten.max_pool2d_with_indices_backward")
-def max_pool2d_backward(op: OpRecord, ctx: CostContext) -> Cost:
-    """Zero-fills the input gradient, then writes the pooled gradients into it: two work items (measured on
-    the CNN example's channels_last step, validation/capture_validation.json). The generic byte count reads
-    the forward input, which neither kernel reads; it has the size of the zero-fill's write, so the total
-    stands."""
-    base = memory_op(op, kind=pooling_kind(op, backward=True))
-    return with_window_key(op, dataclasses.replace(base, kernels=MAX_POOL_BACKWARD_KERNELS))
-
-
 @register("aten._to_copy")
 def to_copy(op: OpRecord, ctx: CostContext) -> Cost:
     outs = op.tensors_out()
@@ -584,24 +395,3 @@ def local_scalar_dense(op: OpRecord, ctx: CostContext) -> Cost:
     """A device-to-host copy of one element: one memcpy, a sync."""
     t = arg(op, "self")
     return Cost(bytes_read=t.itemsize if t.on_gpu else 0, kernels=1 if t.on_gpu else 0, kind="memcpy")
-
-
-# CTC loss on CUDA (aten/src/ATen/native/cuda/LossCTC.cu), measured on the H200 (torch 2.11, zoo wav2vec2_train):
-# forward = the log_alpha kernel and three pageable host-to-device copies (input lengths, target lengths, target
-# offsets); backward = two fills (the gradient, log_beta), the log_beta, collect and zero-padding kernels, and
-# the same three copies. With lengths in GPU tensors ctc_loss first copies them to the host: four device-to-
-# host copies (each length tensor twice: the cuDNN check and the kernel's own).
-CTC_LOSS_FORWARD_ITEMS = 4
-CTC_LOSS_BACKWARD_ITEMS = 8
-CTC_LENGTHS_READBACK_COPIES = 4
-
-
-@register("aten._ctc_loss")
-def ctc_loss(op: OpRecord, ctx: CostContext) -> Cost:
-    lengths = [op.args.get("input_lengths"), op.args.get("target_lengths")]
-    read_back = any(isinstance(t, TensorMeta) and t.on_gpu for t in lengths)
-    items = CTC_LOSS_FORWARD_ITEMS + (CTC_LENGTHS_READBACK_COPIES if read_back else 0)
-    return memory_op(op, LOSS_FLOPS_PER_ELEMENT, items, "loss")
-
-
-register("aten._ctc_loss_backward")(_with_flops(LOSS_FLOPS_PER_ELEMENT, "loss", CTC_LOSS_BACKWARD_ITEMS))

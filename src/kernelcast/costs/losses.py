@@ -131,3 +131,41 @@ def _chain(op: OpRecord, kernels: int) -> Cost:
     return Cost(flops=LOSS_FLOPS_PER_ELEMENT * kernels * (x.numel if x is not None else 0),
                 bytes_read=kernels * n_bytes, bytes_written=kernels * n_bytes, kernels=kernels,
                 dtype=x.dtype if x is not None else "float32", kind=kind, key=key)
+
+
+def _loss_formula(flops_per_element: float, kind: str, kernels: int = 1):
+    def formula(op: OpRecord, ctx: CostContext) -> Cost:
+        return memory_op(op, flops_per_element, kernels, kind)
+
+    return formula
+
+
+# nll_loss backward zero-fills the gradient, then scatters into it.
+NLL_LOSS_BACKWARD_KERNELS = 2
+NLL_LOSS_FORWARD_KERNELS = 1
+register("aten.nll_loss_forward", "aten.nll_loss2d_forward")(
+    _loss_formula(LOSS_FLOPS_PER_ELEMENT, "loss", NLL_LOSS_FORWARD_KERNELS))
+register("aten.nll_loss_backward", "aten.nll_loss2d_backward")(
+    _loss_formula(LOSS_FLOPS_PER_ELEMENT, "loss", NLL_LOSS_BACKWARD_KERNELS))
+register("aten.binary_cross_entropy_with_logits")(_loss_formula(LOSS_FLOPS_PER_ELEMENT, "loss"))
+
+
+# CTC loss on CUDA (aten/src/ATen/native/cuda/LossCTC.cu), measured on the H200 (torch 2.11, zoo wav2vec2_train):
+# forward = the log_alpha kernel and three pageable host-to-device copies (input lengths, target lengths, target
+# offsets); backward = two fills (the gradient, log_beta), the log_beta, collect and zero-padding kernels, and
+# the same three copies. With lengths in GPU tensors ctc_loss first copies them to the host: four device-to-
+# host copies (each length tensor twice: the cuDNN check and the kernel's own).
+CTC_LOSS_FORWARD_ITEMS = 4
+CTC_LOSS_BACKWARD_ITEMS = 8
+CTC_LENGTHS_READBACK_COPIES = 4
+
+
+@register("aten._ctc_loss")
+def ctc_loss(op: OpRecord, ctx: CostContext) -> Cost:
+    lengths = [op.args.get("input_lengths"), op.args.get("target_lengths")]
+    read_back = any(isinstance(t, TensorMeta) and t.on_gpu for t in lengths)
+    items = CTC_LOSS_FORWARD_ITEMS + (CTC_LENGTHS_READBACK_COPIES if read_back else 0)
+    return memory_op(op, LOSS_FLOPS_PER_ELEMENT, items, "loss")
+
+
+register("aten._ctc_loss_backward")(_loss_formula(LOSS_FLOPS_PER_ELEMENT, "loss", CTC_LOSS_BACKWARD_ITEMS))

@@ -19,7 +19,9 @@ import math
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import blocks_key, contiguous_copies, memory_op, row_major, strided
+from .common import (arg, blocks_key, channels_last_kind, contiguous_copies, memory_op, row_major,
+                     strided)
+from .conv_layout import channels_last_contiguous
 from .reduce_config import is_global_reduce
 from .registry import Cost, CostContext, register
 
@@ -300,3 +302,142 @@ def weight_norm_interface(op: OpRecord, ctx: CostContext) -> Cost:
 @register("aten._weight_norm_interface_backward")
 def weight_norm_interface_backward(op: OpRecord, ctx: CostContext) -> Cost:
     return _weight_norm(op, _tensor(op, "saved_v") or op.tensors_in()[1], backward=True)
+
+
+# -- batch norm ----------------------------------------------------------------------------------------------
+# Native batch norm (measured, validation/op_sweep.json): training = statistics, running-stat update, normalise
+# (3 kernels); eval = three kernels either layout. Backward: contiguous NCHW one fused kernel; channels_last a
+# reduce and an elementwise kernel. The channels_last statistics and backward reduce add a memset of their
+# semaphores where they split the reduction across thread blocks (batch_norm_channels_last_split).
+BATCH_NORM_TRAIN_KERNELS = 3
+BATCH_NORM_EVAL_KERNELS = 3
+BATCH_NORM_BACKWARD_KERNELS = {True: 2, False: 1}  # keyed by the channels_last kernels
+SEMAPHORE_MEMSETS = 1
+# aten/src/ATen/native/cuda/Normalization.cuh, flexible_launch_configs (CUDA build): the channels_last kernels'
+# blocks tile (reduction, channels) with at most 32 channels across, 512 threads, 16 elements per thread, at
+# most 128 blocks along the reduction, and only split it across blocks (grid.y > 1, with staging buffers and
+# zeroed semaphores) from 8 blocks on.
+BN_TILE_CHANNELS = 32
+BN_MAX_BLOCK_THREADS = 512
+BN_ELEMENTS_PER_THREAD = 16
+BN_MAX_REDUCTION_BLOCKS = 128
+BN_MIN_SPLIT_BLOCKS = 8
+
+
+@register("aten._native_batch_norm_legit_no_training")
+def batch_norm_eval(op: OpRecord, ctx: CostContext) -> Cost:
+    """Inference batch norm: a per-channel scale and shift (one elementwise kernel), not training's reductions."""
+    return memory_op(op, NORM_FLOPS_PER_ELEMENT, kind=channels_last_kind("batch_norm_eval", arg(op, "input")))
+
+
+# cuDNN's batch norm (the path F.batch_norm takes on CUDA for most inputs) is timed apart from ATen's native
+# kernels, and NHWC apart from NCHW: different kernels (calibrate extras2 measures them through F.batch_norm).
+# In training on a contiguous NC(D)HW input, cuDNN runs one block per channel over its N x spatial values
+# (bn_fw_tr_1C11_kernel_NCHW / _singleread, and the backward's bn_bw_1C11 kernels): 16 channels of 33 M values
+# take 14.9 ms on the H200 at 0.44 ns per value on 16 SMs (validation/h200_channel_grid_raw.json.gz), so they are
+# keyed by their blocks (calibrate/norm_blocks.py), as ATen's own kernels are; inference and NHWC stay on the
+# byte curves.
+# A channel whose N x spatial values fit on chip is read once (bn_fw_tr_1C11_singleread); a larger one twice, once
+# for its statistics and once to normalize it (bn_fw_tr_1C11_kernel_NCHW). On the H200 (validation/
+# h200_channel_grid_raw.json.gz) the single-read kernel ran for slices up to 128 KiB (fp16, 16 x 64 x 64) and the
+# two-read one from 256 KiB (fp32, the same shape): the register file an SM gives the block is 256 KiB.
+CUDNN_BN_SINGLE_READ_MAX_BYTES = 128 * 1024
+
+
+def cudnn_batch_norm_reads(x: TensorMeta) -> int:
+    """How many times cuDNN's NCHW batch norm in training reads its input: 1 or 2 (above)."""
+    channels = x.shape[1] if len(x.shape) > 1 else 1
+    return 1 if x.nbytes // max(channels, 1) <= CUDNN_BN_SINGLE_READ_MAX_BYTES else 2
+
+
+@register("aten.cudnn_batch_norm")
+def cudnn_batch_norm(op: OpRecord, ctx: CostContext) -> Cost:
+    """Its bytes count the input as often as the kernel reads it: a two-read batch norm streams 3 passes, which
+    is what bounds it on a GPU of little bandwidth (KernelBench L1 #33, 64 channels of 1 M fp32 values: 3.52 ms on
+    an L4, 300 GB/s, where two passes would take 1.8 ms)."""
+    x = arg(op, "input")
+    cost = memory_op(op, NORM_FLOPS_PER_ELEMENT, kind=channels_last_kind("cudnn_batch_norm", x))
+    if not op.args.get("training", True):
+        return cost
+    if row_major(x) and len(x.shape) >= 3:
+        cost = dataclasses.replace(cost, bytes_read=cost.bytes_read + (cudnn_batch_norm_reads(x) - 1) * x.nbytes)
+    return _channel_blocks(cost, x, not row_major(x))
+
+
+@register("aten.cudnn_batch_norm_backward")
+def cudnn_batch_norm_backward(op: OpRecord, ctx: CostContext) -> Cost:
+    x = arg(op, "input")
+    cost = memory_op(op, NORM_BACKWARD_FLOPS_PER_ELEMENT, kind=channels_last_kind("cudnn_batch_norm_backward", x))
+    return _channel_blocks(cost, x, not row_major(x))
+
+
+def _last_pow2(n: int) -> int:
+    """2 ** floor(log2(n)), at least 1 (Normalization.cuh, lastPow2)."""
+    return 1 << (max(n, 1).bit_length() - 1)
+
+
+def batch_norm_channels_last_split(reduction: int, channels: int) -> bool:
+    """Whether the channels_last batch-norm kernels split each channel's reduction (N x H x W elements) across
+    thread blocks: flexible_launch_configs with coop_flag (Normalization.cuh), grid.y > 1. Measured on the H200
+    (zoo resnet_train_channels_last, batch 32): a semaphore memset beside every channels_last batch norm and
+    its backward down to 14 x 14 (grid.y 25), none at 7 x 7 (grid.y 7, below the 8 it takes)."""
+    block_x = min(_last_pow2(channels), BN_TILE_CHANNELS)
+    block_y = min(_last_pow2(-(-reduction // BN_ELEMENTS_PER_THREAD)), BN_MAX_BLOCK_THREADS // block_x)
+    grid_y = min(-(-reduction // (block_y * BN_ELEMENTS_PER_THREAD)), BN_MAX_REDUCTION_BLOCKS)
+    return grid_y >= BN_MIN_SPLIT_BLOCKS
+
+
+def batch_norm_channels_last_kernels(x: TensorMeta) -> bool:
+    """Whether native batch norm runs its channels_last kernels: batch_norm_choose_impl
+    (aten/src/ATen/native/cuda/Normalization.cu) takes them for a channels_last-contiguous input and for a
+    contiguous one whose channel stride is 1, such as BatchNorm1d's (N, C)."""
+    if len(x.shape) < 2:
+        return False
+    return channels_last_contiguous(x) or (row_major(x) and x.stride[1] == 1 and x.shape[1] > 1)
+
+
+def _batch_norm_memsets(x: TensorMeta) -> int:
+    channels = x.shape[1]
+    return SEMAPHORE_MEMSETS * batch_norm_channels_last_split(x.numel // max(channels, 1), channels)
+
+
+def _batch_norm_kind(kind: str, nhwc: bool) -> str:
+    """channels_last and NCHW batch norm are different kernels (measured 3-7x apart backward)."""
+    return f"{kind}_channels_last" if nhwc else kind
+
+
+@register("aten.native_batch_norm", "aten._native_batch_norm_legit", "aten._native_batch_norm_legit_functional",
+          "aten._batch_norm_with_update")
+def native_batch_norm(op: OpRecord, ctx: CostContext) -> Cost:
+    x = arg(op, "input")
+    training = bool(op.args.get("training", True))
+    nhwc = batch_norm_channels_last_kernels(x)
+    kernels = BATCH_NORM_TRAIN_KERNELS + (_batch_norm_memsets(x) if nhwc else 0) if training else \
+        BATCH_NORM_EVAL_KERNELS
+    # eval: one scale-and-shift pass with the running statistics, a different kernel from training's reductions
+    cost = memory_op(op, NORM_FLOPS_PER_ELEMENT, kernels, _batch_norm_kind("batch_norm" if training else
+                                                                           "batch_norm_eval", nhwc))
+    if training and not nhwc and len(x.shape) >= 3:
+        # NCHW: batch_norm_collect_statistics_kernel reads the input, batch_norm_transform_input_kernel reads it
+        # again (aten/src/ATen/native/cuda/Normalization.cuh)
+        cost = dataclasses.replace(cost, bytes_read=cost.bytes_read + x.nbytes)
+    return _channel_blocks(cost, x, nhwc) if training else cost
+
+
+@register("aten.native_batch_norm_backward", "aten.batch_norm_backward")
+def native_batch_norm_backward(op: OpRecord, ctx: CostContext) -> Cost:
+    """NCHW: one kernel, a thread block per channel; channels_last: a reduce (after its semaphore memset where
+    it splits, batch_norm_channels_last_split) and an elementwise kernel."""
+    x = arg(op, "input")
+    nhwc = batch_norm_channels_last_kernels(x)
+    kernels = BATCH_NORM_BACKWARD_KERNELS[nhwc] + (_batch_norm_memsets(x) if nhwc else 0)
+    return _channel_blocks(memory_op(op, NORM_BACKWARD_FLOPS_PER_ELEMENT, kernels,
+                                     _batch_norm_kind("batch_norm_backward", nhwc)), x, nhwc)
+
+
+def _channel_blocks(cost: Cost, x: TensorMeta, nhwc: bool) -> Cost:
+    """An NCHW batch norm in training runs a thread block per channel (calibrate/norm_blocks.py): keyed
+    blocks_key(C, N, H*W, item size) for the calibrated model's block fit. channels_last: other kernels."""
+    if nhwc or len(x.shape) < 3:
+        return cost
+    return dataclasses.replace(cost, key=blocks_key(x.shape[1], x.shape[0], math.prod(x.shape[2:]), x.itemsize))

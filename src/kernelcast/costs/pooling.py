@@ -19,7 +19,7 @@ import math
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import bytes_written, memory_op, row_major
+from .common import bytes_written, channels_last_kind, memory_op, row_major
 from .registry import Cost, CostContext, register
 
 POOL_FLOPS_PER_ELEMENT = 1.0  # nominal: a compare or add per window element read (bytes set the roof)
@@ -97,3 +97,42 @@ def grid_sampler_backward(op: OpRecord, ctx: CostContext) -> Cost:
     grad_input = op.outputs[0] if op.outputs and mask[0] else None
     extra = float(grad_input.nbytes) if grad_input is not None and grad_input.on_gpu else 0.0
     return dataclasses.replace(base, bytes_written=bytes_written(op) + extra)
+
+
+MAX_POOL_BACKWARD_KERNELS = 2  # zero the input gradient, then scatter into it (measured)
+
+
+# Pooling: window reads that neither stream like a copy nor reduce along rows (measured on the H200 at a third of
+# the copy rate forward and a fifth backward, channels_last: docs/validation.md); a kind of their own, calibrated
+# by calibrate's extras2 section.
+# Each op and layout is its own kernel: on the H200 an adaptive average pool to 1x1 of the same 51 MB ran in
+# 0.64 ms in NCHW (a reduction over H x W) and 5.5 ms in channels_last (validation/h200_extras2_raw.json.gz).
+POOLING_KINDS = {"max_pool2d_with_indices": "max_pool", "avg_pool2d": "avg_pool",
+                 "_adaptive_avg_pool2d": "adaptive_avg_pool"}
+
+
+def pooling_kind(op: OpRecord, backward: bool = False) -> str:
+    name = op.name.removesuffix("_backward")
+    x = op.args.get("self") if isinstance(op.args.get("self"), TensorMeta) else op.args.get("input")
+    kind = POOLING_KINDS.get(name, "pooling") + ("_backward" if backward else "")
+    return channels_last_kind(kind, x) if isinstance(x, TensorMeta) else kind
+
+
+@register("aten.max_pool2d_with_indices", "aten.avg_pool2d", "aten._adaptive_avg_pool2d")
+def pooling(op: OpRecord, ctx: CostContext) -> Cost:
+    return with_window_key(op, memory_op(op, kind=pooling_kind(op)))
+
+
+@register("aten.avg_pool2d_backward", "aten._adaptive_avg_pool2d_backward")
+def pooling_backward(op: OpRecord, ctx: CostContext) -> Cost:
+    return with_window_key(op, memory_op(op, kind=pooling_kind(op, backward=True)))
+
+
+@register("aten.max_pool2d_with_indices_backward")
+def max_pool2d_backward(op: OpRecord, ctx: CostContext) -> Cost:
+    """Zero-fills the input gradient, then writes the pooled gradients into it: two work items (measured on
+    the CNN example's channels_last step, validation/capture_validation.json). The generic byte count reads
+    the forward input, which neither kernel reads; it has the size of the zero-fill's write, so the total
+    stands."""
+    base = memory_op(op, kind=pooling_kind(op, backward=True))
+    return with_window_key(op, dataclasses.replace(base, kernels=MAX_POOL_BACKWARD_KERNELS))
