@@ -45,6 +45,24 @@ def test_the_table_fits_80_columns_with_the_source_under_its_op():
     assert "bytes" not in header and "source" not in header  # dropped first / moved under the op
 
 
+def test_a_narrow_table_shows_the_module_where_the_source_line_cannot_tell_rows_apart():
+    """A model called once from the step gives every op that call's source line; with the module column dropped,
+    two addmm rows read alike unless the module goes under the op instead (a new user's TransformerEncoder)."""
+    import dataclasses
+    record = small_record()
+    ops = list(record.ops)
+    ops[2] = dataclasses.replace(ops[2], module="Encoder.layers.*.linear1", time_us=3.0)
+    ops[5] = dataclasses.replace(ops[5], module="Encoder.layers.*.linear2", source=ops[2].source, time_us=4.0)
+    console = Console(width=60, record=True, file=io.StringIO())  # too narrow for the module column
+    print_prediction(dataclasses.replace(record, ops=tuple(ops)), console=console)
+    lines = console.export_text().splitlines()
+    assert "module" not in next(line for line in lines if line.lstrip().startswith("op "))
+    under = [lines[i + 1].strip() for i, line in enumerate(lines) if line.lstrip().startswith("add.Tensor ")]
+    assert len(set(under)) == 2 and all(u.endswith(("linear1", "linear2")) for u in under)
+    mm = next(i for i, line in enumerate(lines) if line.lstrip().startswith("mm "))
+    assert lines[mm + 1].strip() == "train.py:10 in step"  # one row of its op: its source line
+
+
 def test_columns_come_back_as_the_console_widens():
     def header(width):
         return next(line for line in _render(width).splitlines() if line.lstrip().startswith("op ")).split()

@@ -314,10 +314,16 @@ def _table(title: str, columns: list[Column], rows: list[tuple[OpGroup, float]],
             table.add_column("source", justify="left", overflow="fold")
         else:
             table.add_column(name, justify=by_name[name].justify, no_wrap=True)
+    # Under the op goes its source line; where that line does not tell two rows of one op apart (a model called
+    # once from the step: every op's source is that call) and the module column was dropped, its module does.
+    pairs = Counter((short_op(g.op), short_source(g.source)) for g, _ in rows)
     for g, share in rows:
         op_cell = Text(short_op(g.op))
-        if not source_column and g.source:
-            op_cell.append("\n  " + short_source(g.source), style="dim")
+        under = short_source(g.source) if g.source else ""
+        if "module" not in by_name and g.module and pairs[(short_op(g.op), under)] > 1:
+            under = tail(g.module, (op_max or OP_MAX_WIDTH) - 2)
+        if not source_column and under:
+            op_cell.append("\n  " + under, style="dim")
         cells = [(g.source or "-") if n == "source" else by_name[n].cell(g, share) for n in order]
         table.add_row(op_cell, *cells)
     return table
