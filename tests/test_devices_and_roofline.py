@@ -134,3 +134,22 @@ def test_is_bf16_supported_answers_as_torch_does_on_the_target():
         assert torch.cuda.is_bf16_supported(including_emulation=False) is False
     with _session("h200"):
         assert torch.cuda.is_bf16_supported(including_emulation=False) is True
+
+
+def test_bf16_matrix_math_on_a_gpu_without_bf16_tensor_cores_is_named():
+    """A T4 (Turing) has fp16 tensor cores and no bf16 ones: a bf16 step's prediction says how much of its GPU time
+    runs on the CUDA cores for it, and what fp16 would use; an A100's does not."""
+    from kernelcast.costs import Cost
+    from kernelcast.devices import get_gpu
+    from kernelcast.predict import precision_notes
+    from kernelcast.records import PredictedOp
+
+    def pred(roof, time_us):
+        return PredictedOp(index=0, op="aten.mm.default", phase="forward", module="", source="", flops=1e9,
+                           bytes=1e6, intensity=1e3, kernels=1, time_us=time_us, bound="compute", roof=roof,
+                           host_us=5.0)
+
+    gemm = Cost(flops=1e9, bytes_read=1e6, kernels=1, math="matmul", dtype="bfloat16", kind="gemm")
+    notes = precision_notes(get_gpu("t4"), [pred("bf16", 300.0), pred("fp32", 100.0)], [gemm, None])
+    assert len(notes) == 1 and "no bf16 tensor cores" in notes[0] and "75%" in notes[0] and "fp16" in notes[0]
+    assert precision_notes(get_gpu("a100-80gb"), [pred("bf16_tensor", 300.0)], [gemm]) == ()

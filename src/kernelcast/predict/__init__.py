@@ -288,6 +288,26 @@ def gpu_notes(gpu: GPU) -> tuple[str, ...]:
     return () if gpu.vendor == "nvidia" else (OTHER_VENDOR_NOTE.format(name=gpu.name),)
 
 
+TENSOR_MATH = ("matmul", "conv", "attention")
+BF16_WITHOUT_TENSOR_CORES_NOTE = (
+    "{name} has no bf16 tensor cores: {time_ms:.2f} ms of this step's bf16 matrix math ({share:.0%} of its GPU time) "
+    "runs on the CUDA cores; fp16 (torch.autocast(dtype=torch.float16), with a GradScaler in training) would run "
+    "it on the fp16 tensor cores")
+
+
+def precision_notes(gpu: GPU, preds: list[PredictedOp], costs: list[Cost | None]) -> tuple[str, ...]:
+    """What the step's precision costs on this GPU that another precision would not: bf16 matrix math on a GPU
+    with fp16 tensor cores and no bf16 ones (Turing, Volta: devices.GPU.matmul_peak)."""
+    if "bf16_tensor" in gpu.peak_flops or "fp16_tensor" not in gpu.peak_flops:
+        return ()
+    slow_us = sum(p.time_us for p, c in zip(preds, costs) if c is not None and c.math in TENSOR_MATH
+                  and c.dtype == "bfloat16" and not p.roof.endswith("_tensor"))
+    total_us = sum(p.time_us for p in preds)
+    if slow_us <= 0 or total_us <= 0:
+        return ()
+    return (BF16_WITHOUT_TENSOR_CORES_NOTE.format(name=gpu.name, time_ms=slow_us / 1e3, share=slow_us / total_us),)
+
+
 def kernel_model_for(gpu: GPU, capture: Capture, model: str = "calibrated") -> KernelModel:
     """The calibrated model from this GPU's profile, or from a profiled GPU carried over by datasheet ratios;
     the datasheet roofline when asked for, or when no profile exists."""
@@ -488,7 +508,8 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
         naive_host_timer_us=timeline.cpu_end_us, timeline=timeline,
         gpu_time_us=sum(p.time_us for p in preds), host_time_us=sum(p.host_us for p in preds),
         kernels=sum(p.kernels for p in preds), uncosted=uncosted,
-        sync_points=sum(1 for p in preds if p.sync), notes=gpu_notes(spec) + _capture_notes(capture, model),
+        sync_points=sum(1 for p in preds if p.sync),
+        notes=gpu_notes(spec) + precision_notes(spec, preds, costs) + _capture_notes(capture, model),
         compiled=capture.compiled, compiled_as=capture.compiled_as or ("eager" if capture.compiled else ""),
         workload=capture.workload,
         sync_groups=_sync_groups(preds, costs, launches, timeline, step_us, model),
