@@ -223,3 +223,22 @@ def test_a_zero_dim_parameter_moves_with_the_module():
 
     cap = capture_workload(build, "h200")
     assert any(o.op == "aten.mul.Tensor" for o in cap.ops)
+
+
+def test_a_transformer_encoders_padding_mask_fast_path_captures_with_a_note():
+    """nn.TransformerEncoder in eval under no_grad with src_key_padding_mask takes PyTorch's inference fast path,
+    which asks the GPU whether the mask is left-aligned before turning the batch into a nested tensor; the
+    capture answers "not left-aligned" (the values are not there) and says so, instead of failing on the CUDA-only
+    aten::_nested_tensor_from_mask_left_aligned (a new user's encoder)."""
+    from kernelcast.capture.router import NESTED_MASK_NOTE
+
+    with capture("h200") as cap:
+        with cap.paused():
+            layer = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, batch_first=True)
+            model = torch.nn.TransformerEncoder(layer, num_layers=2).cuda().eval()
+            x = torch.randn(2, 16, 64, device="cuda")
+            mask = torch.zeros(2, 16, dtype=torch.bool, device="cuda")
+        with torch.no_grad():
+            model(x, src_key_padding_mask=mask)
+    assert NESTED_MASK_NOTE in cap.capture.notes
+    assert any("native_layer_norm" in op.op for op in cap.capture.ops)

@@ -23,6 +23,16 @@ from .host_clock import HostClock
 from .source import current_source
 
 _CTC_SIGNATURE = inspect.signature(torch.nn.functional.ctc_loss)
+# nn.TransformerEncoder's inference fast path (torch/nn/modules/transformer.py) converts a padded batch to a nested
+# tensor when its src_key_padding_mask is left-aligned, which only the mask's values say
+# (torch._nested_tensor_from_mask_left_aligned, a CUDA kernel reading the mask) and the nested tensor's sizes
+# follow them too. A capture without the values answers "not left-aligned": the encoder skips the conversion and
+# its layers run on the padded batch, as the GPU runs them for a mask that is not left-aligned.
+NESTED_MASK_NOTE = ("nn.TransformerEncoder's inference fast path turns a padded batch into a nested tensor when "
+                    "src_key_padding_mask is left-aligned, which only the mask's values tell: captured as not "
+                    "left-aligned (the layers run on the padded batch); with a left-aligned mask the GPU skips the "
+                    "padded positions and does less work (TransformerEncoder(..., enable_nested_tensor=False) runs "
+                    "as captured)")
 ORIGIN_KEY = "kernelcast_origin"  # autograd Node.metadata key: (source, module) of the forward op
 
 
@@ -48,7 +58,9 @@ class Router(TorchFunctionMode):
             torch.autograd.backward: self._backward,
             torch.Tensor.__repr__: self._host_read("print"),
             torch.Tensor.__format__: self._host_read("print"),
+            torch._nested_tensor_from_mask_left_aligned: self._mask_not_left_aligned,
         }
+        self.notes: set[str] = set()  # what the routes assumed, for the capture's notes
 
     def add_routes(self, routes: dict[Any, Callable]) -> None:
         """More functions to send elsewhere (the session adds the RNN ones, capture/rnn.py)."""
@@ -101,6 +113,10 @@ class Router(TorchFunctionMode):
                       reduction="none", zero_infinity=a["zero_infinity"])
         lengths = torch.tensor(list(a["target_lengths"]), dtype=losses.dtype, device=losses.device)
         return (losses / lengths.clamp_min(1)).mean()
+
+    def _mask_not_left_aligned(self, func, args, kwargs) -> bool:
+        self.notes.add(NESTED_MASK_NOTE)
+        return False
 
     def _backward(self, func, args, kwargs):
         if self._backward_error is not None:

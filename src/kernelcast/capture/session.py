@@ -534,7 +534,7 @@ class CaptureSession:
         settings = dataclasses.replace(settings, python_timing_steps=self.python_steps,
                                        python_median_us=round(self._median_model_python_us(ops), 1),
                                        capture_wait_share=self.wait_share)
-        notes = set(self.recorder.notes)
+        notes = set(self.recorder.notes) | self.router.notes
         notes.update(f"--assume {where}: no host read of the GPU at that line (check the path and line in the "
                      "notes)" for where in self.recorder.host_reads.unused())
         if self.wait_share > BUSY_WAIT_SHARE:
