@@ -153,3 +153,11 @@ def test_bf16_matrix_math_on_a_gpu_without_bf16_tensor_cores_is_named():
     notes = precision_notes(get_gpu("t4"), [pred("bf16", 300.0), pred("fp32", 100.0)], [gemm, None])
     assert len(notes) == 1 and "no bf16 tensor cores" in notes[0] and "75%" in notes[0] and "fp16" in notes[0]
     assert precision_notes(get_gpu("a100-80gb"), [pred("bf16_tensor", 300.0)], [gemm]) == ()
+
+
+def test_an_unknown_gpus_suggestions_name_each_gpu_once():
+    # a new user's `--gpu rtx5090` had read "closest: rtx4090, rtx3090, rtx-4090" (one GPU twice, by an alias)
+    from kernelcast.devices import all_gpus, find_by_name
+    entry, hint = find_by_name("rtx5090", all_gpus())
+    names = hint.removeprefix("; closest: ").split(", ")
+    assert entry is None and "rtx4090" in names and "rtx-4090" not in names

@@ -113,7 +113,7 @@ def load_build(spec: str) -> tuple[Callable, Path | None]:
     build = getattr(module, func, None)
     if not callable(build):
         found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))[:8]
-        raise WorkloadError(f"{path} has no function {func!r} (functions there: {', '.join(found) or 'none'})")
+        raise WorkloadError(f"{path} has no function {func!r} (callables there: {', '.join(found) or 'none'})")
     return build, file.parent
 
 

@@ -120,8 +120,12 @@ def find_by_name(name: str, entries: dict) -> tuple[object | None, str]:
     for entry in entries.values():
         if wanted in (entry.id, _normalise(entry.name), *entry.aliases):
             return entry, ""
-    names = sorted({*entries, *(a for e in entries.values() for a in e.aliases)})
-    close = difflib.get_close_matches(wanted, names, n=3, cutoff=0.4)
+    owner = {a: key for key, e in entries.items() for a in (key, *e.aliases)}
+    close: list[str] = []  # the nearest spellings, one per entry (an alias of one already named adds nothing)
+    for spelling in difflib.get_close_matches(wanted, sorted(owner), n=10, cutoff=0.4):
+        if owner[spelling] not in (owner[c] for c in close):
+            close.append(spelling)
+    close = close[:3]
     return None, (f"; closest: {', '.join(close)}" if close else "")
 
 
