@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import os
+import re
 import sys
+import textwrap
 import warnings
 from typing import NoReturn
 from pathlib import Path
@@ -31,23 +32,28 @@ def _cmd_devices(args: argparse.Namespace) -> int:
         return 0
     table = _gpus_table(console.width)
     console.print(table)
-    if "aliases" not in [c.header for c in table.columns]:  # dropped for the width: the names still said, wrapped
+    if "aliases" not in [c.header for c in table.columns]:  # dropped for the width: one GPU a line, wrapped
         from kernelcast.devices import all_gpus
-        names = "; ".join(f"{g.id}: {', '.join(g.aliases)}" for g in all_gpus().values() if g.aliases)
-        console.print(wrap_lines(f"aliases: {names}", console.width), markup=False)
+        # a no-break space inside an alias keeps "nvidia h100 80gb hbm3" on one line
+        lines = [textwrap.fill(f"{g.id}: {', '.join(a.replace(' ', NBSP) for a in g.aliases)}", console.width,
+                               initial_indent="  ", subsequent_indent="      ", break_long_words=False)
+                 for g in all_gpus().values() if g.aliases]
+        console.print("\n".join(["aliases (any of them works as --gpu):", *lines]), markup=False)
     console.print(wrap_lines(DEVICES_LEGEND, console.width), markup=False)
     return 0
 
 
-DEVICES_LEGEND = ("model: how kernel times are predicted. calibrated = from the GPU's own measured profile; "
-                  "scaled = another GPU's profile carried over by datasheet ratios, with the GPU's own achieved "
-                  "rates fitted to KernelBench's published timings where it has them (fitted), its architecture's "
-                  "where it has not (arch), held-out error in brackets (median over the GPU-busy programs, "
-                  "scripts/fit_gpu_rates.py), unvalidated where neither; datasheet = roofline only. GPU-to-GPU "
-                  "links: `kernelcast devices --interconnects`.")
+NBSP = "\u00a0"
+DEVICES_LEGEND = ("kernel times: calibrated = measured on this GPU (its own profile); fitted = the H200's profile "
+                  "carried over by datasheet ratios and factors of this GPU's own, fitted to KernelBench's published "
+                  "timings; arch = the same with its architecture's factors (no published timings of its own); "
+                  "unvalidated = another vendor's GPU. In brackets: the median error of one call's time over "
+                  "KernelBench's GPU-busy programs, held out (fitted: each program left out of its own fit; arch: "
+                  "each GPU of the architecture predicted from the others'), from scripts/fit_gpu_rates.py; no "
+                  "bracket: not measured. GPU-to-GPU links: `kernelcast devices --interconnects`.")
 # `kernelcast devices` columns, dropped from the last while the table is wider than the output (the id, the
 # model's source and the peaks stay); below WIDE_DEVICES_FROM the model's source reads in a word or two.
-DEVICE_COLUMNS = ("id", "model", "bf16 TF/s", "fp32 TF/s", "TB/s", "SMs", "mem GB", "name", "L2 MB", "ridge bf16",
+DEVICE_COLUMNS = ("id", "kernel times", "bf16 TF/s", "fp32 TF/s", "TB/s", "SMs", "mem GB", "name", "L2 MB", "ridge bf16",
                   "aliases")
 DEVICE_COLUMNS_MIN = 6
 WIDE_DEVICES_FROM = 150
@@ -81,7 +87,7 @@ def _gpus_table(width: int = 10_000):
             model = label + ("" if gpu.vendor == "nvidia" else f"; {gpu.vendor.upper()}: CUDA kernels")
         else:
             model = _short_model_label(label) + ("" if gpu.vendor == "nvidia" else f" ({gpu.vendor.upper()})")
-        rows.append({"id": gpu.id, "name": gpu.name, "model": model, "bf16 TF/s": f"{bf16 / 1e12:.0f}" if bf16 else "-",
+        rows.append({"id": gpu.id, "name": gpu.name, "kernel times": model, "bf16 TF/s": f"{bf16 / 1e12:.0f}" if bf16 else "-",
                      "fp32 TF/s": f"{gpu.peak_flops['fp32'] / 1e12:.1f}",
                      "TB/s": f"{gpu.mem_bw_bytes_per_s / 1e12:.2f}",
                      "L2 MB": f"{gpu.l2_bytes / 1e6:.0f}", "SMs": str(gpu.sm_count),
@@ -92,8 +98,8 @@ def _gpus_table(width: int = 10_000):
     def table(columns):
         t = Table(title="GPUs kernelcast knows (datasheet peaks: gpus.toml)", title_justify="left")
         for col in columns:
-            wraps = col in ("name", "aliases", "model")
-            t.add_column(col, justify="left" if col in ("id", "name", "model", "aliases") else "right",
+            wraps = col in ("name", "aliases", "kernel times")
+            t.add_column(col, justify="left" if col in ("id", "name", "kernel times", "aliases") else "right",
                          overflow="fold" if wraps else "ellipsis", no_wrap=not wraps)
         for row in rows:
             t.add_row(*(row[c] for c in columns))
