@@ -73,10 +73,30 @@ class _Doubled:
 DOUBLED = _Doubled()
 
 
+def _class_shares(models: tuple, cost, rate_class_of_op: str) -> dict[str, float]:
+    """How an op's factor-scaled time divides among the rate classes of its kernels: an op whose cost has parts
+    (a convolution's bias add, a GEMM's operand copy) runs kernels of other classes beside its main one, each
+    scaled by its own factor in the prediction. {class: share of the scaled time}, from each part estimated with
+    every factor 1 and 2 (no L2 warmth; only the split is taken from it)."""
+    from kernelcast.costs.matmul import kernel_family
+    from kernelcast.devices.achieved import rate_class
+
+    if cost is None or not cost.parts:
+        return {rate_class_of_op: 1.0}
+    shares: dict[str, float] = {}
+    for part in (cost.remainder(), *cost.parts):
+        at_1, at_2 = (model.estimate(part) for model in models)
+        c = rate_class(kernel_family(part), at_1.roof)
+        shares[c] = shares.get(c, 0.0) + max(at_2.time_us - at_1.time_us, 0.0)
+    total = sum(shares.values())
+    return {c: v / total for c, v in shares.items()} if total > 0 else {rate_class_of_op: 1.0}
+
+
 def predict(out: Path) -> int:
+    from kernelcast.costs import cost_of
     from kernelcast.devices import get_gpu
     from kernelcast.devices.achieved import DATASHEET
-    from kernelcast.predict import predict_capture
+    from kernelcast.predict import cost_context, predict_capture
     from kernelcast.predict.calibrated import CalibratedModel
     from kernelcast.profiles import profile_with
     from kernelcast.records import Capture
@@ -91,16 +111,20 @@ def predict(out: Path) -> int:
         row = {}
         for gpu in gpus:
             spec = get_gpu(gpu)
-            preds = [predict_capture(cap, spec, kernel_model=CalibratedModel(
-                spec, cap.settings, profile.data, get_gpu(profile.gpu), achieved=rates)) for rates in (DATASHEET, DOUBLED)]
+            models = tuple(CalibratedModel(spec, cap.settings, profile.data, get_gpu(profile.gpu), achieved=rates)
+                           for rates in (DATASHEET, DOUBLED))
+            preds = [predict_capture(cap, spec, kernel_model=model) for model in models]
+            ctx = cost_context(spec, cap)
+            costs = {record.index: cost_of(record, ctx) for record in cap.ops}
             pred = preds[0]
             by_class: dict[str, float] = {}
             for op, doubled in zip(pred.ops, preds[1].ops):
-                if op.time_us > 0:
-                    c = op.rate_class  # its kernel family and roof on this GPU (devices.achieved.rate_class)
-                    # the part of the op's time its factor scales (the kernel model is linear in the factor:
-                    # a launch floor, or a convolution's layout transposes, stay as they are)
-                    by_class[c] = by_class.get(c, 0.0) + max(doubled.time_us - op.time_us, 0.0)
+                # the part of the op's time its factors scale (the kernel model is linear in them: a launch floor
+                # stays as it is), divided among its kernels' classes (devices.achieved.rate_class)
+                scaled = max(doubled.time_us - op.time_us, 0.0)
+                if op.time_us > 0 and scaled > 0:
+                    for c, share in _class_shares(models, costs.get(op.index), op.rate_class).items():
+                        by_class[c] = by_class.get(c, 0.0) + scaled * share
             row[gpu] = {"first_step_us": pred.first_step_us, "gpu_time_us": pred.gpu_time_us, "by_class": by_class}
         rows[path.stem.replace("__", "/", 1)] = row
     doc = {"command": "python3 scripts/fit_gpu_rates.py predict", "gpus": gpus,
