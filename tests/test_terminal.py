@@ -199,3 +199,18 @@ def test_an_output_that_cannot_be_created_is_refused_before_the_capture():
         pytest.skip("no /proc")
     with pytest.raises(KernelcastError, match="cannot create a file in /proc|not writable"):
         check_writable("/proc/out.json", "--json")
+
+
+def test_the_host_block_is_one_item_a_line_and_no_number_loses_its_unit():
+    """The host paragraph a new user called very hard to read (about 12 lines of nested colons) is a heading and
+    one short item a line; wrapped text never leaves a number at the end of one line and its unit on the next."""
+    import re
+    from kernelcast.report import host_line, keep_units
+    block = host_line(small_record()).splitlines()
+    assert block[0].startswith("host: ") and all(line.startswith("  - ") for line in block[1:])
+    assert any(line.startswith("  - another CPU: step ") for line in block)
+    assert keep_units("peak 10.0 MiB at 1.03 ms") == "peak 10.0\u00a0MiB at 1.03\u00a0ms"
+    for width in (60, 80):
+        lines = _render(width).splitlines()
+        for above, below in zip(lines, lines[1:]):
+            assert not (re.search(r"\d$", above.rstrip()) and re.match(r"\s*(µs|ms|MiB|GiB|KiB)\b", below)), below

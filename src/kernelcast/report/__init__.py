@@ -126,36 +126,37 @@ def _range(low: float, high: float) -> str:
 
 def host_line(pred) -> str:
     """Which CPUs the host side is for and was captured on, what it is made of, where it is uncertain (as
-    ranges), and how much another CPU would change the step."""
+    ranges), and how much another CPU would change the step: a heading and one short item a line."""
     rec = as_record(pred)
-    what_if = ", ".join(f"{time_text(step)} with CPU work x{factor:g}" for factor, step in rec.step_time_by_host_speed)
-    ops_are = "op is" if rec.launch_bound_ops == 1 else "ops are"
-    if not rec.launch_bound_ops:
-        launch = ""
-    elif rec.bound == "gpu":  # the GPU has queued work throughout: the short kernels cost the step nothing
-        launch = (f"; {rec.launch_bound_ops} {ops_are} launch-bound on their own, hidden here: the GPU stays busy "
-                  f"with queued work")
-    else:
-        launch = (f"; {rec.launch_bound_ops} {ops_are} launch-bound (their kernels finish before the next launch: "
-                  f"{_launch_bound_fix(rec)})")
-    cpus = (f"target CPU {rec.target_cpu or 'not recorded'}, captured on {rec.capture_cpu or 'a CPU not recorded'}"
-            f" (model Python: CPU time, fastest of {rec.python_timing_steps} "
-            f"step{'s' if rec.python_timing_steps > 1 else ''})")
-    python = f"model Python {time_text(rec.python_time_us)}"
+    steps = f"fastest of {rec.python_timing_steps} step{'s' if rec.python_timing_steps > 1 else ''}"
+    lines = [f"host: {rec.host}",
+             f"  - CPUs: target {rec.target_cpu or 'not recorded'}; captured on "
+             f"{rec.capture_cpu or 'a CPU not recorded'}",
+             f"  - CPU per step: {time_text(rec.host_time_us)}, of which model Python "
+             f"{time_text(rec.python_time_us)} (its CPU time on the capture machine, {steps}, carried to the "
+             f"target)"]
     if rec.python_time_range_us[1] > 0:
-        step_range = (f"step {_range(*rec.step_time_range_us)} over it" if time_text(rec.step_time_range_us[0])
-                      != time_text(rec.step_time_range_us[1]) else "the step does not move over it: the GPU sets it")
-        python += (f" (range {_range(*rec.python_time_range_us)}: the CPU benchmarks' ratios between the two "
-                   f"machines, the capture's readings; {step_range})")
+        moved = (f"step {_range(*rec.step_time_range_us)}" if time_text(rec.step_time_range_us[0])
+                 != time_text(rec.step_time_range_us[1]) else "the step does not move: the GPU sets it")
+        lines.append(f"  - model Python's range: {_range(*rec.python_time_range_us)} (the CPU benchmarks' ratios "
+                     f"between the two machines, the capture's readings) -> {moved}")
     slow, fast = rec.host_run_speed_range
-    runs = ""
     if rec.step_time_run_range_us[1] > 0 and (slow, fast) != (1.0, 1.0):
         moved = (f"step {_range(*rec.step_time_run_range_us)}" if time_text(rec.step_time_run_range_us[0])
                  != time_text(rec.step_time_run_range_us[1]) else "the step does not move: the GPU sets it")
-        runs = (f"; the calibrating host's speed from one process to the next (10th-90th percentile of its "
-                f"calibration runs: CPU work x{slow:.2f}-x{fast:.2f}): {moved}")
-    return (f"host: {rec.host}; {cpus}. CPU {time_text(rec.host_time_us)} per step, of which {python}{runs}; "
-            f"step {what_if}{launch}")
+        lines.append(f"  - the target host from one process to the next: CPU work x{slow:.2f}-x{fast:.2f} "
+                     f"(10th-90th percentile of its calibration runs) -> {moved}")
+    what_if = ", ".join(f"{time_text(step)} with CPU work x{factor:g}" for factor, step in rec.step_time_by_host_speed)
+    if what_if:
+        lines.append(f"  - another CPU: step {what_if}")
+    ops_are = "op is" if rec.launch_bound_ops == 1 else "ops are"
+    if rec.launch_bound_ops and rec.bound == "gpu":  # the GPU has queued work throughout: they cost nothing
+        lines.append(f"  - {rec.launch_bound_ops} {ops_are} launch-bound on their own, hidden here: the GPU stays "
+                     f"busy with queued work")
+    elif rec.launch_bound_ops:
+        lines.append(f"  - {rec.launch_bound_ops} {ops_are} launch-bound (their kernels finish before the next "
+                     f"launch): {_launch_bound_fix(rec)}")
+    return "\n".join(lines)
 
 
 def comm_line(pred) -> str | None:
@@ -370,6 +371,15 @@ def console_for_output() -> Console:
     return Console(width=output_width())
 
 
+# A number and its unit stay on one line when text wraps: a no-break space between them.
+_NUMBER_UNIT = re.compile(r"(\d) (µs|ms|s|ns|[KMGT]?i?B|[kMGT]B|%|GB/s|TB/s|TFLOP/s)(?=[\s,;:)]|$)")
+
+
+def keep_units(text: str) -> str:
+    """text with a no-break space between each number and its unit ("10.0 MiB", "1.03 ms")."""
+    return _NUMBER_UNIT.sub("\\1\u00a0\\2", text)
+
+
 def wrap_lines(text: str, width: int) -> str:
     """Each line of text wrapped at word boundaries to width, continuation lines at the line's own indent
     (a numbered or bulleted item's under its words); words longer than a line are kept whole."""
@@ -397,13 +407,13 @@ def print_prediction(pred, console: Console | None = None, top: int = DEFAULT_TO
         console.print(syncs)
     for line in hazard_lines(rec, console.width):
         console.print(line, markup=False)
-    console.print(summary_line(rec))
-    console.print(host_line(rec))
+    console.print(wrap_lines(keep_units(summary_line(rec)), console.width), markup=False)
+    console.print(wrap_lines(keep_units(host_line(rec)), console.width), markup=False)
     comm = comm_line(rec)
     if comm is not None:
-        console.print(comm)
+        console.print(wrap_lines(keep_units(comm), console.width), markup=False)
     for line in memory_lines(rec):
-        console.print(line, markup=False)
+        console.print(wrap_lines(keep_units(line), console.width), markup=False)
     uncosted = ", ".join(rec.uncosted) if rec.uncosted else "none"
     console.print(f"uncosted ops (time unknown, not zero): {uncosted}")
     for note in rec.notes:
