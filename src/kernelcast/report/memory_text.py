@@ -6,7 +6,7 @@ from __future__ import annotations
 from kernelcast.memory_trace import MIB, human_bytes
 from kernelcast.records import PredictionRecord
 
-from .format import time_text
+from .format import short_source, time_text
 
 TRACE_MEMORY_PID = 3  # the trace's process for counters (1: host, 2: GPU; see trace.py)
 
@@ -19,7 +19,8 @@ def peak_op_text(mem: dict) -> str:
     p = mem.get("peak_op")
     if not p:
         return "before the step's first op"
-    return f"{_short(p['op'])} ({p['phase']}{', ' + p['module'] if p.get('module') else ''}) at {p.get('source') or '?'}"
+    return (f"{_short(p['op'])} ({p['phase']}{', ' + p['module'] if p.get('module') else ''}) at "
+            f"{short_source(p.get('source') or '') or '?'}")
 
 
 def fix_line(fix: dict) -> str:
@@ -57,7 +58,8 @@ def oom_verdict_lines(rec: PredictionRecord) -> list[str]:
                  f"allocated ({human_bytes(mem['resident_memory_bytes'])} resident before it; the allocator would "
                  f"reserve {human_bytes(mem['peak_reserved_memory_bytes'])} with no limit) with only {usable}."]
     if oom:
-        where = f"{_short(oom['op'])} at {oom.get('source') or '?'}" if oom.get("op") else f"the {oom['stage']}"
+        where = (f"{_short(oom['op'])} at {short_source(oom.get('source') or '') or '?'}" if oom.get("op")
+                 else f"the {oom['stage']}")
         lines.append(f"  It fails in {where}, asking for {human_bytes(oom['segment_bytes'])} with "
                      f"{human_bytes(oom['allocated_bytes'])} allocated and {human_bytes(oom['reserved_bytes'])} "
                      "reserved (after releasing the allocator's cache).")
