@@ -151,3 +151,13 @@ def test_a_kernel_of_fewer_blocks_than_sms_carries_by_the_clock_alone():
     assert abs(walk_bound - (floor + 100 * streaming * clocks)) < 1e-6
     many = model._carried_memory_us(slow, nbytes, blocks=10_000)
     assert abs(many - model._carried_memory_us(slow, nbytes)) < 1e-9 and many > few
+
+
+def test_a_carried_prediction_says_its_held_out_error():
+    """A new user's A10G prediction said its rates came from its architecture's fits but not how well those hold:
+    the kernel-time source names the held-out error `kernelcast devices` prints."""
+    profile = profile_with("h200", "timings")
+    model = CalibratedModel(get_gpu("a10g"), CaptureSettings(), profile.data, get_gpu("h200"))
+    assert "held-out error" in model.source and "kernelcast devices" in model.source
+    own = CalibratedModel(get_gpu("h200"), CaptureSettings(), profile.data, get_gpu("h200"))
+    assert "held-out" not in own.source

@@ -567,8 +567,11 @@ class CalibratedModel:
         if self.achieved is None:
             self.achieved = achieved_rates(self.gpu.id, self.gpu.compute_capability) if self.transferred else DATASHEET
         if self.transferred:
+            held = self.achieved.held_out_error
             self.source = (f"calibrated on {self.profile['gpu']} (torch {torch_version}), scaled to this GPU by "
-                           f"{ACHIEVED_LABEL[self.achieved.source]}")
+                           f"{ACHIEVED_LABEL[self.achieved.source]}"
+                           + (f" (held-out error {held:.0%} on KernelBench's GPU-busy programs: `kernelcast devices`)"
+                              if held is not None else ""))
         else:
             self.source = f"calibrated ({self.profile['gpu']} profile, torch {torch_version}, {self.profile['date']})"
 
