@@ -214,15 +214,15 @@ def advise(spec: str, gpu: str, args: dict | None = None, world_size: int = 1,
     batch = batch_parameter(build)
     if batch is not None:
         value = int(args.get(batch, build_parameters(build)[batch]))
-        name = (f"{batch}={value * LARGER_BATCH_FACTOR} (throughput: the step's time per {value} samples, as "
-                f"{LARGER_BATCH_FACTOR} steps of today's batch would take)")
+        name = (f"{batch}={value * LARGER_BATCH_FACTOR} (compared per {value} samples: the larger step's time / "
+                f"{LARGER_BATCH_FACTOR} against one of today's)")
         say(name)
         try:
             pred = predicted(build_args={**args, batch: value * LARGER_BATCH_FACTOR})
             fits = pred.memory is None or pred.memory.fit is None or pred.memory.fit.fits
             tried.append(Fix(name, "re-captured", before, pred.step_time_us / LARGER_BATCH_FACTOR,
                              pred.gpu_time_us / LARGER_BATCH_FACTOR, pred.bound, _peak(base), _peak(pred),
-                             "; ".join(filter(None, ("per-sample time; the optimizer sees a larger batch",
+                             "; ".join(filter(None, (f"the optimizer sees a {LARGER_BATCH_FACTOR}x larger batch",
                                                      "" if fits else "does not fit in memory",
                                                      _memory_cost(_peak(base), _peak(pred)))))))
         except KernelcastError as exc:
