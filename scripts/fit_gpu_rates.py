@@ -12,8 +12,8 @@ op predicted with every factor 2 and with every factor 1 (the kernel model is li
 build/kernelbench/rates_predicted.json (about 7 minutes on two cores).
 
 fit: for each GPU, the classes' factors fitted jointly over every program that keeps the H200 busy
-(scripts/kernelbench_validate.py's rule) and that the H200 model prices within MAX_REFERENCE_ERROR: the program's predicted call time, each class's GPU time times its
-factor plus the rest, against its published time with the H200 kernel model's own error on it divided out
+(scripts/kernelbench_validate.py's rule) and that the H200 model prices within MAX_REFERENCE_ERROR: the
+program's predicted call time, each class's GPU time times its factor plus the rest, against its published time with the H200 kernel model's own error on it divided out
 (published here x predicted / measured on the H200), so that the factors fit what this GPU's datasheet ratios
 get wrong, not what the H200 model does; non-negative least absolute deviations on relative error. A class
 that takes at least MIN_SHARE of fewer than MIN_PROGRAMS programs takes its parent family's factor, else the
@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
 import time
@@ -43,6 +42,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from kernelbench_validate import CAPTURES, PUBLISHED, _busy, _ours, _published  # noqa: E402
+
+from kernelcast.devices.achieved import AchievedRates, parent_class  # noqa: E402
 
 PREDICTED = ROOT / "build" / "kernelbench" / "rates_predicted.json"
 OUT = ROOT / "src" / "kernelcast" / "devices" / "achieved.json"
@@ -60,17 +61,15 @@ IRLS_ROUNDS = 20  # reweightings of the least-absolute-deviations fit
 L1_FLOOR = 0.02  # relative residual below which a program's weight stops growing
 
 
-class _Doubled:
+class _Doubled(AchievedRates):
     """Achieved rates with every class's factor 2.0: beside the datasheet's 1.0, the part of each op's time that
     its factor scales."""
-
-    source = "fitted"
 
     def factor(self, rate: str) -> float:
         return 2.0
 
 
-DOUBLED = _Doubled()
+DOUBLED = _Doubled("", {}, "fitted", "every factor 2, for the fit's bookkeeping")
 
 
 def _class_shares(models: tuple, cost, rate_class_of_op: str) -> dict[str, float]:
@@ -173,16 +172,13 @@ def _class_programs(observations: list) -> dict[str, int]:
 
 def _folded(observations: list) -> list:
     """The observations with each class that too few programs speak for (MIN_SHARE of fewer than MIN_PROGRAMS)
-    merged into its parent family's class (devices/achieved.py PARENT_FAMILY), until every class left has its
+    merged into its parent class (devices/achieved.py parent_class), until every class left has its
     programs or no parent: the class then takes its parent's fitted factor, as AchievedRates.factor looks it up
     (a thin class left at 1.0 in the fit would have taken its parent's factor in the prediction)."""
-    from kernelcast.devices.achieved import PARENT_FAMILY
-
     while True:
         counts = _class_programs(observations)
-        fold = {c: f"{PARENT_FAMILY[c.partition(':')[0]]}:{c.partition(':')[2]}"
-                for c in {c for _, by_class, _, _ in observations for c in by_class}
-                if c.partition(":")[0] in PARENT_FAMILY and counts.get(c, 0) < MIN_PROGRAMS}
+        fold = {c: parent_class(c) for c in {c for _, by_class, _, _ in observations for c in by_class}
+                if parent_class(c) is not None and counts.get(c, 0) < MIN_PROGRAMS}
         if not fold:
             return observations
         observations = [(name, _merged(by_class, fold), rest, target) for name, by_class, rest, target in observations]
@@ -223,10 +219,8 @@ def _factors(observations: list, leave_out: str | None = None) -> dict[str, floa
 def _scaled_us(row: dict, gpu: str, factors: dict[str, float]) -> float:
     """The GPU's predicted call time with the factors applied to its classes' GPU time (the host part as it
     is): the same arithmetic the kernel model does, applied after the fact."""
-    from kernelcast.devices.achieved import fitted_class
-
-    by_class = row[gpu]["by_class"]
-    extra = sum(t * (factors.get(fitted_class(c, factors), 1.0) - 1.0) for c, t in by_class.items())
+    rates = AchievedRates(gpu, factors)  # the prediction's own lookup: a class without a factor takes its parent's
+    extra = sum(t * (rates.factor(c) - 1.0) for c, t in row[gpu]["by_class"].items())
     return row[gpu]["first_step_us"] + extra
 
 

@@ -60,16 +60,22 @@ def rate_class(math_kind: str, roof: str) -> str:
     return BLOCKS if math_kind == BLOCKS else MEMORY
 
 
+def parent_class(rate: str) -> str | None:
+    """The class whose factor `rate` falls back to: its parent family's with the same roof (PARENT_FAMILY,
+    "conv_wgrad:fp32" -> "conv:fp32"), the memory class for BLOCKS, else None."""
+    if rate == BLOCKS:
+        return MEMORY
+    family, _, roof = rate.partition(":")
+    return f"{PARENT_FAMILY[family]}:{roof}" if family in PARENT_FAMILY else None
+
+
 def fitted_class(rate: str, fitted) -> str:
     """The class whose factor `rate` takes: itself when `fitted` (a collection of classes) holds it, else its
-    nearest ancestor family's under PARENT_FAMILY with the same roof that `fitted` holds, else `rate` itself
-    ("conv_wgrad:fp32" -> "conv:fp32")."""
-    family, _, roof = rate.partition(":")
-    current = rate
-    while current not in fitted and family in PARENT_FAMILY:
-        family = PARENT_FAMILY[family]
-        current = f"{family}:{roof}"
-    return current if current in fitted else rate
+    nearest ancestor under parent_class that `fitted` holds, else `rate` itself."""
+    current: str | None = rate
+    while current is not None and current not in fitted:
+        current = parent_class(current)
+    return rate if current is None else current
 
 
 @dataclass(frozen=True)
@@ -81,10 +87,8 @@ class AchievedRates:
     held_out_error: float | None = None  # median |predicted / measured - 1| of held-out programs, where known
 
     def factor(self, rate: str) -> float:
-        """The class's factor, else its nearest ancestor family's (PARENT_FAMILY; BLOCKS: the memory factor), else
-        1.0 (the datasheet)."""
-        if rate == BLOCKS:
-            return self.factors.get(BLOCKS, self.factors.get(MEMORY, 1.0))
+        """The class's factor, else its nearest ancestor's (parent_class: PARENT_FAMILY; BLOCKS: the memory
+        factor), else 1.0 (the datasheet)."""
         return self.factors.get(fitted_class(rate, self.factors), 1.0)
 
 
