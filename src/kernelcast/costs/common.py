@@ -259,6 +259,14 @@ def memory_op(op: OpRecord, flops_per_element: float = 0.0, kernels: int = 1, ki
     )
 
 
+def memory_formula(flops_per_element: float, kind: str, kernels: int = 1):
+    """A cost formula (registry.register) pricing an op as memory_op does with these FLOPs, kernels and kind."""
+    def formula(op: OpRecord, ctx) -> Cost:
+        return memory_op(op, flops_per_element, kernels, kind)
+
+    return formula
+
+
 def write_only(op: OpRecord, kernels: int = 1) -> Cost:
     """Fills, factories and in-place RNG: they write their output and read nothing."""
     kind, key = memory_key(op, "fill")

@@ -179,13 +179,6 @@ register("aten.elu_backward", "aten.hardshrink_backward", "aten.hardtanh_backwar
          "aten.complex", "aten.polar", "aten.tril_", "aten.triu_")(pointwise)
 
 
-def _with_flops(flops_per_element: float, kind: str, kernels: int = 1):
-    def formula(op: OpRecord, ctx: CostContext) -> Cost:
-        return memory_op(op, flops_per_element, kernels, kind)
-
-    return formula
-
-
 # aten/src/ATen/native/cuda/SoftMax.cu (torch 2.11): host_softmax and host_softmax_backward make their inputs
 # contiguous first (a copy kernel each for a strided one), and softmax's backward (not log_softmax's) multiplies
 # grad by output in a pointwise kernel of its own (`Tensor tmp = grad * output`, softmax_backward_cuda_out)

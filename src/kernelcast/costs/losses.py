@@ -21,7 +21,7 @@ import dataclasses
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import bytes_written, memory_key, memory_op
+from .common import bytes_written, memory_formula, memory_key, memory_op
 from .reduce_config import is_global_reduce
 from .registry import Cost, CostContext, register
 
@@ -133,21 +133,14 @@ def _chain(op: OpRecord, kernels: int) -> Cost:
                 dtype=x.dtype if x is not None else "float32", kind=kind, key=key)
 
 
-def _loss_formula(flops_per_element: float, kind: str, kernels: int = 1):
-    def formula(op: OpRecord, ctx: CostContext) -> Cost:
-        return memory_op(op, flops_per_element, kernels, kind)
-
-    return formula
-
-
 # nll_loss backward zero-fills the gradient, then scatters into it.
 NLL_LOSS_BACKWARD_KERNELS = 2
 NLL_LOSS_FORWARD_KERNELS = 1
 register("aten.nll_loss_forward", "aten.nll_loss2d_forward")(
-    _loss_formula(LOSS_FLOPS_PER_ELEMENT, "loss", NLL_LOSS_FORWARD_KERNELS))
+    memory_formula(LOSS_FLOPS_PER_ELEMENT, "loss", NLL_LOSS_FORWARD_KERNELS))
 register("aten.nll_loss_backward", "aten.nll_loss2d_backward")(
-    _loss_formula(LOSS_FLOPS_PER_ELEMENT, "loss", NLL_LOSS_BACKWARD_KERNELS))
-register("aten.binary_cross_entropy_with_logits")(_loss_formula(LOSS_FLOPS_PER_ELEMENT, "loss"))
+    memory_formula(LOSS_FLOPS_PER_ELEMENT, "loss", NLL_LOSS_BACKWARD_KERNELS))
+register("aten.binary_cross_entropy_with_logits")(memory_formula(LOSS_FLOPS_PER_ELEMENT, "loss"))
 
 
 # CTC loss on CUDA (aten/src/ATen/native/cuda/LossCTC.cu), measured on the H200 (torch 2.11, zoo wav2vec2_train):
@@ -168,4 +161,4 @@ def ctc_loss(op: OpRecord, ctx: CostContext) -> Cost:
     return memory_op(op, LOSS_FLOPS_PER_ELEMENT, items, "loss")
 
 
-register("aten._ctc_loss_backward")(_loss_formula(LOSS_FLOPS_PER_ELEMENT, "loss", CTC_LOSS_BACKWARD_ITEMS))
+register("aten._ctc_loss_backward")(memory_formula(LOSS_FLOPS_PER_ELEMENT, "loss", CTC_LOSS_BACKWARD_ITEMS))
