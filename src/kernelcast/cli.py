@@ -53,8 +53,8 @@ DEVICES_LEGEND = ("kernel times: calibrated = measured on this GPU (its own prof
                   "bracket: not measured. GPU-to-GPU links: `kernelcast devices --interconnects`.")
 # `kernelcast devices` columns, dropped from the last while the table is wider than the output (the id, the
 # model's source and the peaks stay); below WIDE_DEVICES_FROM the model's source reads in a word or two.
-DEVICE_COLUMNS = ("id", "kernel times", "bf16 TF/s", "fp32 TF/s", "TB/s", "SMs", "mem GB", "name", "L2 MB", "ridge bf16",
-                  "aliases")
+DEVICE_COLUMNS = ("id", "kernel times", "bf16 TF/s", "fp32 TF/s", "TB/s", "SMs", "mem GB", "name", "L2 MB",
+                  "ridge bf16", "aliases")
 DEVICE_COLUMNS_MIN = 6
 WIDE_DEVICES_FROM = 150
 
@@ -87,7 +87,8 @@ def _gpus_table(width: int = 10_000):
             model = label + ("" if gpu.vendor == "nvidia" else f"; {gpu.vendor.upper()}: CUDA kernels")
         else:
             model = _short_model_label(label) + ("" if gpu.vendor == "nvidia" else f" ({gpu.vendor.upper()})")
-        rows.append({"id": gpu.id, "name": gpu.name, "kernel times": model, "bf16 TF/s": f"{bf16 / 1e12:.0f}" if bf16 else "-",
+        rows.append({"id": gpu.id, "name": gpu.name, "kernel times": model,
+                     "bf16 TF/s": f"{bf16 / 1e12:.0f}" if bf16 else "-",
                      "fp32 TF/s": f"{gpu.peak_flops['fp32'] / 1e12:.1f}",
                      "TB/s": f"{gpu.mem_bw_bytes_per_s / 1e12:.2f}",
                      "L2 MB": f"{gpu.l2_bytes / 1e6:.0f}", "SMs": str(gpu.sm_count),

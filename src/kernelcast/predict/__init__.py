@@ -19,7 +19,7 @@ from kernelcast.records import (COMM_STREAM, RECORD_EVENT_OP, WAIT_EVENT_OP, Cap
                                 PredictionRecord, SyncPointGroup, host_phase, root_indices)
 
 from .host import HostModel
-from .kernel_model import NO_KERNEL, KernelEstimate, KernelModel, RooflineModel
+from .kernel_model import NO_KERNEL, TENSOR_MATH, KernelEstimate, KernelModel, RooflineModel
 from .comm import call_host_us, collective_estimate
 from .parallel_host import ParallelHost, load_parallel_costs, parallel_host
 from .l2 import L2Tracker
@@ -288,7 +288,6 @@ def gpu_notes(gpu: GPU) -> tuple[str, ...]:
     return () if gpu.vendor == "nvidia" else (OTHER_VENDOR_NOTE.format(name=gpu.name),)
 
 
-TENSOR_MATH = ("matmul", "conv", "attention")
 BF16_WITHOUT_TENSOR_CORES_NOTE = (
     "{name} has no bf16 tensor cores: {time_ms:.2f} ms of this step's bf16 matrix math ({share:.0%} of its GPU time) "
     "runs on the CUDA cores; fp16 (torch.autocast(dtype=torch.float16), with a GradScaler in training) would run "

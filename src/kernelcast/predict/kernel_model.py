@@ -41,6 +41,10 @@ class KernelEstimate:
 NO_KERNEL = KernelEstimate(0.0, "none", "")
 
 
+# The kinds of math that run on tensor cores where the GPU has them for the dtype (GPU.matmul_peak).
+TENSOR_MATH = ("matmul", "conv", "attention")
+
+
 def combined(estimates: list[KernelEstimate]) -> KernelEstimate:
     """One op's kernels estimated part by part (Cost.parts): times add up; the bound, roof and source are the
     longest part's; the uncertainty is the time-weighted mean of the parts'."""
@@ -78,7 +82,7 @@ class RooflineModel:
     source: str = "datasheet"
 
     def peak(self, cost: Cost) -> tuple[float, str]:
-        if cost.math in ("matmul", "conv", "attention"):
+        if cost.math in TENSOR_MATH:
             return self.gpu.matmul_peak(cost.dtype, _allow_tf32(cost, self.settings))
         return self.gpu.vector_peak(cost.dtype)
 

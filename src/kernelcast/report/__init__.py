@@ -124,6 +124,14 @@ def _range(low: float, high: float) -> str:
     return f"{time_text(low)}-{time_text(high)}"
 
 
+def _step_over(step_range_us: tuple[float, float]) -> str:
+    """Where the step goes over a range of CPU speeds: its range, or that the GPU holds it."""
+    low, high = step_range_us
+    if time_text(low) == time_text(high):
+        return "the step does not move: the GPU sets it"
+    return f"step {_range(low, high)}"
+
+
 def host_line(pred) -> str:
     """Which CPUs the host side is for and was captured on, what it is made of, where it is uncertain (as
     ranges), and how much another CPU would change the step: a heading and one short item a line."""
@@ -136,16 +144,12 @@ def host_line(pred) -> str:
              f"{time_text(rec.python_time_us)} (its CPU time on the capture machine, {steps}, carried to the "
              f"target)"]
     if rec.python_time_range_us[1] > 0:
-        moved = (f"step {_range(*rec.step_time_range_us)}" if time_text(rec.step_time_range_us[0])
-                 != time_text(rec.step_time_range_us[1]) else "the step does not move: the GPU sets it")
         lines.append(f"  - model Python's range: {_range(*rec.python_time_range_us)} (the CPU benchmarks' ratios "
-                     f"between the two machines, the capture's readings) -> {moved}")
+                     f"between the two machines, the capture's readings) -> {_step_over(rec.step_time_range_us)}")
     slow, fast = rec.host_run_speed_range
     if rec.step_time_run_range_us[1] > 0 and (slow, fast) != (1.0, 1.0):
-        moved = (f"step {_range(*rec.step_time_run_range_us)}" if time_text(rec.step_time_run_range_us[0])
-                 != time_text(rec.step_time_run_range_us[1]) else "the step does not move: the GPU sets it")
         lines.append(f"  - the target host from one process to the next: CPU work x{slow:.2f}-x{fast:.2f} "
-                     f"(10th-90th percentile of its calibration runs) -> {moved}")
+                     f"(10th-90th percentile of its calibration runs) -> {_step_over(rec.step_time_run_range_us)}")
     what_if = ", ".join(f"{time_text(step)} with CPU work x{factor:g}" for factor, step in rec.step_time_by_host_speed)
     if what_if:
         lines.append(f"  - another CPU: step {what_if}")
