@@ -221,3 +221,25 @@ def test_host_copies_run_at_each_gpus_own_host_link():
     # calibrated: the H200 host's measured rate, carried to the L4 by the two links' ratio (32 / 64)
     h200, l4 = _model("h200").estimate(copy), _model("l4").estimate(copy)
     assert l4.time_us == pytest.approx(2 * h200.time_us) and "scaled to pcie4" in l4.roof
+
+
+def test_kernel_time_models_are_one_list_asked_in_order():
+    """Every kind of kernel-time model is one entry of KERNEL_TIME_MODELS (issue 35): the first that prices a cost
+    is its model, so a GEMM whose shape no table or fit covers falls to the datasheet roofline, never to the
+    memory curves, and the memory curves, asked last, price any memory-bound kind."""
+    from kernelcast.predict.calibrated import KERNEL_TIME_MODELS
+
+    names = [m.name for m in KERNEL_TIME_MODELS]
+    assert len(names) == len(set(names)) and names[-1] == "memory_curves"
+    model = _model()
+
+    def first(cost):
+        return next(m.name for m in KERNEL_TIME_MODELS if m.prices(model, cost))
+
+    gemm = Cost(flops=2 * 4096 ** 3, bytes_read=2 * 4096 * 4096 * 2, kernels=1, math="matmul", dtype="bfloat16",
+                kind="gemm", key=("bfloat16", False, False, False, 4096, 4096, 4096))
+    assert first(gemm) == "shape" and model.estimate(gemm).source == "measured-near"
+    pointwise = Cost(bytes_read=8e6, bytes_written=4e6, kind="pointwise", key=(1024, 4))
+    assert first(pointwise) == "memory_curves" and model.estimate(pointwise).source == "interpolated"
+    foreach = Cost(bytes_read=8e6, bytes_written=4e6, kernels=2, kind="foreach", key=("chunks", 65536, 4))
+    assert first(foreach) == "foreach_blocks"

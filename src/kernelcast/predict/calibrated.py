@@ -11,6 +11,7 @@
   moved, interpolated log-log between the class's measured sizes; each GPU work item beyond those the
   measurement had adds the measured per-item floor.
 - An op the profile has nothing for falls back to the datasheet roofline, and says so in its roof.
+Each kind of model is one TimeModel of KERNEL_TIME_MODELS (the end of this file), asked in order.
 
 On a GPU other than the profiled one, a kernel's profiled time carries over part by part, as the roofline
 splits it: the part its FLOPs at the peak of its roof or its bytes at the streaming rate explain by the two
@@ -25,6 +26,7 @@ import bisect
 import dataclasses
 import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 from kernelcast.costs import Cost
 from kernelcast.costs.common import INTO_SUFFIX, TRANSFER_KINDS, is_blocks_key
@@ -107,6 +109,8 @@ MEMORY_CURVE_UNCERTAINTY = 0.15
 # was 2-3% a pass, the zoo's held-out RNN workloads within about 10-20% (scripts/fit_rnn_times.py, docs).
 RNN_FIT_UNCERTAINTY = 0.15
 DATASHEET_UNCERTAINTY = 0.5
+# A kernel within this share of its launch floor is latency-bound: its work is too small to show a roof.
+LATENCY_BOUND_MARGIN = 1.05
 # An Inductor-generated kernel timed by its class's launch floor and bandwidth fitted to the grid of compiled
 # microbenchmarks: on the H200's compiled zoo (none of it fitted on) per-kernel median error was 23-31% by class,
 # the summed generated time per workload 20% (scripts/triton_rates_eval.py).
@@ -880,74 +884,15 @@ class CalibratedModel:
         if cost.kernels == 0:
             return NO_KERNEL
         roofline = self._fallback.estimate(cost)
-        time_us = None
         if cost.kind in TRANSFER_KINDS:
-            copies = self.profile.get("host", {}).get("copies", {})
-            kind = cost.kind if f"{cost.kind}_curve" in copies else cost.kind.removesuffix(INTO_SUFFIX)
-            curve = copies.get(f"{kind}_curve")  # a profile without the "_into" rates: the allocating copy's
-            rate = _rate_on_curve(curve, cost.bytes) if curve else copies.get(f"{kind}_bytes_per_s")
-            if not rate:
-                return roofline
-            roof, source = "measured host link", "interpolated"  # a rate read off the measured copy curve
-            if self.transferred:  # the share of its link the profiled host reached, on this GPU's own link
-                rate *= self.gpu.host_link_bw_bytes_per_s / self.profiled_gpu.host_link_bw_bytes_per_s
-                roof, source = f"measured host link, scaled to {self.gpu.host_link}", "interpolated, scaled"
-            link_us = cost.bytes / rate * 1e6
-            return KernelEstimate(max(link_us, self.floor_us), "host link", roof, 0.0, link_us, source,
-                                  MEMORY_CURVE_UNCERTAINTY)
-        source, uncertainty = "interpolated", MEMORY_CURVE_UNCERTAINTY
-        if cost.kind == "cudnn_rnn" and cost.key:
-            time_us = self._cudnn_rnn_us(cost)
-            uncertainty = RNN_FIT_UNCERTAINTY
-        elif cost.kind in ("gemm", "conv", "attention") and cost.key:
-            found = self._shape_estimate(cost)
-            if found is not None:
-                time_us = self._carried_compute_us(cost, found[0]) if self.transferred else found[0]
-                source, uncertainty = found[1].source, found[1].uncertainty
-        elif cost.kind == "grouped_gemm" and "grouped_gemm" in self.profile["timings"]:
-            bytes_ratio = self._bandwidth_ratio() if self.transferred else 1.0
-            time_us = grouped_gemm_us(self.profile["timings"]["grouped_gemm"], cost.flops, cost.bytes,
-                                      self._compute_ratio(cost), bytes_ratio)
-            source, uncertainty = "fitted (grouped GEMM rates)", MEMORY_CURVE_UNCERTAINTY
-        elif cost.kind == "foreach" and "foreach_blocks" in self.profile["timings"] and cost.key[:1] == ("chunks",):
-            time_us = self._foreach_time_us(cost)
-            source, uncertainty = "fitted (multi_tensor_apply blocks)", MEMORY_CURVE_UNCERTAINTY
-        elif cost.kind in BLOCK_SECTIONS and is_blocks_key(cost.key) and \
-                BLOCK_SECTIONS[cost.kind] in self.profile["timings"]:
-            _, channels, n, hw, itemsize = cost.key
-            time_us = batch_norm_blocks_us(self.profile["timings"][BLOCK_SECTIONS[cost.kind]], channels,
-                                           n, hw, itemsize, self.gpu.sm_count, l2_warm)
-            if self.transferred:
-                time_us = self._carried_blocks_us(time_us, cost.bytes)
-            source, uncertainty = "fitted (blocks walking rows or channels)", MEMORY_CURVE_UNCERTAINTY
-        elif cost.key[:1] in SPARSE_KEYS and SPARSE_SECTIONS[cost.key[0]] in self.profile["timings"].get("sparse", {}):
-            time_us = self._sparse_time_us(cost)
-            source, uncertainty = "fitted (sparse kernels)", MEMORY_CURVE_UNCERTAINTY
-        elif cost.key[:1] == (WINDOW_KEY,) and cost.key[1] in self.profile["timings"].get("pool_windows", {}):
-            time_us = self._window_time_us(cost)
-            source, uncertainty = "fitted (pooling window taps)", MEMORY_CURVE_UNCERTAINTY
-        elif cost.key[:1] == (SPATIAL_SOFTMAX_KEY,) and cost.key[1] in self.profile["timings"].get("spatial_softmax", {}):
-            time_us = self._spatial_softmax_time_us(cost)
-            source, uncertainty = "fitted (spatial softmax geometry)", MEMORY_CURVE_UNCERTAINTY
-        elif cost.key[:1] in UNIT_KEYS and "unit_rates" in self.profile["timings"]:
-            time_us = self._unit_rate_time_us(cost)
-        elif cost.kind in self.profile["timings"].get("generated", {}):
-            time_us = self._generated_time_us(cost)
-            source, uncertainty = "fitted (generated kernels)", GENERATED_FIT_UNCERTAINTY
-        elif cost.kind == ARITHMETIC_KIND:
-            time_us = self._arithmetic_bound_us(cost, l2_warm)
-        elif cost.key[:1] == (SOLVER_KEY,) and cost.key[1] in self.profile["timings"].get("linalg", {}):
-            # a latency-bound chain of panel kernels has no datasheet ratio: on another GPU the profiled GPU's
-            # time stands as it is (its bytes at the pointwise curve had priced a batched eigh 160x under)
-            time_us = linalg_time_us(self.profile["timings"]["linalg"][cost.key[1]], cost.key[2], cost.key[3])
-            source, uncertainty = "measured (torch.linalg calls)", MEMORY_CURVE_UNCERTAINTY
-        elif cost.kind not in COMPUTE_KINDS:
-            time_us = self._memory_estimate_us(cost, l2_warm)
+            return self._host_link_estimate(cost, roofline)
+        model = next((m for m in KERNEL_TIME_MODELS if m.prices(self, cost)), None)
+        time_us, source, uncertainty = model.time(self, cost, l2_warm) if model else (None, "", 0.0)
         if time_us is None:
             return KernelEstimate(roofline.time_us, roofline.bound, f"datasheet:{roofline.roof}",
                                   roofline.compute_us, roofline.memory_us, "datasheet", DATASHEET_UNCERTAINTY)
         time_us = max(time_us, cost.kernels * self.floor_us)
-        if time_us <= cost.kernels * self.floor_us * 1.05:
+        if time_us <= cost.kernels * self.floor_us * LATENCY_BOUND_MARGIN:
             bound = "latency"
         else:
             bound = "compute" if roofline.compute_us >= roofline.memory_us else "memory"
@@ -955,6 +900,24 @@ class CalibratedModel:
             source = f"{source}, scaled"
         return KernelEstimate(time_us, bound, roofline.roof, roofline.compute_us, roofline.memory_us, source,
                               uncertainty)
+
+    def _host_link_estimate(self, cost: Cost, roofline: KernelEstimate) -> KernelEstimate:
+        """A copy between host and GPU (costs.common.TRANSFER_KINDS): its bytes at the rate the profiled host
+        reached over its link at this size (the profile's host copy curve), on another GPU scaled by the two
+        host links' datasheet bandwidths (devices gpus.toml host_link); the datasheet roofline without one."""
+        copies = self.profile.get("host", {}).get("copies", {})
+        kind = cost.kind if f"{cost.kind}_curve" in copies else cost.kind.removesuffix(INTO_SUFFIX)
+        curve = copies.get(f"{kind}_curve")  # a profile without the "_into" rates: the allocating copy's
+        rate = _rate_on_curve(curve, cost.bytes) if curve else copies.get(f"{kind}_bytes_per_s")
+        if not rate:
+            return roofline
+        roof, source = "measured host link", "interpolated"  # a rate read off the measured copy curve
+        if self.transferred:  # the share of its link the profiled host reached, on this GPU's own link
+            rate *= self.gpu.host_link_bw_bytes_per_s / self.profiled_gpu.host_link_bw_bytes_per_s
+            roof, source = f"measured host link, scaled to {self.gpu.host_link}", "interpolated, scaled"
+        link_us = cost.bytes / rate * 1e6
+        return KernelEstimate(max(link_us, self.floor_us), "host link", roof, 0.0, link_us, source,
+                              MEMORY_CURVE_UNCERTAINTY)
 
     # -- cuDNN RNN calls: their launches as parts (costs/rnn.py), each priced by its own model ----------------
     def _cudnn_rnn_us(self, cost: Cost) -> float | None:
@@ -1037,3 +1000,99 @@ class CalibratedModel:
     def _dram_ratio(self) -> float:
         """Profiled GPU's datasheet DRAM bandwidth over this GPU's: how a time set by streaming bytes carries."""
         return self.profiled_gpu.mem_bw_bytes_per_s / self.gpu.mem_bw_bytes_per_s
+
+
+# -- kernel-time models by kind ------------------------------------------------------------------------------
+Timed = tuple["float | None", str, float]  # (time on this GPU in µs or None: no time, its source, its uncertainty)
+
+
+@dataclass(frozen=True)
+class TimeModel:
+    """One kind of kernel-time model of a calibrated profile: which costs it prices (`prices`, given the model
+    and the op's Cost) and its time for one (`time`, given also the share of its bytes left warm in L2).
+    CalibratedModel.estimate asks KERNEL_TIME_MODELS in order and takes the first that prices the cost, even
+    where that model then finds no time (a GEMM shape without a table or a fit): the op falls to the datasheet
+    roofline rather than to a model of another kind."""
+    name: str
+    prices: Callable[[CalibratedModel, Cost], bool]
+    time: Callable[[CalibratedModel, Cost, float], Timed]
+
+
+def _timings(model: CalibratedModel) -> dict:
+    return model.profile["timings"]
+
+
+def _shape_time(model: CalibratedModel, cost: Cost, l2_warm: float) -> Timed:
+    found = model._shape_estimate(cost)
+    if found is None:
+        return None, "", 0.0
+    time_us = model._carried_compute_us(cost, found[0]) if model.transferred else found[0]
+    return time_us, found[1].source, found[1].uncertainty
+
+
+def _grouped_gemm_time(model: CalibratedModel, cost: Cost, l2_warm: float) -> Timed:
+    bytes_ratio = model._bandwidth_ratio() if model.transferred else 1.0
+    return (grouped_gemm_us(_timings(model)["grouped_gemm"], cost.flops, cost.bytes, model._compute_ratio(cost),
+                            bytes_ratio), "fitted (grouped GEMM rates)", MEMORY_CURVE_UNCERTAINTY)
+
+
+def _blocks_time(model: CalibratedModel, cost: Cost, l2_warm: float) -> Timed:
+    _, channels, n, hw, itemsize = cost.key
+    time_us = batch_norm_blocks_us(_timings(model)[BLOCK_SECTIONS[cost.kind]], channels, n, hw, itemsize,
+                                   model.gpu.sm_count, l2_warm)
+    if model.transferred:
+        time_us = model._carried_blocks_us(time_us, cost.bytes)
+    return time_us, "fitted (blocks walking rows or channels)", MEMORY_CURVE_UNCERTAINTY
+
+
+def _linalg_time(model: CalibratedModel, cost: Cost, l2_warm: float) -> Timed:
+    # a latency-bound chain of panel kernels has no datasheet ratio: on another GPU the profiled GPU's time
+    # stands as it is (its bytes at the pointwise curve had priced a batched eigh 160x under)
+    return (linalg_time_us(_timings(model)["linalg"][cost.key[1]], cost.key[2], cost.key[3]),
+            "measured (torch.linalg calls)", MEMORY_CURVE_UNCERTAINTY)
+
+
+def _fitted(method: Callable[[CalibratedModel, Cost], "float | None"], source: str,
+            uncertainty: float = MEMORY_CURVE_UNCERTAINTY) -> Callable[[CalibratedModel, Cost, float], Timed]:
+    """A time function from a CalibratedModel method of one Cost, labelled with its source."""
+    return lambda model, cost, l2_warm: (method(model, cost), source, uncertainty)
+
+
+def _with_l2(method: Callable[[CalibratedModel, Cost, float], "float | None"]) \
+        -> Callable[[CalibratedModel, Cost, float], Timed]:
+    """A time function from a CalibratedModel method of one Cost and its warm L2 share, read off the memory
+    curves."""
+    return lambda model, cost, l2_warm: (method(model, cost, l2_warm), "interpolated", MEMORY_CURVE_UNCERTAINTY)
+
+
+# Every kind of kernel-time model, in the order they are asked: the specific before the general, the memory
+# curves last (any memory-bound kind the profile measured, or a stand-in for it: MEMORY_FALLBACK).
+KERNEL_TIME_MODELS = (
+    TimeModel("cudnn_rnn", lambda m, c: c.kind == "cudnn_rnn" and bool(c.key),
+              _fitted(CalibratedModel._cudnn_rnn_us, "interpolated", RNN_FIT_UNCERTAINTY)),
+    TimeModel("shape", lambda m, c: c.kind in ("gemm", "conv", "attention") and bool(c.key), _shape_time),
+    TimeModel("grouped_gemm", lambda m, c: c.kind == "grouped_gemm" and "grouped_gemm" in _timings(m),
+              _grouped_gemm_time),
+    TimeModel("foreach_blocks", lambda m, c: c.kind == "foreach" and "foreach_blocks" in _timings(m)
+              and c.key[:1] == ("chunks",),
+              _fitted(CalibratedModel._foreach_time_us, "fitted (multi_tensor_apply blocks)")),
+    TimeModel("blocks", lambda m, c: c.kind in BLOCK_SECTIONS and is_blocks_key(c.key)
+              and BLOCK_SECTIONS[c.kind] in _timings(m), _blocks_time),
+    TimeModel("sparse", lambda m, c: c.key[:1] in SPARSE_KEYS
+              and SPARSE_SECTIONS[c.key[0]] in _timings(m).get("sparse", {}),
+              _fitted(CalibratedModel._sparse_time_us, "fitted (sparse kernels)")),
+    TimeModel("pool_windows", lambda m, c: c.key[:1] == (WINDOW_KEY,)
+              and c.key[1] in _timings(m).get("pool_windows", {}),
+              _fitted(CalibratedModel._window_time_us, "fitted (pooling window taps)")),
+    TimeModel("spatial_softmax", lambda m, c: c.key[:1] == (SPATIAL_SOFTMAX_KEY,)
+              and c.key[1] in _timings(m).get("spatial_softmax", {}),
+              _fitted(CalibratedModel._spatial_softmax_time_us, "fitted (spatial softmax geometry)")),
+    TimeModel("unit_rates", lambda m, c: c.key[:1] in UNIT_KEYS and "unit_rates" in _timings(m),
+              _fitted(CalibratedModel._unit_rate_time_us, "interpolated")),
+    TimeModel("generated", lambda m, c: c.kind in _timings(m).get("generated", {}),
+              _fitted(CalibratedModel._generated_time_us, "fitted (generated kernels)", GENERATED_FIT_UNCERTAINTY)),
+    TimeModel("arithmetic", lambda m, c: c.kind == ARITHMETIC_KIND, _with_l2(CalibratedModel._arithmetic_bound_us)),
+    TimeModel("linalg", lambda m, c: c.key[:1] == (SOLVER_KEY,) and c.key[1] in _timings(m).get("linalg", {}),
+              _linalg_time),
+    TimeModel("memory_curves", lambda m, c: c.kind not in COMPUTE_KINDS, _with_l2(CalibratedModel._memory_estimate_us)),
+)
