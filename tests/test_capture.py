@@ -242,3 +242,8 @@ def test_a_transformer_encoders_padding_mask_fast_path_captures_with_a_note():
             model(x, src_key_padding_mask=mask)
     assert NESTED_MASK_NOTE in cap.capture.notes
     assert any("native_layer_norm" in op.op for op in cap.capture.ops)
+    # the check itself runs on the GPU and reads its answer back (Equal.cpp: eq, all, item): a sync point, whose
+    # fix (mask_check=False or enable_nested_tensor=False) the prediction names
+    ops = [op.op for op in cap.capture.ops]
+    assert "aten.argmin.default" in ops and "aten.cumsum.default" in ops and "aten.all.default" in ops
+    assert any(op.sync == "padding mask check" for op in cap.capture.ops)

@@ -33,6 +33,7 @@ NESTED_MASK_NOTE = ("nn.TransformerEncoder's inference fast path turns a padded 
                     "left-aligned (the layers run on the padded batch); with a left-aligned mask the GPU skips the "
                     "padded positions and does less work (TransformerEncoder(..., enable_nested_tensor=False) runs "
                     "as captured)")
+MASK_CHECK_SYNC = "padding mask check"  # its sync point's kind (predict.SYNC_ADVICE says what to do)
 ORIGIN_KEY = "kernelcast_origin"  # autograd Node.metadata key: (source, module) of the forward op
 
 
@@ -115,6 +116,18 @@ class Router(TorchFunctionMode):
         return (losses / lengths.clamp_min(1)).mean()
 
     def _mask_not_left_aligned(self, func, args, kwargs) -> bool:
+        """The check's kernels as the GPU runs them, its read-back as a sync point, and the answer "no".
+        NestedTensor_nested_tensor_from_mask_left_aligned (aten/src/ATen/native/nested/
+        NestedTensorTransformerFunctions.cpp) appends a zero column to the mask, takes each row's first zero
+        (argmin over the int copy) and its count of ones (the last column of a cumsum), and compares the two with
+        at::equal, which on CUDA is eq, all and item (aten/src/ATen/native/cuda/Equal.cpp): a host read."""
+        mask = args[1] if len(args) > 1 else kwargs.get("mask")  # (t, mask): native_functions.yaml
+        if isinstance(mask, torch.Tensor) and mask.dim() == 2 and mask.device.type == "cuda":
+            pad = torch.zeros((mask.shape[0], 1), dtype=mask.dtype, device=mask.device)
+            first_zero = torch.cat([mask, pad], 1).to(torch.int32).argmin(1)
+            ones = mask.cumsum(1).select(1, mask.shape[1] - 1)
+            torch.eq(ones, first_zero.to(ones.dtype)).all()
+            self._on_sync(MASK_CHECK_SYNC)
         self.notes.add(NESTED_MASK_NOTE)
         return False
 

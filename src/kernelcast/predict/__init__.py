@@ -62,6 +62,8 @@ SYNC_ADVICE = {
     "multinomial check": "sample with replacement, or draw the samples on the GPU (e.g. torch.rand and a "
                          "cumsum/searchsorted): multinomial without replacement validates its input on the host",
     "matrix_exp norm": "batch the matrices into one call: matrix_exp reads their norms back to pick its degree",
+    "padding mask check": "build the encoder with mask_check=False when every src_key_padding_mask is left-aligned "
+                          "(padding only at the end), or enable_nested_tensor=False: either skips the check",
     "grouped_mm offsets": "use bf16 operands (the CUTLASS grouped GEMM on sm_90/sm_100 keeps the offsets on "
                           "the GPU); other cases copy them to the host",
 }
