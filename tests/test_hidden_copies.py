@@ -58,6 +58,26 @@ def test_pointwise_reading_across_the_output_order_is_a_transposing_kind():
     assert not reads_across(bias_add) and memory_key(bias_add, "pointwise")[0] == "pointwise_strided"
 
 
+def test_a_zero_dim_gpu_operand_is_a_broadcast_not_a_scalar():
+    """A 0-d CUDA tensor (a scalar nn.Parameter, torch.where's scalar_tensor on the device) is a stride-0 operand:
+    only a CPU scalar takes CUDALoops.cuh's unary-functor path (gpu_kernel_with_scalars: iter.is_cpu_scalar), so
+    the op runs the non-vectorised elementwise_kernel<128, 2>. Measured on the H200: KernelBench L2 #50's
+    `x * self.scale1` over 128 x 16 x 31 x 63 x 63 fp32, 805 µs, where a Python float's multiply of the same size
+    (L2 #96) ran vectorised near the copy rate; zoo optim_rprop's torch.where(cond, 0, grad) ran
+    elementwise_kernel<128, 2> too."""
+    x = contiguous((128, 16, 31, 63, 63))
+    scale = TensorMeta((), "float32", (), "cuda")
+    mul = op("aten.mul.Tensor", {"self": x, "other": scale}, [contiguous(x.shape)], ("pointwise",))
+    assert memory_key(mul, "pointwise")[0] == "pointwise_strided"
+    on_host = TensorMeta((), "float32", (), "cpu")  # a wrapped Python number: the vectorised path
+    mul_host = op("aten.mul.Tensor", {"self": x, "other": on_host}, [contiguous(x.shape)], ("pointwise",))
+    assert memory_key(mul_host, "pointwise")[0] == "pointwise"
+    # two one-element tensors: nothing is broadcast
+    one = TensorMeta((), "float32", (), "cuda")
+    assert memory_key(op("aten.mul.Tensor", {"self": one, "other": scale}, [one], ("pointwise",)),
+                      "pointwise")[0] == "pointwise"
+
+
 def test_softmax_backward_multiplies_first_and_copies_strided_inputs():
     # SoftMax.cu (torch 2.11): softmax's backward runs `grad * output` (a pointwise kernel) before its kernel,
     # seen on the H200 under _softmax_backward_data in zoo moe_train and unet_block_train; log_softmax's does not,

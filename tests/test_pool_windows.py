@@ -94,3 +94,24 @@ def test_a_layer_norm_over_several_dims_is_read_at_its_whole_row_width():
     cost = cost_of(op("aten.native_layer_norm.default", args, [contiguous(shape), stat, stat]))
     assert cost.key == (64 * 256 * 256, 4)
     assert _model().estimate(cost).time_us == pytest.approx(8350, rel=0.2)
+
+
+def test_3d_pools_take_the_warp_lanes_of_their_output_rows():
+    """NCDHW 3-D pools run blocks of 32 x 8 threads over (output width, output height) (DilatedMaxPool3d.cu,
+    AveragePool3d.cu): a 15-wide output row takes a whole warp. KernelBench L2 #6 on the H200 (torch 2.11,
+    validation/kernelbench/h200_kernels.json.gz): its max pool of 128 x 16 x 14 x 30 x 30 fp32 by 2 ran 121 µs,
+    the next one (7 x 7 rows of the result) 25.6 µs; fitted by outputs they were priced at 56 and 10 µs."""
+    first = cost_of(_max_pool3d((128, 16, 14, 30, 30), 2, 2, 0))
+    _, pool, taps, lanes, inputs, *_ = first.key
+    assert (pool, taps, inputs) == ("max_pool3d", 8, 128 * 16 * 14 * 30 * 30)
+    assert lanes == 128 * 16 * 7 * 15 * 32  # 15 outputs a row, 32 lanes
+    second = cost_of(_max_pool3d((128, 16, 7, 15, 15), 2, 2, 0))
+    assert second.key[3] == 128 * 16 * 3 * 7 * 32
+    model = _model()
+    assert model.estimate(first).time_us == pytest.approx(121.2, rel=0.15)
+    assert model.estimate(second).time_us == pytest.approx(25.6, rel=0.2)
+    # rows of whole warps take no padding; 2-D pools launch a flat grid over their outputs
+    wide = cost_of(_max_pool3d((2, 16, 16, 64, 64), 2, 2, 0))
+    assert wide.key[3] == 2 * 16 * 8 * 32 * 32
+    flat = cost_of(_avg_pool2d((8, 16, 30, 30), 2, 2, 0))
+    assert flat.key[3] == 8 * 16 * 15 * 15

@@ -183,12 +183,16 @@ def strided_inputs(op: OpRecord) -> bool:
     """Whether a pointwise op reads a broadcast or gapped tensor, or one laid out unlike its output (a bias, a
     per-row scale, a slice). CUDA's TensorIterator then runs its non-vectorised kernel with per-element
     offset arithmetic instead of 16-byte vector loads (ATen native/cuda/CUDALoops.cuh: the vectorised path
-    needs operands that are dense in one common order, as channels_last tensors are)."""
+    needs operands that are dense in one common order, as channels_last tensors are). A one-element GPU tensor
+    broadcast over a larger output is such an operand: only a CPU scalar takes the unary-functor path
+    (gpu_kernel_with_scalars), so `x * scale` with a 0-d nn.Parameter, or torch.where with a Python number
+    (which aten turns into a scalar_tensor on the GPU), runs elementwise_kernel<128, 2> (tests/test_hidden_copies.py
+    says where it was measured)."""
     outs = gpu_tensors(op.tensors_out())
     if not outs:
         return False
     out = outs[0]
-    return any(t.numel > 1 and (t.shape != out.shape or not dense(t) or not _same_layout(t, out))
+    return any((t.numel > 1 or out.numel > 1) and (t.shape != out.shape or not dense(t) or not _same_layout(t, out))
                for t in gpu_tensors(op.tensors_in()))
 
 

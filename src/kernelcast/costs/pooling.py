@@ -29,7 +29,8 @@ ZERO_FILL_KERNELS = 1
 # so the kernel's time follows the window's taps per output as well as the bytes it moves: on the H200 a 3 x 3 x 3
 # max pool at stride 1 over 16 x 32 x 64^3 fp32 took 4.08 ms, 8x the same window at stride 2 (8x the outputs, the
 # same input), where the bytes alone give 1.6x (validation/h200_shape_kinds_grid_raw.json.gz). The key carries
-# what calibrate/window_rates.py fits a time to: (WINDOW_KEY, pool, window taps, outputs, input elements, then the
+# what calibrate/window_rates.py fits a time to: (WINDOW_KEY, pool, window taps, outputs (for the 3-D pools the warp
+# lanes their output rows take: output_lanes), input elements, then the
 # byte curves' own key (innermost dim, item size), which prices the op where the profile has no window fit).
 WINDOW_KEY = "pool_window"
 WINDOW_OPS = {"max_pool2d_with_indices": "max_pool2d", "avg_pool2d": "avg_pool2d",
@@ -52,7 +53,27 @@ def window_key(op: OpRecord, cost: Cost) -> tuple | None:
     if len(kernel) != dims or not all(isinstance(k, int) for k in kernel):
         return None
     inner, itemsize = cost.key if len(cost.key) == 2 else (1, 4)
-    return (WINDOW_KEY, pool + "_backward" * backward, math.prod(kernel), grad.numel, x.numel, inner, itemsize)
+    outputs = output_lanes(grad) if pool + "_backward" * backward in ROW_BLOCK_POOLS else grad.numel
+    return (WINDOW_KEY, pool + "_backward" * backward, math.prod(kernel), outputs, x.numel, inner, itemsize)
+
+
+# The NCDHW 3-D pooling kernels run one thread per output in blocks of 32 x 8 threads over (output width, output
+# height), one block row a warp, and a grid over the output frames x channels x batch (DilatedMaxPool3d.cu
+# max_pool3d_with_indices_out_frame and its backward; AveragePool3d.cu avg_pool3d_cuda_update_output): a row
+# narrower than a warp leaves lanes idle, so the work goes by the warp lanes the rows take, not by the outputs.
+# On the H200, fitted with outputs, KernelBench L2 #6's max pool over 15 x 15 output rows (15 of 32 lanes busy)
+# was priced at 56 µs against 121 measured; by lanes, 116 (the fit's own leave-one-out median 9.0% -> 3.6%;
+# KernelBench's 15 3-D pools, held out, median 12% -> 5%). The 2-D pools and avg_pool3d's backward launch a flat
+# grid over their elements: no idle lanes.
+ROW_BLOCK_POOLS = frozenset({"max_pool3d", "avg_pool3d", "max_pool3d_backward"})
+WARP_LANES = 32
+
+
+def output_lanes(out: TensorMeta) -> int:
+    """Warp lanes an NCDHW 3-D pool's threads take over its output (N, C, T, H, W): every output row rounded up
+    to a whole warp."""
+    *outer, height, width = out.shape
+    return math.prod(outer) * height * math.ceil(width / WARP_LANES) * WARP_LANES
 
 
 def with_window_key(op: OpRecord, cost: Cost) -> Cost:
