@@ -70,3 +70,15 @@ def test_a_transposed_3d_convolutions_peak_holds_its_workspace():
     # the workspace (NCHW copies of input, weight and output: 152 MiB) sets the peak; without it, 240 MiB
     assert mem.peak_bytes - mem.resident_bytes == pytest.approx(measured_growth, rel=0.01)
     assert any("cuDNN convolution workspaces are in the peak" in n for n in mem.notes)
+
+
+def test_the_workspace_note_says_none_where_no_convolution_takes_one():
+    """A step whose convolutions all likely run workspace-free engines says so plainly, not '0.0 KiB at most'."""
+    from kernelcast.predict.memory import CONV_NO_WORKSPACE_NOTE, CONV_WORKSPACE_NOTE, unmodelled_notes
+    from helpers import contiguous, op
+
+    conv = op("aten.convolution.default", {"input": contiguous((8, 64, 56, 56)), "weight": contiguous((64, 64, 3, 3))},
+              [contiguous((8, 64, 56, 56))])
+    assert unmodelled_notes((conv,), {}) == (CONV_NO_WORKSPACE_NOTE,)
+    (note,) = unmodelled_notes((conv,), {conv.index: [3 << 20]})
+    assert note == CONV_WORKSPACE_NOTE.format(largest="3.0 MiB")

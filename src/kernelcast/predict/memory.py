@@ -238,10 +238,14 @@ UNMODELLED_WORKSPACES = {
 UNMODELLED_NOTE = "not in the predicted peak (sizes chosen at run time by the library): {what}"
 # cuDNN convolution workspaces are in the peak, by the engine class cuDNN likely picks (conv_workspace.py); the
 # note says how sure that is.
-CONV_WORKSPACE_NOTE = ("cuDNN convolution workspaces are in the peak, {largest} at most here: per convolution none, "
-                       "or copies of its operands where cuDNN likely runs an NHWC engine on NCHW tensors (which of "
-                       "the two was right for 81% of the H200's measured convolutions; other GPUs assumed alike); "
-                       "torch.backends.cudnn.benchmark = True may pick engines that take more")
+CONV_WORKSPACE_NOTE = ("cuDNN convolution workspaces are in the peak: up to {largest} for one convolution, the "
+                       "NCHW <-> NHWC copies of its operands where cuDNN likely runs an NHWC engine. That guess of "
+                       "engine was right for 81% of the H200's measured convolutions (other GPUs assumed alike). "
+                       "torch.backends.cudnn.benchmark = True may pick engines that take more.")
+CONV_NO_WORKSPACE_NOTE = ("cuDNN convolution workspaces: none in the peak, since each convolution here likely runs "
+                          "an engine that needs none. That guess of engine was right for 81% of the H200's measured "
+                          "convolutions (other GPUs assumed alike). torch.backends.cudnn.benchmark = True may pick "
+                          "engines that take workspace.")
 
 
 def internal_temporaries(ops: tuple[OpRecord, ...]) -> dict[int, list[int]]:
@@ -264,7 +268,8 @@ def unmodelled_notes(ops: tuple[OpRecord, ...], temporaries: dict[int, list[int]
     convs = [op for op in device_ops if op.name in CONV_FORWARD_OPS or op.name in CONV_BACKWARD_OPS]
     largest = max((n for op in convs for n in temporaries.get(op.index, ())), default=0)
     return (((UNMODELLED_NOTE.format(what="; ".join(what)),) if what else ()) +
-            ((CONV_WORKSPACE_NOTE.format(largest=human_bytes(largest)),) if convs else ()))
+            ((CONV_WORKSPACE_NOTE.format(largest=human_bytes(largest)) if largest else CONV_NO_WORKSPACE_NOTE,)
+             if convs else ()))
 
 
 # -- replay ---------------------------------------------------------------------------------------------
