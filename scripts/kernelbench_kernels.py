@@ -3,6 +3,7 @@ each took, so a prediction's miss can be put on the op (and the library kernel) 
 
     PYTHONPATH=src python3 scripts/kernelbench_kernels.py --out $OUT/kernelbench_kernels.json.gz   # on the GPU
     python3 scripts/kernelbench_kernels.py compare validation/kernelbench/h200_kernels.json.gz      # here
+    python3 scripts/kernelbench_kernels.py compare validation/kernelbench/h200_kernels.json.gz --all  # every one
 
 Measure (on the GPU): each program built as KernelBench runs it (scripts/kernelbench_validate.py: seed 42, fp32,
 torch.no_grad(), model and inputs on CUDA), WARMUP calls, then PROFILED calls under torch.profiler; every GPU
@@ -21,7 +22,6 @@ import argparse
 import collections
 import gzip
 import json
-import os
 import statistics
 import sys
 import time
@@ -89,7 +89,12 @@ def _measured_by_op(calls: list, captured_ops: set[str]) -> dict[str, float]:
     return {op: statistics.median(c.get(op, 0.0) for c in per_call) for op in ops}
 
 
-def compare(path: str, out: str | None, profile_path: str | None = None) -> int:
+# An op's kernels under this many µs in a program are left out of its per-program ratio: near the launch floor a
+# ratio says little about the op's kind.
+RATIO_MIN_US = 5.0
+
+
+def compare(path: str, out: str | None, profile_path: str | None = None, every_program: bool = False) -> int:
     import kernelcast  # noqa: F401  (before torch: the fake CUDA shim)
     from kernelcast.measure import packet
     from kernelcast.devices import get_gpu
@@ -108,12 +113,14 @@ def compare(path: str, out: str | None, profile_path: str | None = None) -> int:
 
         data = json.loads(Path(profile_path).read_text())
     rows, by_op = {}, collections.defaultdict(lambda: [0.0, 0.0, 0])
+    ratios = collections.defaultdict(list)  # op -> predicted / measured per program where it ran RATIO_MIN_US
     for name, entry in sorted(doc["programs"].items()):
         target = CAPTURES / (name.replace("/", "__") + ".json")
         ref = ours.get(name)
         if "calls" not in entry or not target.exists() or ref is None:
             continue
-        if not _busy({"measured_ms": {"h200": ref["mean_ms"]}, "h200_gpu_busy_us": ref["gpu_busy_us"]}):
+        if not every_program and not _busy({"measured_ms": {"h200": ref["mean_ms"]},
+                                            "h200_gpu_busy_us": ref["gpu_busy_us"]}):
             continue
         cap = Capture.load(target)
         if profile_path:
@@ -132,10 +139,18 @@ def compare(path: str, out: str | None, profile_path: str | None = None) -> int:
             by_op[op][0] += p
             by_op[op][1] += m
             by_op[op][2] += 1
-    print(f"{len(rows)} GPU-busy programs; kernel time by outermost aten op, summed over them (H200)")
-    print(f"{'op':34s} {'programs':>8s} {'predicted ms':>12s} {'measured ms':>12s} {'error':>7s}")
+            if m >= RATIO_MIN_US and p > 0:
+                ratios[op].append(p / m)
+    # the summed error follows the op's largest programs; the median of the per-program ratios shows a kind
+    # priced off across shapes (how the one-element broadcast operands and 3-D pools' lanes were found)
+    which = "programs" if every_program else "GPU-busy programs"
+    print(f"{len(rows)} {which}; kernel time by outermost aten op, summed over them (H200), and the median of "
+          f"its per-program predicted / measured (where it ran at least {RATIO_MIN_US:g} us)")
+    print(f"{'op':34s} {'programs':>8s} {'predicted ms':>12s} {'measured ms':>12s} {'error':>7s} {'median ratio':>12s}")
     for op, (p, m, n) in sorted(by_op.items(), key=lambda kv: -kv[1][1]):
-        print(f"{op:34s} {n:8d} {p / 1e3:12.2f} {m / 1e3:12.2f} {(p / m - 1) if m else float('inf'):+7.0%}")
+        median = f"{statistics.median(ratios[op]):12.2f}" if ratios[op] else f"{'-':>12s}"
+        print(f"{op:34s} {n:8d} {p / 1e3:12.2f} {m / 1e3:12.2f} {(p / m - 1) if m else float('inf'):+7.0%} "
+              f"{median}")
     if out:
         Path(out).write_text(json.dumps({"command": "python3 scripts/kernelbench_kernels.py compare " + path,
                                          "programs": rows}, indent=1) + "\n")
@@ -150,9 +165,10 @@ def main() -> int:
     parser.add_argument("--out", help="measure: the file to write (.json.gz); compare: per-program rows (.json)")
     parser.add_argument("--only", nargs="*", default=[])
     parser.add_argument("--profile", help="compare: an H200 profile file to use instead of the shipped one")
+    parser.add_argument("--all", action="store_true", help="compare: every program, not only the GPU-busy ones")
     args = parser.parse_args()
     if args.what == "compare":
-        return compare(args.path, args.out, args.profile)
+        return compare(args.path, args.out, args.profile, args.all)
     if not args.out:
         parser.error("measure needs --out")
     return measure(args.out, args.only)
