@@ -247,3 +247,30 @@ def test_a_transformer_encoders_padding_mask_fast_path_captures_with_a_note():
     ops = [op.op for op in cap.capture.ops]
     assert "aten.argmin.default" in ops and "aten.cumsum.default" in ops and "aten.all.default" in ops
     assert any(op.sync == "padding mask check" for op in cap.capture.ops)
+
+
+def test_attention_modules_fused_inference_path_is_noted_where_the_gpu_takes_it():
+    """nn.TransformerEncoderLayer and nn.MultiheadAttention in eval mode without autograd run PyTorch's fused
+    inference path on the GPU (torch._transformer_encoder_layer_fwd, torch._native_multi_head_attention), gated by
+    torch.overrides.has_torch_function, which the capture's own torch-function mode makes true: the capture
+    records the standard path and says so; in training it says nothing (the GPU runs the standard path too)."""
+    from kernelcast.capture.router import FAST_PATH_NOTE
+
+    def run(train: bool):
+        with capture("h200") as cap:
+            with cap.paused():
+                layer = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128,
+                                                         batch_first=True)
+                model = torch.nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False).cuda()
+                model.train(train)
+                x = torch.randn(2, 16, 64, device="cuda")
+            if train:
+                model(x).sum().backward()
+            else:
+                with torch.no_grad():
+                    model(x)
+        return [n for n in cap.capture.notes if n.startswith(FAST_PATH_NOTE.split("{")[0])]
+
+    (note,) = run(train=False)
+    assert "nn.TransformerEncoderLayer" in note and "nn.MultiheadAttention" in note
+    assert run(train=True) == []

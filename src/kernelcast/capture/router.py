@@ -11,6 +11,7 @@ dispatcher: capture/attention.py):
 from __future__ import annotations
 
 import inspect
+import sys
 from typing import Any, Callable
 
 import torch
@@ -33,6 +34,21 @@ NESTED_MASK_NOTE = ("nn.TransformerEncoder's inference fast path turns a padded 
                     "left-aligned (the layers run on the padded batch); with a left-aligned mask the GPU skips the "
                     "padded positions and does less work (TransformerEncoder(..., enable_nested_tensor=False) runs "
                     "as captured)")
+# PyTorch's fused inference paths for its attention modules are taken only where torch.overrides.
+# has_torch_function finds no handler on the module's tensors (torch/nn/modules/activation.py
+# MultiheadAttention.forward, transformer.py TransformerEncoderLayer.forward and TransformerEncoder.forward); the
+# capture's own torch-function mode is such a handler, so the capture records the standard path where the GPU runs
+# the fused one. That check comes after every other condition of the path but the tensors' devices, autograd and
+# make_fx tracing: reached from those forwards with no tensor needing a gradient, the GPU takes the fused path.
+FAST_PATHS = {
+    "MultiheadAttention.forward": "nn.MultiheadAttention (torch._native_multi_head_attention)",
+    "TransformerEncoderLayer.forward": "nn.TransformerEncoderLayer (torch._transformer_encoder_layer_fwd)",
+    "TransformerEncoder.forward": "nn.TransformerEncoder (the padded batch as a nested tensor)",
+}
+FAST_PATH_NOTE = ("PyTorch runs its fused inference path on the GPU here (eval mode, no autograd) for {modules}; "
+                  "the capture cannot take it (kernelcast's own torch-function mode turns it off) and recorded the "
+                  "standard path, so those modules' kernels and times are the standard path's, an estimate of the "
+                  "fused one's")
 MASK_CHECK_SYNC = "padding mask check"  # its sync point's kind (predict.SYNC_ADVICE says what to do)
 ORIGIN_KEY = "kernelcast_origin"  # autograd Node.metadata key: (source, module) of the forward op
 
@@ -62,6 +78,7 @@ class Router(TorchFunctionMode):
             torch._nested_tensor_from_mask_left_aligned: self._mask_not_left_aligned,
         }
         self.notes: set[str] = set()  # what the routes assumed, for the capture's notes
+        self._fast_paths: set[str] = set()  # FAST_PATHS' modules the GPU would run fused (has_torch_function_probe)
 
     def add_routes(self, routes: dict[Any, Callable]) -> None:
         """More functions to send elsewhere (the session adds the RNN ones, capture/rnn.py)."""
@@ -114,6 +131,29 @@ class Router(TorchFunctionMode):
                       reduction="none", zero_infinity=a["zero_infinity"])
         lengths = torch.tensor(list(a["target_lengths"]), dtype=losses.dtype, device=losses.device)
         return (losses / lengths.clamp_min(1)).mean()
+
+    def has_torch_function_probe(self, real: Callable[[Any], bool]) -> Callable[[Any], bool]:
+        """torch.overrides.has_torch_function as it is, noting where an attention module's forward asks it on the
+        way to PyTorch's fused inference path (FAST_PATHS) with no tensor needing a gradient."""
+        def probe(args) -> bool:
+            caller = sys._getframe(1).f_code
+            path = FAST_PATHS.get(getattr(caller, "co_qualname", caller.co_name))
+            if path is not None and caller.co_filename.endswith(("activation.py", "transformer.py")):
+                tensors = [t for t in args if isinstance(t, torch.Tensor)]
+                if all(t.device.type == "cuda" for t in tensors) and not (
+                        torch.is_grad_enabled() and any(t.requires_grad for t in tensors)):
+                    self._note_fast_path(path)
+            return real(args)
+
+        return probe
+
+    def _note_fast_path(self, path: str) -> None:
+        """One note naming every module whose fused path the capture could not take."""
+        if path in self._fast_paths:
+            return
+        self.notes.discard(FAST_PATH_NOTE.format(modules=", ".join(sorted(self._fast_paths))))
+        self._fast_paths.add(path)
+        self.notes.add(FAST_PATH_NOTE.format(modules=", ".join(sorted(self._fast_paths))))
 
     def _mask_not_left_aligned(self, func, args, kwargs) -> bool:
         """The check's kernels as the GPU runs them, its read-back as a sync point, and the answer "no".

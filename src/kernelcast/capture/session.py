@@ -297,6 +297,9 @@ class CaptureSession:
             self.router.node_post_hook = self.recorder.in_place.outputs_ready
             stack.enter_context(mock.patch.multiple(FakeTensor, **self.router.host_read_patches(),
                                                     record_stream=lambda t, stream: self._record_stream(t, stream)))
+            stack.enter_context(mock.patch.object(torch.overrides, "has_torch_function",
+                                                  self.router.has_torch_function_probe(
+                                                      torch.overrides.has_torch_function)))
             self.inductor_missing = triton_missing()
         except BaseException:
             stack.close()
