@@ -63,8 +63,10 @@ def window_key(op: OpRecord, cost: Cost) -> tuple | None:
 # narrower than a warp leaves lanes idle, so the work goes by the warp lanes the rows take, not by the outputs.
 # On the H200, fitted with outputs, KernelBench L2 #6's max pool over 15 x 15 output rows (15 of 32 lanes busy)
 # was priced at 56 µs against 121 measured; by lanes, 116 (the fit's own leave-one-out median 9.0% -> 3.6%;
-# KernelBench's 15 3-D pools, held out, median 12% -> 5%). The 2-D pools and avg_pool3d's backward launch a flat
-# grid over their elements: no idle lanes.
+# KernelBench's 15 3-D pools, held out, median 12% -> 5%). The 2-D pools launch a flat grid over their elements:
+# no idle lanes. avg_pool3d's backward runs the same blocks (over the input where the stride is 1 and there is no
+# padding), but its time follows its atomic adds where windows overlap: by lanes its fit held out no better
+# (leave-one-out median 20.2% either way, worst 71% -> 53%), so it keeps its outputs.
 ROW_BLOCK_POOLS = frozenset({"max_pool3d", "avg_pool3d", "max_pool3d_backward"})
 WARP_LANES = 32
 
