@@ -65,6 +65,11 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
   on the H200 9% -> 15% at the median (level 2's ten chains on one 3 -> 16 channel Conv3d went from -9% to -38% on
   that conv), though its level-1 stems came nearer (L1 #66 +101% -> +14%). cuDNN's engine choice among those
   shapes is what a fitted correction over sizes cannot follow; the rows wait for a model that predicts the engine.
+  Tried again (2026-12-05) with only its 1-D and 2-D rows, which the 3-D family's fit never sees: KernelBench's 33
+  single 1-D / 2-D convolution programs on the H200 26.3% -> 13.5% median |error| (`python3
+  scripts/conv_time_check.py --profile`), but the zoo's model-shaped convolutions moved away in five of its sixteen
+  CNN and audio steps (temporal_conv_train's GPU time +17% -> +30%, convnext_hf_forward +11% -> +18%) for eight
+  nearer by less; not kept.
 - h200_channel_grid_raw.json.gz: cuDNN's batch norm in training over 3-2048 channels of 1 K-33 M values (NCHW
   and NCDHW, fp32 and fp16), softmax over a dim that is not the last, group norm at few groups over long maps
   (the microbenchmark section channel_grid; `PYTHONPATH=src python3 scripts/probe_channel_kinds.py --out-dir .`,

@@ -29,8 +29,10 @@ KERNELS = ROOT / "validation" / "kernelbench" / "h200_kernels.json.gz"
 WITHIN = 0.15
 
 
-def single_conv_programs() -> list[tuple[str, tuple, float]]:
-    """(program, conv key, measured µs of the conv op's kernels) for each captured one-convolution program."""
+def single_conv_programs() -> list[tuple[str, object, float]]:
+    """(program, the conv op's Cost, measured µs of the conv op's kernels) for each captured one-convolution
+    program. The measured kernels are all the op launched (a 3-D or transposed convolution's bias add, cuDNN's
+    layout copies), so the Cost is the op's whole, its parts included."""
     import kernelcast  # noqa: F401  (before torch: the fake CUDA shim)
     from kernelcast.costs import cost_of
     from kernelcast.measure import packet
@@ -53,7 +55,7 @@ def single_conv_programs() -> list[tuple[str, tuple, float]]:
             continue
         measured = _measured_by_op(entry["calls"], {packet(o.op) for o in cap.ops if o.parent < 0})
         if measured.get("convolution"):
-            out.append((name, convs[0].key, measured["convolution"]))
+            out.append((name, convs[0], measured["convolution"]))
     return out
 
 
@@ -72,8 +74,11 @@ def main() -> int:
     gpu = get_gpu("h200")
     model = CalibratedModel(gpu, CaptureSettings(), data, gpu)
     by_family, by_route, shapes = collections.defaultdict(list), collections.defaultdict(list), {}
-    for name, key, measured_us in single_conv_programs():
-        predicted_us, estimate = model._lookup_shape("conv", key)
+    for name, cost, measured_us in single_conv_programs():
+        # the whole op (its bias add and other parts too), as measured; the route is its convolution's lookup's
+        key = cost.key
+        predicted_us = model.estimate(cost).time_us
+        estimate = model._lookup_shape("conv", key)[1]
         error = predicted_us / measured_us - 1
         by_family[fitted_name("conv", key)].append(error)
         by_route[estimate.source].append(error)
