@@ -3,6 +3,8 @@ model carries them to another GPU's kernel times."""
 
 import dataclasses
 
+import pytest
+
 from kernelcast.costs import Cost
 from kernelcast.devices import get_gpu
 from kernelcast.devices.achieved import DATASHEET, MEMORY, achieved_rates, capability_prior, rate_class
@@ -114,22 +116,44 @@ def test_convolutions_take_the_factor_of_the_cudnn_kernels_they_run():
 
 
 def test_the_fit_folds_a_class_too_few_programs_speak_for_into_its_parent():
-    """scripts/fit_gpu_rates.py: a class that takes MIN_SHARE of fewer than MIN_PROGRAMS programs is fitted with
-    its parent family's (the factor AchievedRates.factor then finds for it), not held at 1.0."""
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-    import fit_gpu_rates as fit
+    """calibrate/gpu_rates.py: a class that takes MIN_SHARE of fewer than MIN_PROGRAMS programs is fitted with its
+    parent family's (the factor AchievedRates.factor then finds for it), not held at 1.0."""
+    from kernelcast.calibrate import gpu_rates as fit
 
     def obs(name, by_class):
-        return (name, by_class, 0.0, 1.0)
+        return fit.Observation(name, by_class, 0.0, 1.0)
 
     dgrad = [obs(f"p{i}", {"conv_dgrad:tf32_tensor": 1.0}) for i in range(fit.MIN_PROGRAMS)]
-    assert {c for _, b, _, _ in fit._folded(dgrad) for c in b} == {"conv_dgrad:tf32_tensor"}
-    folded = dict((n, b) for n, b, _, _ in fit._folded(dgrad[1:] + [obs("w", {"conv_wgrad:tf32_tensor": 1.0,
-                                                                                "memory": 1.0})]))
+    assert {c for o in fit.folded(dgrad) for c in o.by_class} == {"conv_dgrad:tf32_tensor"}
+    folded = {o.program: o.by_class for o in fit.folded(dgrad[1:] + [obs("w", {"conv_wgrad:tf32_tensor": 1.0,
+                                                                              "memory": 1.0})])}
     assert folded["w"] == {"conv:tf32_tensor": 1.0, "memory": 1.0}
     assert folded["p1"] == {"conv:tf32_tensor": 1.0}  # MIN_PROGRAMS - 1 programs: thin too
+
+
+def test_the_fit_recovers_known_factors_and_holds_them_out():
+    """calibrate/gpu_rates.py fit_all on programs made from known factors (memory 1.2, matmul 1.5): each GPU's
+    fitted factors are those, and its held-out errors near 0; a GPU alone in its capability gets the datasheet
+    as an unseen GPU, one of two the other's prior."""
+    from kernelcast.calibrate import gpu_rates as fit
+
+    truth = {"memory": 1.2, "matmul:fp32": 1.5}
+    programs, measured, reference = {}, {"a": {}, "b": {}, "c": {}}, {}
+    for i in range(8):
+        by_class = {"memory": 100.0 + 10 * i, "matmul:fp32": 50.0 + 30 * (i % 3)}
+        row = {"first_step_us": 20.0 + sum(by_class.values()), "by_class": by_class}
+        programs[f"p{i}"] = {"h200": dict(row), "a": row, "b": row, "c": row}
+        reference[f"p{i}"] = {"mean_ms": row["first_step_us"] / 1000.0}  # the reference model exact on it
+        for gpu in measured:
+            measured[gpu][f"p{i}"] = (20.0 + sum(t * truth[c] for c, t in by_class.items())) / 1000.0
+    fitted, priors = fit.fit_all({"gpus": ["h200", "a", "b", "c"], "programs": programs}, measured, reference,
+                                 lambda ref: True, {"a": "8.6", "b": "8.6", "c": "7.5"}.get)
+    for gpu in ("a", "b", "c"):
+        assert fitted[gpu]["factors"] == pytest.approx(truth, rel=1e-3)
+        assert fitted[gpu]["held_out"]["median_error"] < 1e-3 and fitted[gpu]["held_out"]["within_15"] == 1.0
+    assert fitted["a"]["held_out_gpu"]["median_error"] < 1e-3  # b's prior is the same factors
+    assert fitted["c"]["held_out_gpu"]["median_error"] > 0.1  # alone: the datasheet
+    assert priors["8.6"]["from"] == ["a", "b"] and priors["8.6"]["factors"] == pytest.approx(truth, rel=1e-3)
 
 
 def test_a_kernel_of_fewer_blocks_than_sms_carries_by_the_clock_alone():
