@@ -140,6 +140,21 @@ def test_failing_step_is_one_line_without_torch_error_log(tmp_path, monkeypatch,
     assert any(message in r.getMessage() for r in caplog.records) or message in capfd.readouterr().err
 
 
+CPU_ONLY = ("import torch\n"
+            "def build():\n"
+            "    model, x = torch.nn.Linear(64, 64), torch.randn(8, 64)\n"
+            "    return (lambda x: model(x)), (x,)\n")
+
+
+def test_a_step_that_never_touches_the_gpu_is_one_clear_error(tmp_path):
+    """A new user's model never moved to 'cuda': the step ran on the CPU and had been predicted as 0 kernels,
+    host-bound, with no word about why."""
+    (tmp_path / "work.py").write_text(CPU_ONLY)
+    result = run("predict", f"{tmp_path / 'work.py'}:build", "--gpu", "h100")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "the step ran on the CPU" in result.stderr and "model.cuda()" in result.stderr
+
+
 def test_devices_says_how_each_gpu_is_modelled_and_lists_aliases():
     out = run("devices").stdout
     assert "calibrated" in out and "scaled from H200" in out and "(unvalidated)" in out

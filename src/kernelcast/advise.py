@@ -110,6 +110,11 @@ def _nchw_convolutions(capture) -> bool:
     return any(len(t.shape) == 4 and not stored_nhwc(t) for t in inputs)
 
 
+def _trains(pred) -> bool:
+    """Whether the step runs a backward or an optimizer (a larger batch then changes what the optimizer sees)."""
+    return any(p.phase in ("backward", "optimizer") for p in pred.ops)
+
+
 def _has_unfused_optimizer(pred) -> bool:
     return any(p.phase == "optimizer" for p in pred.ops) and not any(p.op in FUSED_OPTIMIZER_OPS for p in pred.ops)
 
@@ -222,7 +227,8 @@ def advise(spec: str, gpu: str, args: dict | None = None, world_size: int = 1,
             fits = pred.memory is None or pred.memory.fit is None or pred.memory.fit.fits
             tried.append(Fix(name, "re-captured", before, pred.step_time_us / LARGER_BATCH_FACTOR,
                              pred.gpu_time_us / LARGER_BATCH_FACTOR, pred.bound, _peak(base), _peak(pred),
-                             "; ".join(filter(None, (f"the optimizer sees a {LARGER_BATCH_FACTOR}x larger batch",
+                             "; ".join(filter(None, (f"the optimizer sees a {LARGER_BATCH_FACTOR}x larger batch"
+                                                     if _trains(base) else "",
                                                      "" if fits else "does not fit in memory",
                                                      _memory_cost(_peak(base), _peak(pred)))))))
         except KernelcastError as exc:

@@ -44,13 +44,15 @@ def _cmd_devices(args: argparse.Namespace) -> int:
 
 
 NBSP = "\u00a0"
-DEVICES_LEGEND = ("kernel times: calibrated = measured on this GPU (its own profile); fitted = the H200's profile "
-                  "carried over by datasheet ratios and factors of this GPU's own, fitted to KernelBench's published "
-                  "timings; arch = the same with its architecture's factors (no published timings of its own); "
-                  "unvalidated = another vendor's GPU. In brackets: the median error of one call's time over "
-                  "KernelBench's GPU-busy programs, held out (fitted: each program left out of its own fit; arch: "
-                  "each GPU of the architecture predicted from the others'), from scripts/fit_gpu_rates.py; no "
-                  "bracket: not measured. GPU-to-GPU links: `kernelcast devices --interconnects`.")
+DEVICES_LEGEND = ("kernel times: calibrated = measured on this GPU (its own profile); fitted (\"rates fitted to "
+                  "published timings\") = the H200's profile carried over by datasheet ratios and factors of this "
+                  "GPU's own, fitted to KernelBench's published timings; arch (\"its architecture's fitted rates\") "
+                  "= the same with its architecture's factors (no published timings of its own); unvalidated = "
+                  "another vendor's GPU. Held-out error (in brackets where the column is narrow): the median error "
+                  "of one call's time over KernelBench's GPU-busy programs, held out (fitted: each program left out "
+                  "of its own fit; arch: each GPU of the architecture predicted from the others'), from "
+                  "scripts/fit_gpu_rates.py; none shown: not measured. GPU-to-GPU links: `kernelcast devices "
+                  "--interconnects`.")
 # `kernelcast devices` columns, dropped from the last while the table is wider than the output (the id, the
 # model's source and the peaks stay); below WIDE_DEVICES_FROM the model's source reads in a word or two.
 DEVICE_COLUMNS = ("id", "kernel times", "bf16 TF/s", "fp32 TF/s", "TB/s", "SMs", "mem GB", "name", "L2 MB",

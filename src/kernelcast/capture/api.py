@@ -12,7 +12,7 @@ from kernelcast.devices import DEFAULT_GPU, GPU, get_gpu
 from kernelcast.errors import CaptureError
 from kernelcast.gc_pause import cyclic_gc_paused
 from kernelcast.memory_trace import BUILD
-from kernelcast.records import Capture
+from kernelcast.records import HOST_OP_PREFIX, Capture
 
 from .compiled import compiled_in
 from .cpu_speed import this_machine_bench
@@ -128,7 +128,20 @@ def capture_workload(build: Callable[..., tuple[Callable, Any]], gpu: str | GPU 
                 raise CaptureError(f"--compile needs Inductor, which cannot run here: {session.inductor_missing}")
             step = compile_step(step, compile_mode)
         _run_steps(session, step, args, timing_steps_for(world_size))
-        return distributed.finish(session.result(workload))
+        captured = distributed.finish(session.result(workload))
+    check_runs_on_gpu(captured)
+    return captured
+
+
+def check_runs_on_gpu(captured: Capture) -> None:
+    """A step whose torch ops all ran on CPU tensors has nothing for a GPU to do: the model or its inputs were
+    not moved to the GPU, which a prediction of 0 kernels would hide. Raises CaptureError saying so."""
+    device_ops = [op for op in captured.ops if not op.op.startswith(HOST_OP_PREFIX)]
+    on_gpu = any(t.on_gpu for op in device_ops for t in (*op.tensors_in(), *op.tensors_out()))
+    if device_ops and not on_gpu:
+        raise CaptureError(f"the step ran on the CPU: none of its {len(device_ops)} torch ops touched a CUDA tensor; "
+                           "move the model and its inputs to the GPU in build() (model.cuda(), "
+                           "torch.randn(..., device='cuda')), as the step would run on the GPU you name")
 
 
 def _to_fake_cuda(value: Any) -> Any:
