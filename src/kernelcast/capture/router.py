@@ -30,10 +30,11 @@ _CTC_SIGNATURE = inspect.signature(torch.nn.functional.ctc_loss)
 # follow them too. A capture without the values answers "not left-aligned": the encoder skips the conversion and
 # its layers run on the padded batch, as the GPU runs them for a mask that is not left-aligned.
 NESTED_MASK_NOTE = ("nn.TransformerEncoder's inference fast path turns a padded batch into a nested tensor when "
-                    "src_key_padding_mask is left-aligned, which only the mask's values tell: captured as not "
-                    "left-aligned (the layers run on the padded batch); with a left-aligned mask the GPU skips the "
-                    "padded positions and does less work (TransformerEncoder(..., enable_nested_tensor=False) runs "
-                    "as captured)")
+                    "src_key_padding_mask is left-aligned (padding only at the end), which only the mask's values "
+                    "tell: captured as not left-aligned, whatever the mask, since kernelcast cannot capture the "
+                    "nested-tensor path (the layers run on the padded batch); with a left-aligned mask the GPU "
+                    "skips the padded positions and does less work (TransformerEncoder(..., "
+                    "enable_nested_tensor=False) runs as captured)")
 # PyTorch's fused inference paths for its attention modules are taken only where torch.overrides.
 # has_torch_function finds no handler on the module's tensors (torch/nn/modules/activation.py
 # MultiheadAttention.forward, transformer.py TransformerEncoderLayer.forward and TransformerEncoder.forward); the
