@@ -287,7 +287,7 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = (), time_sweep
     if pool_windows:  # NC(D)HW pooling by its window's taps (calibrate/window_rates.py)
         profile["timings"]["pool_windows"] = pool_windows
     gpu_spec = get_gpu(gpu)
-    spatial_fits = spatial_rates.fit(spatial, gpu_spec.sm_count, gpu_spec.compute_capability)
+    spatial_fits = spatial_rates.fit(spatial, gpu_spec.sm_count, gpu_spec.compute_capability, gpu_spec.l2_bytes)
     if spatial_fits:  # softmax over a dim that is not the last, by its launch geometry (calibrate/spatial_rates.py)
         profile["timings"]["spatial_softmax"] = spatial_fits
     measured = [c for c in raw["cases"] if "error" not in c]  # the unit and block fits use the L2-resident cases too

@@ -56,7 +56,7 @@ from .rnn_time import bias_grad_time_us, persist_time_us, step_time_us
 from .shape_model import ShapeEstimate, ShapePoint, ShapeTable, build_tables
 from .sparse_time import coalesce_us, embedding_bag_bytes, embedding_bag_us
 from .window_time import window_us
-from .spatial_softmax_time import spatial_features
+from .spatial_softmax_time import spatial_features, spatial_softmax_us
 
 NEAREST = 4  # shapes blended per lookup
 COMPUTE_KINDS = {"gemm", "conv", "attention", "grouped_gemm", ""}  # looked up by shape; without a shape: the datasheet
@@ -738,12 +738,11 @@ class CalibratedModel:
         """A softmax over a dim that is not the last, by the profile's fit of its pass over the serial walk its
         launch geometry gives on this GPU (its SMs and resident threads per SM: predict/spatial_softmax_time.py);
         on another GPU the per-byte term scales with the DRAM bandwidths, the walk's per-visit latency stays."""
-        _, pass_, outer, dim, inner, _, _ = cost.key
-        coefficients = list(self.profile["timings"]["spatial_softmax"][pass_]["coefficients"])
-        if self.transferred:
-            coefficients[-1] *= self._bandwidth_ratio()
-        features = spatial_features(outer, dim, inner, cost.bytes, self.gpu.sm_count, self.gpu.compute_capability)
-        return sum(c * x for c, x in zip(coefficients, features))
+        _, pass_, outer, dim, inner, _, itemsize = cost.key
+        features = spatial_features(outer, dim, inner, cost.bytes, itemsize, self.gpu.sm_count,
+                                    self.gpu.compute_capability, self.gpu.l2_bytes)
+        return spatial_softmax_us(self.profile["timings"]["spatial_softmax"][pass_], features,
+                                  self._bandwidth_ratio() if self.transferred else 1.0)
 
     def _sparse_time_us(self, cost: Cost) -> float:
         """A coalesce's chain or an EmbeddingBag forward by the profile's sparse fits (calibrate/sparse_fit.py);
