@@ -155,6 +155,30 @@ def test_bf16_matrix_math_on_a_gpu_without_bf16_tensor_cores_is_named():
     assert precision_notes(get_gpu("a100-80gb"), [pred("bf16_tensor", 300.0)], [gemm]) == ()
 
 
+def test_fp32_matrix_products_say_where_tf32_would_take_them():
+    """PyTorch leaves TF32 off for matmuls and on for cuDNN convolutions: an fp32 step's GEMMs on the CUDA cores of
+    a GPU with TF32 tensor cores are said, with the switch that moves them (from 5% of the GPU time); its
+    convolutions on the TF32 roof are said too; a T4 (no TF32) says neither."""
+    from kernelcast.costs import Cost
+    from kernelcast.devices import get_gpu
+    from kernelcast.predict import FP32_MATMUL_NOTE_SHARE, TF32_CONV_NOTE, precision_notes
+    from kernelcast.records import PredictedOp
+
+    def pred(roof, time_us):
+        return PredictedOp(index=0, op="aten.mm.default", phase="forward", module="", source="", flops=1e9,
+                           bytes=1e6, intensity=1e3, kernels=1, time_us=time_us, bound="compute", roof=roof,
+                           host_us=5.0)
+
+    gemm = Cost(flops=1e9, bytes_read=1e6, kernels=1, math="matmul", dtype="float32", kind="gemm")
+    conv = Cost(flops=1e9, bytes_read=1e6, kernels=1, math="conv", dtype="float32", kind="conv")
+    (note,) = precision_notes(get_gpu("a100-80gb"), [pred("fp32", 300.0), pred("fp32", 100.0)], [gemm, None])
+    assert "0.30 ms" in note and "75%" in note and "set_float32_matmul_precision('high')" in note
+    small = 0.5 * FP32_MATMUL_NOTE_SHARE * 1000.0
+    assert precision_notes(get_gpu("a100-80gb"), [pred("fp32", small), pred("fp32", 1000.0)], [gemm, None]) == ()
+    assert precision_notes(get_gpu("h200"), [pred("tf32_tensor", 300.0)], [conv]) == (TF32_CONV_NOTE,)
+    assert precision_notes(get_gpu("t4"), [pred("fp32", 300.0), pred("fp32", 300.0)], [gemm, conv]) == ()
+
+
 def test_an_unknown_gpus_suggestions_name_each_gpu_once():
     # a new user's `--gpu rtx5090` had read "closest: rtx4090, rtx3090, rtx-4090" (one GPU twice, by an alias)
     from kernelcast.devices import all_gpus, find_by_name

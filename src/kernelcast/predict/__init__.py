@@ -296,17 +296,41 @@ BF16_WITHOUT_TENSOR_CORES_NOTE = (
     "it on the fp16 tensor cores")
 
 
+# fp32 matrix products where TF32 tensor cores exist: PyTorch leaves TF32 off for matmuls and on for cuDNN's
+# convolutions by default (torch.backends.cuda.matmul.allow_tf32 = False, torch.backends.cudnn.allow_tf32 = True),
+# so an fp32 model's GEMMs run on the CUDA cores beside convolutions on the tensor cores, which a user rarely
+# knows. Said where the FP32-roof GEMMs are at least this share of the GPU time.
+FP32_MATMUL_NOTE_SHARE = 0.05
+FP32_MATMUL_NOTE = (
+    "{time_ms:.2f} ms of this step's fp32 matrix products ({share:.0%} of its GPU time) run on the CUDA cores: "
+    "PyTorch leaves TF32 off for matmuls by default; torch.set_float32_matmul_precision('high') puts them on "
+    "{name}'s TF32 tensor cores (10 mantissa bits for the products), bf16 autocast on its bf16 ones")
+TF32_CONV_NOTE = ("fp32 convolutions run on TF32 tensor cores here, as PyTorch sets cuDNN by default "
+                  "(torch.backends.cudnn.allow_tf32 = True): they are priced under the TF32 roof")
+
+
 def precision_notes(gpu: GPU, preds: list[PredictedOp], costs: list[Cost | None]) -> tuple[str, ...]:
     """What the step's precision costs on this GPU that another precision would not: bf16 matrix math on a GPU
-    with fp16 tensor cores and no bf16 ones (Turing, Volta: devices.GPU.matmul_peak)."""
-    if "bf16_tensor" in gpu.peak_flops or "fp16_tensor" not in gpu.peak_flops:
-        return ()
-    slow_us = sum(p.time_us for p, c in zip(preds, costs) if c is not None and c.math in TENSOR_MATH
-                  and c.dtype == "bfloat16" and not p.roof.endswith("_tensor"))
+    with fp16 tensor cores and no bf16 ones (Turing, Volta: devices.GPU.matmul_peak); fp32 GEMMs on the CUDA cores
+    of a GPU with TF32 tensor cores; fp32 convolutions on the TF32 ones (PyTorch's defaults, said so)."""
     total_us = sum(p.time_us for p in preds)
-    if slow_us <= 0 or total_us <= 0:
+    if total_us <= 0:
         return ()
-    return (BF16_WITHOUT_TENSOR_CORES_NOTE.format(name=gpu.name, time_ms=slow_us / 1e3, share=slow_us / total_us),)
+    notes = []
+    pairs = [(p, c) for p, c in zip(preds, costs) if c is not None and c.math in TENSOR_MATH]
+    if "bf16_tensor" not in gpu.peak_flops and "fp16_tensor" in gpu.peak_flops:
+        slow_us = sum(p.time_us for p, c in pairs if c.dtype == "bfloat16" and not p.roof.endswith("_tensor"))
+        if slow_us > 0:
+            notes.append(BF16_WITHOUT_TENSOR_CORES_NOTE.format(name=gpu.name, time_ms=slow_us / 1e3,
+                                                               share=slow_us / total_us))
+    if "tf32_tensor" in gpu.peak_flops:
+        fp32_gemm_us = sum(p.time_us for p, c in pairs if c.math == "matmul" and p.roof == "fp32")
+        if fp32_gemm_us >= FP32_MATMUL_NOTE_SHARE * total_us:
+            notes.append(FP32_MATMUL_NOTE.format(name=gpu.name, time_ms=fp32_gemm_us / 1e3,
+                                                 share=fp32_gemm_us / total_us))
+        if any(c.math == "conv" and p.roof == "tf32_tensor" for p, c in pairs):
+            notes.append(TF32_CONV_NOTE)
+    return tuple(notes)
 
 
 def kernel_model_for(gpu: GPU, capture: Capture, model: str = "calibrated") -> KernelModel:
