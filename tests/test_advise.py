@@ -62,6 +62,12 @@ def test_advise_tries_the_fixes_that_apply_and_ranks_them(workload):
     # launches and it is slower: measured so on the H200, validation/advise)
     autocast = next(f for f in advice.fixes + advice.no_gain if f.name == "bf16 autocast")
     assert autocast.step_after_us < autocast.step_before_us
+    # its fp32 GEMMs run on the CUDA cores (PyTorch's default): TF32 for matmuls is tried, and the setting is put
+    # back for the fixes captured after it
+    tf32 = next(f for f in advice.fixes if f.name.startswith("TF32 matmuls"))
+    assert tf32.step_after_us < 0.5 * tf32.step_before_us
+    import torch
+    assert torch.backends.cuda.matmul.allow_tf32 is False
 
 
 def test_advise_does_not_offer_bf16_where_the_gpu_has_no_bf16_tensor_cores(workload):
@@ -71,6 +77,7 @@ def test_advise_does_not_offer_bf16_where_the_gpu_has_no_bf16_tensor_cores(workl
     assert "bf16 autocast" not in {f.name for f in advice.fixes + advice.no_gain}
     reason = dict(advice.not_tried)["bf16 autocast"]
     assert "no bf16 tensor cores" in reason and "fp16 autocast" in reason
+    assert "TF32 matmuls" in dict(advice.not_tried)  # Turing has no TF32
 
 
 def test_cli_advise_writes_json_and_refuses_a_saved_capture(workload, tmp_path):

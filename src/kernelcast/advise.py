@@ -7,6 +7,8 @@ same GPU; nothing is estimated from the first prediction alone. The fixes, where
   (capture/inductor.py; needs the triton package). A step that already calls torch.compile is not compiled
   again.
 - bf16 autocast around the step, where its matrix products run in fp32 (memory_fixes.under_autocast).
+- TF32 for fp32 matmuls (torch.set_float32_matmul_precision('high')), where fp32 GEMMs run on the CUDA cores of a
+  GPU with TF32 tensor cores: the step captured with the setting on, restored after.
 - the fused optimizer (fused=True) for Adam, AdamW, SGD and Adagrad on the foreach or for-loop path
   (memory_fixes.fused_optimizers).
 - channels_last for 2-d convolutions in NCHW: the model's parameters and the step's 4-d inputs converted once,
@@ -21,6 +23,7 @@ answer says why. A fix that was tried and predicts no saving is listed apart, wi
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import re
@@ -36,6 +39,8 @@ LARGER_BATCH_FACTOR = 2
 CONV_OPS = ("aten.convolution.default", "aten.cudnn_convolution.default")
 FUSED_OPTIMIZER_OPS = ("aten._fused_adam_.default", "aten._fused_adamw_.default", "aten._fused_sgd_.default",
                        "aten._fused_adagrad_.default")
+# cuBLAS's matrix products: with TF32 off for matmuls (PyTorch's default) an fp32 one runs on the CUDA cores
+FP32_GEMM_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm", "addbmm", "_addmm_activation"})
 COMPILE_TIME_RE = re.compile(r"compile: Dynamo, AOTAutograd and Inductor took ([0-9.]+) s")
 
 
@@ -108,6 +113,25 @@ def _nchw_convolutions(capture) -> bool:
 
     inputs = [op.tensors_in()[0] for op in capture.ops if op.op in CONV_OPS and op.tensors_in()]
     return any(len(t.shape) == 4 and not stored_nhwc(t) for t in inputs)
+
+
+def _fp32_gemms(pred) -> bool:
+    """Whether some of the step's matrix products run under the FP32 roof (TF32 off for matmuls)."""
+    return any(p.roof == "fp32" and p.flops and p.op.split(".")[1] in FP32_GEMM_OPS for p in pred.ops)
+
+
+@contextlib.contextmanager
+def _tf32_matmuls():
+    """torch.backends.cuda.matmul.allow_tf32 on for what runs inside (the capture reads it into its settings),
+    as it was after: advise captures every fix in this one process."""
+    import torch
+
+    previous = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = previous
 
 
 def _trains(pred) -> bool:
@@ -206,6 +230,12 @@ def advise(spec: str, gpu: str, args: dict | None = None, world_size: int = 1,
         attempt("bf16 autocast", prepare=under_autocast)
     else:
         not_tried.append(("bf16 autocast", "the matrix products already run in 16-bit (or there are none)"))
+    if "tf32_tensor" in target.peak_flops and _fp32_gemms(base):
+        with _tf32_matmuls():
+            attempt("TF32 matmuls (torch.set_float32_matmul_precision('high'))",
+                    "products rounded to TF32's 10 mantissa bits")
+    else:
+        not_tried.append(("TF32 matmuls", "no fp32 matrix products on the CUDA cores, or no TF32 tensor cores"))
     if _has_unfused_optimizer(base):
         attempt("fused optimizer (fused=True)", prepare=fused_optimizers)
     else:
