@@ -175,7 +175,10 @@ def test_fp32_matrix_products_say_where_tf32_would_take_them():
     assert "0.30 ms" in note and "75%" in note and "set_float32_matmul_precision('high')" in note
     small = 0.5 * FP32_MATMUL_NOTE_SHARE * 1000.0
     assert precision_notes(get_gpu("a100-80gb"), [pred("fp32", small), pred("fp32", 1000.0)], [gemm, None]) == ()
-    assert precision_notes(get_gpu("h200"), [pred("tf32_tensor", 300.0)], [conv]) == (TF32_CONV_NOTE,)
+    assert precision_notes(get_gpu("h200"), [pred("tf32_tensor", 300.0)], [conv]) == \
+        (TF32_CONV_NOTE.format(what="convolutions"),)
+    rnn = Cost(flops=1e9, bytes_read=1e6, kernels=1, math="conv", dtype="float32", kind="cudnn_rnn")
+    assert "cuDNN RNNs" in precision_notes(get_gpu("h200"), [pred("tf32_tensor", 300.0)], [rnn])[0]
     assert precision_notes(get_gpu("t4"), [pred("fp32", 300.0), pred("fp32", 300.0)], [gemm, conv]) == ()
 
 
