@@ -239,7 +239,8 @@ UNMODELLED_NOTE = "not in the predicted peak (sizes chosen at run time by the li
 # cuDNN convolution workspaces are in the peak, by the engine class cuDNN likely picks (conv_workspace.py); the
 # note says how sure that is.
 CONV_WORKSPACE_NOTE = ("cuDNN convolution workspaces are in the peak: up to {largest} for one convolution, the "
-                       "NCHW <-> NHWC copies of its operands where cuDNN likely runs an NHWC engine. That guess of "
+                       "NCHW <-> NHWC copies of its operands where cuDNN likely runs an NHWC engine, held only while "
+                       "it runs (the breakdown at the peak counts those running then). That guess of "
                        "engine was right for 81% of the H200's measured convolutions (other GPUs assumed alike). "
                        "torch.backends.cudnn.benchmark = True may pick engines that take more.")
 CONV_NO_WORKSPACE_NOTE = ("cuDNN convolution workspaces: none in the peak, since each convolution here likely runs "
