@@ -23,6 +23,7 @@ carries to another GPU through that GPU's own parameters.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 MAX_BLOCK_THREADS = 1024  # SoftMax.cu max_threads
 # The fit's features, by name (a profile fitted before the L2 terms keeps its four and is read by them). The L2
@@ -66,33 +67,45 @@ def block_shape(dim: int, inner: int) -> tuple[int, int]:
     return dim_threads, inner_threads
 
 
+@dataclass(frozen=True)
+class LaunchGrid:
+    """One spatial softmax launch on a GPU (SpatialSoftMax_getBlockSize / getGridSize)."""
+    dim_threads: int
+    inner_threads: int
+    inner_blocks: int
+    outer_blocks: int
+    max_active: int  # blocks resident at once on the GPU
+
+
+def launch_grid(outer: int, dim: int, inner: int, sm_count: int, capability: str) -> LaunchGrid:
+    """The block shape and grid on a GPU of sm_count SMs: as many blocks as fit at once, first over the inner
+    positions, then over the outer ones. Occupancy by threads and blocks per SM (registers and shared memory are
+    not the limit for these small kernels)."""
+    dim_threads, inner_threads = block_shape(dim, inner)
+    per_sm = min(_per_sm(THREADS_PER_SM, capability) // (dim_threads * inner_threads),
+                 _per_sm(BLOCKS_PER_SM, capability))
+    max_active = max(1, per_sm) * sm_count
+    inner_blocks = min(math.ceil(inner / inner_threads), max_active)
+    outer_blocks = min(math.ceil(max_active / inner_blocks), outer)
+    return LaunchGrid(dim_threads, inner_threads, inner_blocks, outer_blocks, max_active)
+
+
 def serial_steps(outer: int, dim: int, inner: int, sm_count: int, capability: str) -> tuple[int, int]:
     """(element visits, block-reduction steps) one thread makes, per pass. Visits: (outer slices it strides
     over) x (inner positions it strides over) x (its share of the dim). Where dim_threads share a slice, each
     slice also ends in a shared-memory tree reduction of log2(dim_threads) synchronized steps
-    (spatialBlockReduceX). Occupancy by threads and blocks per SM (registers and shared memory are not the limit
-    for these small kernels)."""
-    dim_threads, inner_threads = block_shape(dim, inner)
-    threads = dim_threads * inner_threads
-    per_sm = min(_per_sm(THREADS_PER_SM, capability) // threads, _per_sm(BLOCKS_PER_SM, capability))
-    max_active = max(1, per_sm) * sm_count
-    inner_blocks = min(math.ceil(inner / inner_threads), max_active)
-    outer_blocks = min(math.ceil(max_active / inner_blocks), outer)
-    slices = math.ceil(outer / outer_blocks) * math.ceil(inner / (inner_blocks * inner_threads))
-    return slices * math.ceil(dim / dim_threads), slices * int(math.log2(dim_threads))
+    (spatialBlockReduceX)."""
+    g = launch_grid(outer, dim, inner, sm_count, capability)
+    slices = math.ceil(outer / g.outer_blocks) * math.ceil(inner / (g.inner_blocks * g.inner_threads))
+    return slices * math.ceil(dim / g.dim_threads), slices * int(math.log2(g.dim_threads))
 
 
 def wave_bytes(outer: int, dim: int, inner: int, itemsize: int, sm_count: int, capability: str) -> float:
     """Bytes of input the blocks resident at once walk in one pass: active blocks x threads x each thread's share
     of its dim slice."""
-    dim_threads, inner_threads = block_shape(dim, inner)
-    threads = dim_threads * inner_threads
-    per_sm = min(_per_sm(THREADS_PER_SM, capability) // threads, _per_sm(BLOCKS_PER_SM, capability))
-    max_active = max(1, per_sm) * sm_count
-    inner_blocks = min(math.ceil(inner / inner_threads), max_active)
-    outer_blocks = min(math.ceil(max_active / inner_blocks), outer)
-    active = min(inner_blocks * outer_blocks, max_active)
-    return active * threads * math.ceil(dim / dim_threads) * itemsize
+    g = launch_grid(outer, dim, inner, sm_count, capability)
+    active = min(g.inner_blocks * g.outer_blocks, g.max_active)
+    return active * g.dim_threads * g.inner_threads * math.ceil(dim / g.dim_threads) * itemsize
 
 
 def spatial_features(outer: int, dim: int, inner: int, nbytes: float, itemsize: int, sm_count: int,
