@@ -249,11 +249,12 @@ def test_a_transformer_encoders_padding_mask_fast_path_captures_with_a_note():
     assert any(op.sync == "padding mask check" for op in cap.capture.ops)
 
 
-def test_attention_modules_fused_inference_path_is_noted_where_the_gpu_takes_it():
+def test_attention_modules_take_the_fused_inference_path_where_the_gpu_does():
     """nn.TransformerEncoderLayer and nn.MultiheadAttention in eval mode without autograd run PyTorch's fused
     inference path on the GPU (torch._transformer_encoder_layer_fwd, torch._native_multi_head_attention), gated by
-    torch.overrides.has_torch_function, which the capture's own torch-function mode makes true: the capture
-    records the standard path and says so; in training it says nothing (the GPU runs the standard path too)."""
+    torch.overrides.has_torch_function, which the capture's own torch-function mode would make true: the capture
+    answers "no handler" there and records the fused path's CUDA chain (transformer.cpp, attention.cu), with a
+    note; in training it records the standard path and says nothing (the GPU runs that too)."""
     from kernelcast.capture.router import FAST_PATH_NOTE
 
     def run(train: bool):
@@ -269,8 +270,35 @@ def test_attention_modules_fused_inference_path_is_noted_where_the_gpu_takes_it(
             else:
                 with torch.no_grad():
                     model(x)
-        return [n for n in cap.capture.notes if n.startswith(FAST_PATH_NOTE.split("{")[0])]
+        notes = [n for n in cap.capture.notes if n.startswith(FAST_PATH_NOTE.split("{")[0])]
+        return notes, _ops(cap.capture)
 
-    (note,) = run(train=False)
-    assert "nn.TransformerEncoderLayer" in note and "nn.MultiheadAttention" in note
-    assert run(train=True) == []
+    notes, ops = run(train=False)
+    assert len(notes) == 1 and "nn.TransformerEncoderLayer" in notes[0]
+    # fp32, head dim 16: efficient attention on sm_90, so attention.cu hands the heads to SDPA; the first
+    # feed-forward GEMM carries its relu (cuBLASLt epilogue), the residual adds are in place
+    assert ops.count("aten._scaled_dot_product_efficient_attention.default") == 2
+    assert ops.count("aten._addmm_activation.default") == 2 and "aten.relu.default" not in ops
+    assert ops.count("aten.add_.Tensor") == 4
+    notes, ops = run(train=True)
+    assert notes == [] and "aten.relu.default" in ops and "aten._addmm_activation.default" not in ops
+
+
+def test_fused_multi_head_attention_runs_its_own_chain_with_a_padding_mask():
+    """With a key padding mask (or where cuDNN is the backend picked) native_multi_head_attention_cuda runs its
+    own chain: the packed projection, _transform_bias_rescale_qkv, bmm, _masked_softmax, bmm, the heads
+    transposed back, the output projection; each op priced."""
+    with capture("h200") as cap:
+        with cap.paused():
+            attn = torch.nn.MultiheadAttention(64, 4, batch_first=True).cuda().half().eval()
+            x = torch.randn(2, 16, 64, device="cuda", dtype=torch.float16)
+            pad = torch.zeros(2, 16, dtype=torch.bool, device="cuda")
+        with torch.no_grad():
+            out = attn(x, x, x, key_padding_mask=pad, need_weights=False)[0]
+    assert out.shape == (2, 16, 64)
+    chain = ["aten.mm.default", "aten._transform_bias_rescale_qkv.default", "aten.bmm.default",
+             "aten._masked_softmax.default", "aten.bmm.out", "aten.clone.default", "aten.addmm.default"]
+    ops = [op for op in _ops(cap.capture) if op in chain]
+    assert ops == chain
+    pred = predict_capture(cap.capture, "h200")
+    assert not pred.uncosted

@@ -169,3 +169,51 @@ def llama7b_adamw_step():
         opt.step()
 
     return step, ()
+
+
+# PyTorch's fused inference path ("fast path"): nn.MultiheadAttention, nn.TransformerEncoderLayer and
+# nn.TransformerEncoder in eval without autograd run torch._native_multi_head_attention /
+# torch._transformer_encoder_layer_fwd (aten/src/ATen/native/transformers/), and with a key padding mask a
+# nested batch, where the conditions in torch/nn/modules/transformer.py (why_not_sparsity_fast_path) hold.
+
+
+def _encoder(width, heads, layers, nested):
+    layer = nn.TransformerEncoderLayer(width, heads, 4 * width, batch_first=True)
+    return nn.TransformerEncoder(layer, layers, enable_nested_tensor=nested).cuda().eval()
+
+
+def encoder_fastpath_forward():
+    """A 6-layer nn.TransformerEncoder (d_model 512, 8 heads) in fp32, eval and no_grad, batch 16 x 128, no
+    mask: each layer one torch._transformer_encoder_layer_fwd on the GPU."""
+    torch.manual_seed(0)
+    return _no_grad_forward(_encoder(512, 8, 6, nested=False), torch.randn(16, 128, 512, device="cuda"))
+
+
+def encoder_fastpath_padded_fp16():
+    """The same encoder in fp16 with a key padding mask (a quarter of each row padded): the nested-tensor path,
+    with the mask's left-alignment check."""
+    torch.manual_seed(0)
+    model = _encoder(512, 8, 6, nested=True).half()
+    x = torch.randn(16, 128, 512, device="cuda", dtype=torch.float16)
+    mask = torch.zeros(16, 128, dtype=torch.bool, device="cuda")
+    mask[:, 96:] = True
+
+    def step(x, mask):
+        with torch.no_grad():
+            return model(x, src_key_padding_mask=mask)
+
+    return step, (x, mask)
+
+
+def mha_fastpath_forward():
+    """nn.MultiheadAttention alone (embed 1024, 16 heads) in bf16, eval and no_grad, self-attention over
+    8 x 512 tokens, need_weights=False: torch._native_multi_head_attention."""
+    torch.manual_seed(0)
+    attn = nn.MultiheadAttention(1024, 16, batch_first=True).cuda().to(BF16).eval()
+    x = torch.randn(8, 512, 1024, device="cuda", dtype=BF16)
+
+    def step(x):
+        with torch.no_grad():
+            return attn(x, x, x, need_weights=False)[0]
+
+    return step, (x,)

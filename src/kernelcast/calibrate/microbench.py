@@ -521,6 +521,24 @@ def reductions_grid(results: list, quick: bool) -> None:
     transposed_copies(results, quick)
 
 
+
+def value_index_grid(results: list, quick: bool) -> None:
+    """Reductions that keep an index beside the value (max / min over a dim, argmax) over the reduction grid's
+    shapes: their reduce kernel carries a (value, int64 index) pair per thread (ReduceOps: MaxOps, ArgMaxOps in
+    aten/src/ATen/native/SharedReduceOps.h) and writes int64 indices, so it runs slower than a sum of the same
+    shape. Beside each, the same shape's amax (a value-only max) for a like-for-like ratio."""
+    rows_cols = [(r, c) for r, c in itertools.product(REDUCE_GRID_ROWS, REDUCE_GRID_COLS)
+                 if r * c <= REDUCE_GRID_MAX_ELEMENTS]
+    for (r, c), dtype in itertools.product(rows_cols[::3] if quick else rows_cols, (torch.bfloat16, torch.float32)):
+        x = randn(r, c, dtype=dtype)
+        base = {"rows": r, "cols": c, "dtype": str(dtype)[6:]}
+        record(results, "max_dim1", base, lambda: aten.max.dim(x, 1, True))
+        record(results, "max_dim0", base, lambda: aten.max.dim(x, 0, True))
+        record(results, "argmax_dim1", base, lambda: aten.argmax.default(x, 1, True))
+        record(results, "argmax_all", base, lambda: aten.argmax.default(x))
+        record(results, "amax_dim1", base, lambda: aten.amax.default(x, [1], True))
+
+
 # Attention's head transposes made contiguous ((B, S, H, D) <-> (B, H, S, D), `.transpose(1, 2).contiguous()`):
 # copies whose reads or writes stride by the head dim. The earlier sections measured three such copies.
 TRANSPOSE_GRID_BH = ((1, 8), (8, 12), (8, 32), (32, 16))
@@ -971,6 +989,7 @@ EXTRA_SECTIONS = {"reduce_grid": reductions_grid, "row_grid": row_grid, "bn_grid
                   "sparse_grid": sparse_grid, "gather_grid": gather_grid,
                   "norm_width_grid": norm_width_grid, "shape_kinds_grid": shape_kinds_grid,
                   "layout_grid": layout_grid, "linalg_grid": linalg_grid, "channel_grid": channel_grid,
+                  "value_index_grid": value_index_grid,
                   "triton_grid": lambda results, quick: triton_grid(results, quick, flush_l2)}
 
 

@@ -199,6 +199,20 @@ def slow_conv2d_forward(self, weight, kernel_size, bias, stride, padding):
     return _convolution(self, weight, bias, stride, padding, [1, 1], False, [0, 0], 1)
 
 
+
+def transform_bias_rescale_qkv(qkv, qkv_bias, num_heads):
+    """_transform_bias_rescale_qkv (transformers/cuda/attention.cu): the packed (B, T, 3 * D) projection plus its
+    bias, q scaled by 1 / sqrt(head dim), written as three (B, heads, T, D / heads) tensors (views of one
+    (3, B, heads, T, D / heads) buffer on the GPU; three tensors of the same bytes here)."""
+    batch, seq, packed = qkv.shape
+    shape = (batch, num_heads, seq, packed // 3 // num_heads)
+    return tuple(qkv.new_empty(shape) for _ in range(3))
+
+
+def masked_softmax(self, mask, dim=None, mask_type=None):
+    """_masked_softmax (cuda/SoftMax.cu masked_softmax_cuda): a softmax of the input's shape and dtype."""
+    return torch.empty_like(self, memory_format=torch.contiguous_format)
+
 FAKES: dict[str, Callable] = {
     "aten::cudnn_convolution": cudnn_convolution,
     "aten::cudnn_convolution_transpose": cudnn_convolution_transpose,
@@ -227,6 +241,8 @@ FAKES: dict[str, Callable] = {
     "aten::batch_norm_elemt": batch_norm_elemt,
     "aten::batch_norm_backward_reduce": batch_norm_backward_reduce,
     "aten::batch_norm_backward_elemt": batch_norm_backward_elemt,
+    "aten::_transform_bias_rescale_qkv": transform_bias_rescale_qkv,
+    "aten::_masked_softmax": masked_softmax,
 }
 
 

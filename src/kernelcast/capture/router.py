@@ -19,6 +19,7 @@ from torch.overrides import TorchFunctionMode
 
 from kernelcast.errors import CaptureError
 
+from . import fused_inference
 from .dynamic_shapes import as_python
 from .host_clock import HostClock
 from .source import current_source
@@ -38,18 +39,20 @@ NESTED_MASK_NOTE = ("nn.TransformerEncoder's inference fast path turns a padded 
 # PyTorch's fused inference paths for its attention modules are taken only where torch.overrides.
 # has_torch_function finds no handler on the module's tensors (torch/nn/modules/activation.py
 # MultiheadAttention.forward, transformer.py TransformerEncoderLayer.forward and TransformerEncoder.forward); the
-# capture's own torch-function mode is such a handler, so the capture records the standard path where the GPU runs
-# the fused one. That check comes after every other condition of the path but the tensors' devices, autograd and
-# make_fx tracing: reached from those forwards with no tensor needing a gradient, the GPU takes the fused path.
+# capture's own torch-function mode is such a handler. That check comes after every other condition of the path
+# but the tensors' devices, autograd and make_fx tracing: reached from those forwards with no tensor needing a
+# gradient, the GPU takes the fused path. For the two layers the capture answers "no handler" and takes it too,
+# its fused ops routed to their CUDA chains (capture/fused_inference.py); TransformerEncoder's nested batch is not
+# taken (NESTED_MASK_NOTE).
 FAST_PATHS = {
     "MultiheadAttention.forward": "nn.MultiheadAttention (torch._native_multi_head_attention)",
     "TransformerEncoderLayer.forward": "nn.TransformerEncoderLayer (torch._transformer_encoder_layer_fwd)",
     "TransformerEncoder.forward": "nn.TransformerEncoder (the padded batch as a nested tensor)",
 }
+TAKEN_FAST_PATHS = {"MultiheadAttention.forward", "TransformerEncoderLayer.forward"}
 FAST_PATH_NOTE = ("PyTorch runs its fused inference path on the GPU here (eval mode, no autograd) for {modules}; "
-                  "the capture cannot take it (kernelcast's own torch-function mode turns it off) and recorded the "
-                  "standard path, so those modules' kernels and times are the standard path's, an estimate of the "
-                  "fused one's")
+                  "captured as its CUDA kernels run it (the packed qkv projection, the attention kernel or its own "
+                  "bmm-softmax-bmm chain, the fused bias and activation GEMMs)")
 MASK_CHECK_SYNC = "padding mask check"  # its sync point's kind (predict.SYNC_ADVICE says what to do)
 ORIGIN_KEY = "kernelcast_origin"  # autograd Node.metadata key: (source, module) of the forward op
 
@@ -77,6 +80,7 @@ class Router(TorchFunctionMode):
             torch.Tensor.__repr__: self._host_read("print"),
             torch.Tensor.__format__: self._host_read("print"),
             torch._nested_tensor_from_mask_left_aligned: self._mask_not_left_aligned,
+            **fused_inference.routes(arch),
         }
         self.notes: set[str] = set()  # what the routes assumed, for the capture's notes
         self._fast_paths: set[str] = set()  # FAST_PATHS' modules the GPU would run fused (has_torch_function_probe)
@@ -134,16 +138,19 @@ class Router(TorchFunctionMode):
         return (losses / lengths.clamp_min(1)).mean()
 
     def has_torch_function_probe(self, real: Callable[[Any], bool]) -> Callable[[Any], bool]:
-        """torch.overrides.has_torch_function as it is, noting where an attention module's forward asks it on the
-        way to PyTorch's fused inference path (FAST_PATHS) with no tensor needing a gradient."""
+        """torch.overrides.has_torch_function, but "no handler" where an attention layer's forward asks it on the
+        way to PyTorch's fused inference path (TAKEN_FAST_PATHS) with CUDA tensors and none needing a gradient:
+        the capture then takes the path as the GPU does (the router's fused_inference routes)."""
         def probe(args) -> bool:
             caller = sys._getframe(1).f_code
-            path = FAST_PATHS.get(getattr(caller, "co_qualname", caller.co_name))
-            if path is not None and caller.co_filename.endswith(("activation.py", "transformer.py")):
+            path = getattr(caller, "co_qualname", caller.co_name)
+            if path in FAST_PATHS and caller.co_filename.endswith(("activation.py", "transformer.py")):
                 tensors = [t for t in args if isinstance(t, torch.Tensor)]
                 if all(t.device.type == "cuda" for t in tensors) and not (
                         torch.is_grad_enabled() and any(t.requires_grad for t in tensors)):
-                    self._note_fast_path(path)
+                    if path in TAKEN_FAST_PATHS:
+                        self._note_fast_path(FAST_PATHS[path])
+                        return False
             return real(args)
 
         return probe

@@ -15,7 +15,7 @@ import math
 
 from kernelcast.records import DTYPE_BYTES, OpRecord, TensorMeta
 
-from .common import (arg, bytes_written, channels_last, contiguous_copies, dense, gpu_tensors, host_transfer,
+from .common import (arg, bytes_written, memory_formula, channels_last, contiguous_copies, dense, gpu_tensors, host_transfer,
                      memory_key, memory_op, out_dtype, row_major, width_key, write_only)
 from .reduce_config import REDUCE_SEMAPHORE_MEMSETS, is_global_reduce, reduced_dims, reduces_fastest_dim
 from .registry import Cost, CostContext, register, register_tag, register_zero_cost
@@ -220,7 +220,7 @@ def _spatial(cost: Cost, x: TensorMeta | None, dim, backward: bool) -> Cost:
     return cost if key is None else dataclasses.replace(cost, key=key)
 
 
-@register("aten._softmax", "aten._log_softmax", "aten._safe_softmax")
+@register("aten._softmax", "aten._log_softmax", "aten._safe_softmax", "aten._masked_softmax")
 def softmax(op: OpRecord, ctx: CostContext) -> Cost:
     x = op.args.get("self")
     copies = contiguous_copies(x)
@@ -252,6 +252,10 @@ def softmax_backward(op: OpRecord, ctx: CostContext) -> Cost:
 def _memory(op: OpRecord, ctx: CostContext) -> Cost:
     return memory_op(op)
 
+
+# _transform_bias_rescale_qkv (transformers/cuda/attention.cu): one kernel adding the packed qkv projection's
+# bias, scaling q, and writing q, k and v head-major (nn.MultiheadAttention's fused inference path).
+register("aten._transform_bias_rescale_qkv")(memory_formula(2.0, "copy"))
 
 # Data movement: no math.
 register("aten.clone", "aten.flip", "aten.repeat", "aten.masked_scatter", "aten.slice_scatter", "aten.select_scatter",

@@ -139,6 +139,14 @@ def addmm(op: OpRecord, ctx: CostContext) -> Cost:
     return cost.with_parts(*mm_operand_copies(a, b))
 
 
+@register("aten._addmm_activation")
+def addmm_activation(op: OpRecord, ctx: CostContext) -> Cost:
+    """addmm with relu or gelu applied in the GEMM's epilogue: cuBLASLt's gemm_and_bias with an activation
+    epilogue (addmm_out_cuda_impl's Lt path), one kernel as addmm's; nn.TransformerEncoderLayer's fused inference
+    path runs its first feed-forward GEMM so (transformer.cpp linear_for_ffn)."""
+    return addmm(op, ctx)
+
+
 @register("aten.bmm")
 def bmm(op: OpRecord, ctx: CostContext) -> Cost:
     a, b = arg(op, "self"), arg(op, "mat2")
