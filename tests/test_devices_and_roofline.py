@@ -144,10 +144,10 @@ def test_bf16_matrix_math_on_a_gpu_without_bf16_tensor_cores_is_named():
     from kernelcast.predict import precision_notes
     from kernelcast.records import PredictedOp
 
-    def pred(roof, time_us):
+    def pred(roof, time_us, family="matmul"):
         return PredictedOp(index=0, op="aten.mm.default", phase="forward", module="", source="", flops=1e9,
                            bytes=1e6, intensity=1e3, kernels=1, time_us=time_us, bound="compute", roof=roof,
-                           host_us=5.0)
+                           host_us=5.0, rate_class=f"{family}:{roof}")
 
     gemm = Cost(flops=1e9, bytes_read=1e6, kernels=1, math="matmul", dtype="bfloat16", kind="gemm")
     notes = precision_notes(get_gpu("t4"), [pred("bf16", 300.0), pred("fp32", 100.0)], [gemm, None])
@@ -161,25 +161,27 @@ def test_fp32_matrix_products_say_where_tf32_would_take_them():
     convolutions on the TF32 roof are said too; a T4 (no TF32) says neither."""
     from kernelcast.costs import Cost
     from kernelcast.devices import get_gpu
-    from kernelcast.predict import FP32_MATMUL_NOTE_SHARE, TF32_CONV_NOTE, precision_notes
+    from kernelcast.predict import FP32_MATMUL_NOTE_SHARE, CUDNN_TF32_NOTE, precision_notes
     from kernelcast.records import PredictedOp
 
-    def pred(roof, time_us):
+    def pred(roof, time_us, family="matmul"):
         return PredictedOp(index=0, op="aten.mm.default", phase="forward", module="", source="", flops=1e9,
                            bytes=1e6, intensity=1e3, kernels=1, time_us=time_us, bound="compute", roof=roof,
-                           host_us=5.0)
+                           host_us=5.0, rate_class=f"{family}:{roof}")
 
     gemm = Cost(flops=1e9, bytes_read=1e6, kernels=1, math="matmul", dtype="float32", kind="gemm")
     conv = Cost(flops=1e9, bytes_read=1e6, kernels=1, math="conv", dtype="float32", kind="conv")
-    (note,) = precision_notes(get_gpu("a100-80gb"), [pred("fp32", 300.0), pred("fp32", 100.0)], [gemm, None])
+    (note,) = precision_notes(get_gpu("a100-80gb"), [pred("fp32", 300.0), pred("fp32", 100.0, "memory")],
+                              [gemm, None])
     assert "0.30 ms" in note and "75%" in note and "set_float32_matmul_precision('high')" in note
     small = 0.5 * FP32_MATMUL_NOTE_SHARE * 1000.0
-    assert precision_notes(get_gpu("a100-80gb"), [pred("fp32", small), pred("fp32", 1000.0)], [gemm, None]) == ()
-    assert precision_notes(get_gpu("h200"), [pred("tf32_tensor", 300.0)], [conv]) == \
-        (TF32_CONV_NOTE.format(what="convolutions"),)
+    assert precision_notes(get_gpu("a100-80gb"), [pred("fp32", small), pred("fp32", 1000.0, "memory")],
+                           [gemm, None]) == ()
+    assert precision_notes(get_gpu("h200"), [pred("tf32_tensor", 300.0, "conv")], [conv]) == \
+        (CUDNN_TF32_NOTE.format(what="convolutions"),)
     rnn = Cost(flops=1e9, bytes_read=1e6, kernels=1, math="conv", dtype="float32", kind="cudnn_rnn")
-    assert "cuDNN RNNs" in precision_notes(get_gpu("h200"), [pred("tf32_tensor", 300.0)], [rnn])[0]
-    assert precision_notes(get_gpu("t4"), [pred("fp32", 300.0), pred("fp32", 300.0)], [gemm, conv]) == ()
+    assert "cuDNN RNNs" in precision_notes(get_gpu("h200"), [pred("tf32_tensor", 300.0, "conv")], [rnn])[0]
+    assert precision_notes(get_gpu("t4"), [pred("fp32", 300.0), pred("fp32", 300.0, "conv")], [gemm, conv]) == ()
 
 
 def test_an_unknown_gpus_suggestions_name_each_gpu_once():

@@ -39,8 +39,6 @@ LARGER_BATCH_FACTOR = 2
 CONV_OPS = ("aten.convolution.default", "aten.cudnn_convolution.default")
 FUSED_OPTIMIZER_OPS = ("aten._fused_adam_.default", "aten._fused_adamw_.default", "aten._fused_sgd_.default",
                        "aten._fused_adagrad_.default")
-# cuBLAS's matrix products: with TF32 off for matmuls (PyTorch's default) an fp32 one runs on the CUDA cores
-FP32_GEMM_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm", "addbmm", "_addmm_activation"})
 COMPILE_TIME_RE = re.compile(r"compile: Dynamo, AOTAutograd and Inductor took ([0-9.]+) s")
 
 
@@ -117,7 +115,9 @@ def _nchw_convolutions(capture) -> bool:
 
 def _fp32_gemms(pred) -> bool:
     """Whether some of the step's matrix products run under the FP32 roof (TF32 off for matmuls)."""
-    return any(p.roof == "fp32" and p.flops and p.op.split(".")[1] in FP32_GEMM_OPS for p in pred.ops)
+    from kernelcast.predict import fp32_gemm
+
+    return any(fp32_gemm(p) and p.flops for p in pred.ops)
 
 
 @contextlib.contextmanager

@@ -305,9 +305,17 @@ FP32_MATMUL_NOTE = (
     "{time_ms:.2f} ms of this step's fp32 matrix products ({share:.0%} of its GPU time) run on the CUDA cores: "
     "PyTorch leaves TF32 off for matmuls by default; torch.set_float32_matmul_precision('high') puts them on "
     "{name}'s TF32 tensor cores (10 mantissa bits for the products), bf16 autocast on its bf16 ones")
-TF32_CONV_NOTE = ("fp32 {what} run on TF32 tensor cores here, as PyTorch sets cuDNN by default "
+CUDNN_TF32_NOTE = ("fp32 {what} run on TF32 tensor cores here, as PyTorch sets cuDNN by default "
                   "(torch.backends.cudnn.allow_tf32 = True): they are priced under the TF32 roof")
 CUDNN_KINDS = {"conv": "convolutions", "cudnn_rnn": "cuDNN RNNs"}  # Cost.kind: cuDNN's work under its TF32 switch
+FP32_GEMM_CLASS = rate_class("matmul", "fp32")
+
+
+def fp32_gemm(p: PredictedOp) -> bool:
+    """Whether the op is a matrix product run on the CUDA cores in fp32 (its kernels' rate class: the cost's math
+    "matmul" under the fp32 roof, TF32 off for matmuls): the one test the precision note and advise's TF32 trial
+    share."""
+    return p.rate_class == FP32_GEMM_CLASS
 
 
 def precision_notes(gpu: GPU, preds: list[PredictedOp], costs: list[Cost | None]) -> tuple[str, ...]:
@@ -325,14 +333,14 @@ def precision_notes(gpu: GPU, preds: list[PredictedOp], costs: list[Cost | None]
             notes.append(BF16_WITHOUT_TENSOR_CORES_NOTE.format(name=gpu.name, time_ms=slow_us / 1e3,
                                                                share=slow_us / total_us))
     if "tf32_tensor" in gpu.peak_flops:
-        fp32_gemm_us = sum(p.time_us for p, c in pairs if c.math == "matmul" and p.roof == "fp32")
+        fp32_gemm_us = sum(p.time_us for p in preds if fp32_gemm(p))
         if fp32_gemm_us >= FP32_MATMUL_NOTE_SHARE * total_us:
             notes.append(FP32_MATMUL_NOTE.format(name=gpu.name, time_ms=fp32_gemm_us / 1e3,
                                                  share=fp32_gemm_us / total_us))
         cudnn = [CUDNN_KINDS[k] for k in CUDNN_KINDS
                  if any(c.kind == k and p.roof == "tf32_tensor" for p, c in zip(preds, costs) if c is not None)]
         if cudnn:
-            notes.append(TF32_CONV_NOTE.format(what=" and ".join(cudnn)))
+            notes.append(CUDNN_TF32_NOTE.format(what=" and ".join(cudnn)))
     return tuple(notes)
 
 
