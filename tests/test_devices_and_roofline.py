@@ -190,3 +190,25 @@ def test_an_unknown_gpus_suggestions_name_each_gpu_once():
     entry, hint = find_by_name("rtx5090", all_gpus())
     names = hint.removeprefix("; closest: ").split(", ")
     assert entry is None and "rtx4090" in names and "rtx-4090" not in names
+
+
+def test_kernel_counts_say_where_library_launches_are_not_measured():
+    """A step's kernel count differs between GPUs where cuBLAS / cuDNN split calls (measured on the H200 and the
+    H100 through it): elsewhere each call is one kernel, and the prediction says so, only where the step calls
+    those libraries."""
+    from kernelcast.costs import Cost
+    from kernelcast.devices import get_gpu
+    from kernelcast.predict import LIBRARY_LAUNCHES_NOTE, cost_context, launch_count_notes
+    from kernelcast.records import Capture
+
+    gemm = Cost(flops=1e9, bytes_read=1e6, kernels=1, math="matmul", dtype="float32", kind="gemm")
+    copy = Cost(bytes_read=1e6, kernels=1, dtype="float32", kind="copy")
+    capture = Capture(ops=())
+    for gpu_id, said in (("a10g", True), ("h200", False), ("h100", False)):
+        gpu = get_gpu(gpu_id)
+        notes = launch_count_notes(gpu, cost_context(gpu, capture), [gemm, None])
+        assert bool(notes) == said, gpu_id
+    a10g = get_gpu("a10g")
+    (note,) = launch_count_notes(a10g, cost_context(a10g, capture), [gemm])
+    assert note.startswith(LIBRARY_LAUNCHES_NOTE.split("{")[0]) and "H200" in note
+    assert launch_count_notes(a10g, cost_context(a10g, capture), [copy]) == ()

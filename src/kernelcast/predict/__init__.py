@@ -285,6 +285,26 @@ OTHER_VENDOR_NOTE = ("{name} is not an NVIDIA GPU: its step is predicted with CU
                      "ratios; unvalidated")
 
 
+# cuBLAS and cuDNN pick their kernels per architecture: a call may run a split-K GEMM and its reduction, or a
+# convolution with its layout transposes. Those counts are measured per shape where a profile's launch tables
+# apply (profiles.launch_profile: the H200, and the H100 through it); elsewhere each library call is one kernel.
+LIBRARY_LAUNCHES_NOTE = ("kernel counts on {name}: one kernel per cuBLAS / cuDNN call (which calls the libraries "
+                         "split into several kernels, split-K GEMMs and their reductions, cuDNN's layout "
+                         "transposes, is measured only where a profile's launch tables apply: {profiled}); the "
+                         "same step can count more kernels there")
+LIBRARY_KINDS = {"gemm", "conv"}  # Cost.kind of a cuBLAS / cuDNN call
+
+
+def launch_count_notes(gpu: GPU, ctx: CostContext, costs: list[Cost | None]) -> tuple[str, ...]:
+    """Said where this GPU has no measured launch counts and the step calls cuBLAS or cuDNN."""
+    if ctx.launches is not None or not any(c is not None and c.kind in LIBRARY_KINDS for c in costs):
+        return ()
+    from kernelcast.profiles import LAUNCH_PROXY, PROFILED_GPUS
+
+    profiled = ", ".join(get_gpu(g).name for g in (*PROFILED_GPUS, *LAUNCH_PROXY))
+    return (LIBRARY_LAUNCHES_NOTE.format(name=gpu.name, profiled=profiled),)
+
+
 def gpu_notes(gpu: GPU) -> tuple[str, ...]:
     """What a prediction for this GPU must say about itself, whatever the step."""
     return () if gpu.vendor == "nvidia" else (OTHER_VENDOR_NOTE.format(name=gpu.name),)
@@ -545,7 +565,8 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
         gpu_time_us=sum(p.time_us for p in preds), host_time_us=sum(p.host_us for p in preds),
         kernels=sum(p.kernels for p in preds), uncosted=uncosted,
         sync_points=sum(1 for p in preds if p.sync),
-        notes=gpu_notes(spec) + precision_notes(spec, preds, costs) + _capture_notes(capture, model),
+        notes=(gpu_notes(spec) + precision_notes(spec, preds, costs) + launch_count_notes(spec, ctx, costs)
+               + _capture_notes(capture, model)),
         compiled=capture.compiled, compiled_as=capture.compiled_as or ("eager" if capture.compiled else ""),
         workload=capture.workload,
         sync_groups=_sync_groups(preds, costs, launches, timeline, step_us, model),
