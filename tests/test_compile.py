@@ -417,3 +417,26 @@ def test_the_capture_adds_no_graph_break_of_its_own():
         finally:
             session.recording = False
     assert explained.graph_break_count == 0, [str(b.reason) for b in explained.break_reasons]
+
+
+@needs_triton
+def test_an_eval_transformer_encoder_compiles_without_a_graph_break_of_ours():
+    """nn.TransformerEncoderLayer's forward asks torch.overrides.has_torch_function on its way to the fused
+    inference path, which the capture patches (capture/router.py); Dynamo traces the patch with the forward. Under
+    compilation the patch hands the check to the form Dynamo answers itself, so an eval encoder with a padding
+    mask compiles whole (it had graph-broken at the patch's sys._getframe, then on the builtin its handler table
+    missed, and the eager remainder failed on the mask check's CUDA-only op)."""
+    from kernelcast.capture.api import _session
+
+    with _session("h200") as session:
+        layer = torch.nn.TransformerEncoderLayer(64, 4, 128, batch_first=True)
+        model = torch.nn.TransformerEncoder(layer, 2).cuda().eval()
+        x = torch.randn(2, 16, 64, device="cuda")
+        mask = torch.zeros(2, 16, dtype=torch.bool, device="cuda")
+        session.recording = True
+        try:
+            with torch.no_grad():
+                explained = torch._dynamo.explain(model)(x, src_key_padding_mask=mask)
+        finally:
+            session.recording = False
+    assert explained.graph_break_count == 0, [str(b.reason) for b in explained.break_reasons]

@@ -142,6 +142,12 @@ class Router(TorchFunctionMode):
         way to PyTorch's fused inference path (TAKEN_FAST_PATHS) with CUDA tensors and none needing a gradient:
         the capture then takes the path as the GPU does (the router's fused_inference routes)."""
         def probe(args) -> bool:
+            # Dynamo traces the modules' forwards, and this with them: under compilation the check is torch's
+            # own, in the form Dynamo answers itself (its handler table, built on first use, may have been built
+            # while this patch stood, keyed by it and not by the builtin; has_torch_function_variadic is not
+            # patched). sys._getframe would be a graph break of ours, not the user's.
+            if torch.compiler.is_compiling():
+                return torch.overrides.has_torch_function_variadic(*args)
             caller = sys._getframe(1).f_code
             path = getattr(caller, "co_qualname", caller.co_name)
             if path in FAST_PATHS and caller.co_filename.endswith(("activation.py", "transformer.py")):
