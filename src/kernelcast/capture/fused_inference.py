@@ -11,9 +11,9 @@ call those ops in the CUDA kernel's order, so the recorder sees the kernels the 
   layer_norm, [layer_norm if norm_first], addmm + relu/gelu (_addmm_activation), addmm, add_, [layer_norm];
 - _native_multi_head_attention (cuda/attention.cu native_multi_head_attention_cuda): for self-attention with
   head dim a multiple of 8, no weights asked for and no mask, where the backend torch._fused_sdp_choice picks for
-  the heads is flash or efficient: linear (the packed qkv projection), scaled_dot_product_attention, the heads
-  transposed back (a copy), linear (the output projection). Otherwise (a mask, cuDNN picked, weights asked
-  for) its own chain (attention.cpp): mm (qkv_projection's gemm_nt), _transform_bias_rescale_qkv, bmm (q k^T),
+  the heads is a fused one (SDPA_BACKENDS): linear (the packed qkv projection), scaled_dot_product_attention, the
+  heads transposed back (free where the backend wrote them head-minor), linear (the output projection).
+  Otherwise (a mask, the math backend, weights asked for) its own chain (attention.cpp): mm (qkv_projection's gemm_nt), _transform_bias_rescale_qkv, bmm (q k^T),
   softmax in place or _masked_softmax, bmm into q's storage, the 0213 transpose (a copy), addmm.
 
 The nested-tensor batch nn.TransformerEncoder makes from a left-aligned padding mask is not taken (router.py
@@ -30,14 +30,16 @@ from .attention import _describe, choose_backend
 aten = torch.ops.aten
 
 SDPA_HEAD_DIM_MULTIPLE = 8  # attention.cu: the SDPA branch wants dim_per_head % 8 == 0
-SDPA_BACKENDS = ("flash", "efficient")  # the backends for which attention.cu takes the SDPA branch
+# The backends for which attention.cu takes the SDPA branch. Its source read flash and efficient; the H200 with
+# torch 2.11 took it with cuDNN too (nn.MultiheadAttention, bf16, eval: linear, cuDNN attention, linear;
+# validation/zoo_fastpath_measured.json.gz mha_fastpath_forward).
+SDPA_BACKENDS = ("flash", "efficient", "cudnn")
 
 
 def takes_sdpa_branch(arch: str, query: torch.Tensor, same_qkv: bool, num_head: int, mask, need_weights: bool) -> bool:
     """Whether native_multi_head_attention_cuda hands the heads to scaled_dot_product_attention (True) or runs
-    its own chain: self-attention, dim_per_head % 8 == 0, need_weights false, no mask, and the backend
-    _fused_sdp_choice picks for the (B, H, T, dh) views of the input flash or efficient (cuDNN, picked first
-    on sm_90 from torch 2.11 for half types, sends it down its own chain)."""
+    its own chain: self-attention, dim_per_head % 8 == 0, need_weights false, no mask, and a fused backend
+    (SDPA_BACKENDS) picked by _fused_sdp_choice for the (B, H, T, dh) views of the input."""
     dim_per_head = query.shape[-1] // num_head
     if not same_qkv or dim_per_head % SDPA_HEAD_DIM_MULTIPLE or need_weights or mask is not None:
         return False
