@@ -104,6 +104,10 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
   whose block time per chunk gives `foreach_blocks` (calibrate/foreach_blocks.py).
 - probes/pointwise_math_probe.json: 22 unary ops at 4M and 64M elements in bf16, fp16 and fp32
   (scripts/probe_pointwise_math.py), whose per-element rates give `arithmetic_caps` (calibrate/arithmetic_caps.py).
+- h200_value_index_grid_raw.json.gz: max and argmax over the last dim, max across rows, argmax of the whole tensor
+  and amax beside them, over the reduction grid's shapes in bf16 and fp32 (the microbenchmark section
+  value_index_grid; `kernelcast calibrate --gpu h200 --sections value_index_grid --raw ...`, 7 s on the H200, in
+  scripts/device_batch_dec05.sh): the "_index" reduction kinds (costs/elementwise.py VALUE_INDEX_REDUCTIONS).
 The host section is the per-case median over the calibration runs so far (validation/host_calibration_runs.json,
 scripts/merge_host_runs.py), kept from the current profile; host-link copies come from the sweep run.
 Each op in the raw runs is costed again here, so a change to a cost formula reaches the profile without a device.
@@ -131,7 +135,7 @@ RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.js
             "validation/h200_gather_grid_raw.json.gz", "validation/h200_gemm_fp32_round_raw.json.gz",
             "validation/h200_attention_decode_raw.json.gz", "validation/h200_norm_layout_linalg_raw.json.gz",
             "validation/h200_conv_volumetric_raw.json.gz", "validation/h200_shape_kinds_grid_raw.json.gz",
-            "validation/h200_channel_grid_raw.json.gz")
+            "validation/h200_channel_grid_raw.json.gz", "validation/h200_value_index_grid_raw.json.gz")
 # Sweep runs whose rows join the time tables but not the launch counts (calibrate/profile.py build_profile).
 TIME_RUNS = ("validation/h200_conv_volumetric_wide_raw.json.gz", "validation/h200_conv_pointwise_raw.json.gz")
 # launch counts only (calibrate/profile.py says why)
@@ -149,7 +153,10 @@ COMPILED_HOST_FIT = "validation/probes/compiled_host_fit.json"
 # stem's 3 x 3 moved every 2-D pool (KernelBench level 1 #45, avg_pool2d k=11: 73 -> 251 us predicted, 115
 # measured). NC(D)HW pools now carry a window key and are fitted by their taps (calibrate/window_rates.py), not
 # put on the curves, so the cases are used.
-UNUSED_FROM: dict[str, set[str]] = {}
+# Cases of a raw run kept out of the profile: value_index_grid's amax (a value-only max over the same rows, for
+# scripts/value_index_check.py's like-for-like ratio) on the reduction curve moved KernelBench's sums on the H200
+# from 1.47x to 2.16x their measured kernels (scripts/kernelbench_kernels.py compare, median ratio).
+UNUSED_FROM: dict[str, set[str]] = {"validation/h200_value_index_grid_raw.json.gz": {"amax_dim1"}}
 
 
 def merged_raw(paths: list[str]) -> dict:

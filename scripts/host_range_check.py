@@ -5,7 +5,9 @@
 For every workload predicted host-bound in the first file (scripts/zoo_validate.py's output: the point
 prediction, the model Python's range `step_time_range_us` and this host's calibration runs' range
 `step_time_run_range_us`), whether each range holds the step time measured in each timing file
-(scripts/zoo_measure.py, --timing-only or not: `step_ms_median`), and the point prediction's error.
+(scripts/zoo_measure.py, --timing-only or not: `step_ms_median`), and the point prediction's error. With more
+than one timing file, the same against each workload's median over the files (issue 33's truth: the median of
+separate fresh-process runs).
 """
 
 from __future__ import annotations
@@ -29,18 +31,25 @@ def main() -> int:
     parser.add_argument("measured", nargs="+", help="scripts/zoo_measure.py outputs (json.gz)")
     args = parser.parse_args()
     predicted = {w["name"]: w["predicted"] for w in _load(args.predicted)["workloads"] if "predicted" in w}
+    truths = []
     for path in args.measured:
         doc = _load(path)
-        truth = {w["name"]: w["measured"]["step_ms_median"] * 1e3 for w in doc["workloads"] if "measured" in w}
+        truths.append((f"{path} ({doc.get('date', '?')})",
+                       {w["name"]: w["measured"]["step_ms_median"] * 1e3 for w in doc["workloads"] if "measured" in w}))
+    if len(truths) > 1:
+        common = set.intersection(*(set(t) for _, t in truths))
+        truths.append((f"median of the {len(truths)} runs", {n: statistics.median(t[n] for _, t in truths)
+                                                            for n in common}))
+    for label, truth in truths:
         rows = [(n, p, truth[n]) for n, p in predicted.items() if n in truth and p.get("bound") == "host"
                 and p.get("step_time_run_range_us")]
         if not rows:
-            print(f"{path}: no host-bound workload predicted with a range")
+            print(f"{label}: no host-bound workload predicted with a range")
             continue
         inside_python = sum(p["step_time_range_us"][0] <= t <= p["step_time_range_us"][1] for _, p, t in rows)
         inside_runs = sum(p["step_time_run_range_us"][0] <= t <= p["step_time_run_range_us"][1] for _, p, t in rows)
         errors = [p["step_time_us"] / t - 1.0 for _, p, t in rows]
-        print(f"{path} ({doc.get('date', '?')}): {len(rows)} workloads predicted host-bound; point prediction median "
+        print(f"{label}: {len(rows)} workloads predicted host-bound; point prediction median "
               f"error {statistics.median(abs(e) for e in errors):.1%} (signed {statistics.median(errors):+.1%}); "
               f"measured step inside the model-Python range {inside_python}, inside this host's calibration-run "
               f"range {inside_runs}")

@@ -1,5 +1,7 @@
 """Exact FLOP and byte formulas, with the arithmetic beside each number, and invariants."""
 
+import dataclasses
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -119,6 +121,36 @@ def test_reductions_are_timed_by_how_many_outputs_they_make():
                          tags=("reduction",)))
     whole = cost_of(op("aten.sum.default", {"self": x}, [contiguous(())], tags=("reduction",)))
     assert (rows.kind, columns.kind, whole.kind) == ("reduction", "reduction_outer", "reduction_all")
+
+
+def test_reductions_that_keep_an_index_are_a_kind_priced_above_their_value_only_kind():
+    """max / min over a dim and argmax carry a (value, int64 index) pair (SharedReduceOps.h): each reduction kind
+    gets an "_index" variant, priced on the H200 as the value-only curve times the factor the microbenchmark
+    section value_index_grid measured (over 1 for every kind: max over rows ran 1.2-1.4x amax over the same
+    rows there)."""
+    from kernelcast.devices import get_gpu
+    from kernelcast.predict.calibrated import CalibratedModel
+    from kernelcast.profiles import load_profile
+    from kernelcast.records import CaptureSettings
+
+    x = contiguous((4096, 4096))
+    values, indices = contiguous((4096, 1)), contiguous((4096, 1), "int64")
+    max_rows = cost_of(op("aten.max.dim", {"self": x, "dim": 1, "keepdim": True}, [values, indices],
+                          tags=("reduction",)))
+    max_cols = cost_of(op("aten.max.dim", {"self": x, "dim": 0, "keepdim": True},
+                          [contiguous((1, 4096)), contiguous((1, 4096), "int64")], tags=("reduction",)))
+    argmax_all = cost_of(op("aten.argmax.default", {"self": x}, [contiguous((), "int64")], tags=("reduction",)))
+    amax = cost_of(op("aten.amax.default", {"self": x, "dim": (1,), "keepdim": True}, [values], tags=("reduction",)))
+    assert (max_rows.kind, max_cols.kind, argmax_all.kind, amax.kind) == (
+        "reduction_index", "reduction_outer_index", "reduction_all_index", "reduction")
+    gpu = get_gpu("h200")
+    profile = load_profile("h200").data
+    factors = profile["timings"]["value_index"]
+    assert all(f > 1.0 for f in factors.values())
+    model = CalibratedModel(gpu, CaptureSettings(), profile, gpu)
+    as_value_only = dataclasses.replace(max_rows, kind="reduction")
+    assert model.estimate(max_rows).time_us == pytest.approx(
+        model.estimate(as_value_only).time_us * factors["reduction:4"], rel=1e-6)
 
 
 def test_h200_prices_a_whole_reduction_slower_than_row_sums():

@@ -18,7 +18,7 @@ from kernelcast.devices import get_gpu
 from kernelcast.predict.calibrated import BLOCK_SECTIONS
 from kernelcast.profiles import PROFILE_FORMAT
 from kernelcast.records import OpRecord
-from . import grouped_gemm, norm_blocks, sparse_fit, spatial_rates, unit_rates, window_rates
+from . import grouped_gemm, norm_blocks, sparse_fit, spatial_rates, unit_rates, value_index, window_rates
 from .generated import grid_fits
 from .launch_model import fit_conv_model, fit_gemm_model, per_group_items
 
@@ -310,6 +310,9 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = (), time_sweep
     generated = grid_fits({"cases": measured}, get_gpu(gpu).l2_bytes)
     if generated:  # Inductor's Triton kernels, from the compiled microbenchmarks (calibrate/triton_grid.py)
         profile["timings"]["generated"] = {**generated, "source": "calibrate section triton_grid"}
+    index_factors = value_index.fit(profile, [(c, _costs(c)) for c in cases])
+    if index_factors:  # max / argmax over a dim: their value-only kind's time times a factor (calibrate/value_index.py)
+        profile["timings"]["value_index"] = index_factors
     fitted = _fitted_time_models(profile, gpu)
     if fitted:  # the tree regressors of the kernel-time corrections (calibrate/time_model.py)
         profile["timings"]["fitted"] = fitted

@@ -85,11 +85,42 @@ def reduction(op: OpRecord, ctx: CostContext) -> Cost:
     return cost if cast is None else cost.with_parts(cast)
 
 
+# Reductions that keep the index of the value they pick (max / min over a dim, argmax / argmin) carry a (value,
+# int64 index) pair through the reduce kernel (MaxOps, ArgMaxOps: aten/src/ATen/native/SharedReduceOps.h) and
+# write int64 indices: each kind below gets an "_index" variant of its own. On the H200 (microbenchmark section
+# value_index_grid, validation/h200_value_index_grid_raw.json.gz) max over the last dim ran 1.23x (fp32) and
+# 1.38x (bf16) the time of amax over the same rows at the median, argmax 1.23x, max across rows 1.5-2.1x; priced
+# as the value-only kinds they came out at 0.56-0.77 of measured (scripts/value_index_check.py).
+VALUE_INDEX_REDUCTIONS = frozenset({"aten.max.dim", "aten.min.dim", "aten.argmax.default", "aten.argmin.default",
+                                   "aten.max.dim_max", "aten.min.dim_min", "aten.argmax.out", "aten.argmin.out"})
+INDEX_SUFFIX = "_index"
+
+
+def base_kind(kind: str) -> str:
+    """The value-only kind an "_index" kind is priced from: "reduction_outer_index" -> "reduction_outer"."""
+    return kind.removesuffix(INDEX_SUFFIX)
+
+
+def factor_key(cost: Cost) -> str:
+    """The value-and-index factor a cost takes (calibrate/value_index.py): its value-only kind and input item
+    size (the last field of its key), e.g. "reduction:2"; the kind alone where the key carries no item size."""
+    itemsize = cost.key[-1] if cost.key and isinstance(cost.key[-1], int) else None
+    return base_kind(cost.kind) + (f":{itemsize}" if itemsize else "")
+
+
 def _reduce_kernel(op: OpRecord, ctx: CostContext, x: TensorMeta | None, outs: list[TensorMeta]) -> Cost:
     """One reduce kernel; a memset more when the reduction splits outputs across thread blocks. Three kinds for
     the time model: a reduction to one value ("reduction_all"), along the rows' last dim ("reduction"), across
-    rows ("reduction_outer"). On the H200 a sum of 128 x 768 fp32 to one value took 21.4 µs, to 128 row sums
-    5.1 µs (validation/h200_calibration_raw.json); one curve for both priced T5's row means at 5x."""
+    rows ("reduction_outer"); each with "_index" for a reduction that keeps an index (VALUE_INDEX_REDUCTIONS).
+    On the H200 a sum of 128 x 768 fp32 to one value took 21.4 µs, to 128 row sums 5.1 µs
+    (validation/h200_calibration_raw.json); one curve for both priced T5's row means at 5x."""
+    cost = _reduce_kernel_by_shape(op, ctx, x, outs)
+    if op.op in VALUE_INDEX_REDUCTIONS:
+        return dataclasses.replace(cost, kind=cost.kind + INDEX_SUFFIX)
+    return cost
+
+
+def _reduce_kernel_by_shape(op: OpRecord, ctx: CostContext, x: TensorMeta | None, outs: list[TensorMeta]) -> Cost:
     kernels, kind = 1, "reduction"
     if x is not None and outs and x.numel:
         dims = reduced_dims(len(x.shape), op.args.get("dim"))

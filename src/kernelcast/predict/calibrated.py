@@ -31,7 +31,7 @@ from typing import Callable
 from kernelcast.costs import Cost
 from kernelcast.costs.common import INTO_SUFFIX, TRANSFER_KINDS, is_blocks_key
 from kernelcast.costs.conv_backend import NATIVE_DEPTHWISE, conv_backend
-from kernelcast.costs.elementwise import ARITHMETIC_KIND
+from kernelcast.costs.elementwise import ARITHMETIC_KIND, INDEX_SUFFIX, base_kind, factor_key
 from kernelcast.costs.embedding import EMBEDDING_BAG_KEY
 from kernelcast.costs.gather import ELEMENTS_KEY, ROWS_KEY
 from kernelcast.costs.generated import GENERATED_ATOMICS_KEY, atomics_time_us
@@ -401,7 +401,7 @@ def _nearest_table(tables: dict[tuple, ShapeTable], group: tuple) -> ShapeTable 
 INNER_DIM_WEIGHT = 0.5
 ITEMSIZE_WEIGHT = 1.0
 ROW_KINDS = {"norm", "norm_backward", "softmax", "softmax_backward", "loss", "reduction", "reduction_outer",
-             "reduction_all"}
+             "reduction_all", "reduction_index", "reduction_outer_index", "reduction_all_index"}
 # Row-wise kernels that pick their implementation by row length (softmax: a warp per row up to 2048 elements,
 # then a block per row; norms likewise): looked up along the size curve of rows within this many octaves of
 # the op's row length. Left-one-out over the calibration points, median error: norm 16% -> 11%, norm
@@ -430,6 +430,10 @@ MEMORY_FALLBACK = {
     "rms_norm": ("norm",), "rms_norm_backward": ("norm_backward",), "norm_unvectorized": ("norm",),
     "pointwise_cast": ("copy_cast", "pointwise"), "copy_cast": ("copy",), "pointwise_strided": ("pointwise",),
     "reduction_outer": ("reduction",), "reduction_all": ("reduction",), "softmax_backward": ("softmax", "pointwise"),
+    # value-and-index reductions (costs/elementwise.py VALUE_INDEX_REDUCTIONS): a profile from before they were
+    # measured prices them as the value-only kind
+    "reduction_index": ("reduction",), "reduction_outer_index": ("reduction_outer", "reduction"),
+    "reduction_all_index": ("reduction_all", "reduction"),
     "batch_norm_backward": ("batch_norm", "norm_backward"), "memcpy": ("fill",), "fill": ("pointwise",),
     "batch_norm_channels_last": ("batch_norm",), "batch_norm_backward_channels_last": ("batch_norm_backward",),
     "gather": ("copy",), "scatter": ("gather", "copy"), "sort": ("copy",), "scan": ("reduction", "copy"),
@@ -1051,6 +1055,16 @@ def _linalg_time(model: CalibratedModel, cost: Cost, l2_warm: float) -> Timed:
             "measured (torch.linalg calls)", MEMORY_CURVE_UNCERTAINTY)
 
 
+def _value_index_time(model: CalibratedModel, cost: Cost, l2_warm: float) -> Timed:
+    """A reduction that keeps an index: its value-only kind's curve times the profile's factor
+    (calibrate/value_index.py)."""
+    factors = _timings(model)["value_index"]
+    factor = factors.get(factor_key(cost), factors.get(base_kind(cost.kind), 1.0))
+    time_us = model._memory_estimate_us(dataclasses.replace(cost, kind=base_kind(cost.kind)), l2_warm)
+    return (None if time_us is None else time_us * factor), "interpolated (value-and-index factor)", \
+        MEMORY_CURVE_UNCERTAINTY
+
+
 def _fitted(method: Callable[[CalibratedModel, Cost], "float | None"], source: str,
             uncertainty: float = MEMORY_CURVE_UNCERTAINTY) -> Callable[[CalibratedModel, Cost, float], Timed]:
     """A time function from a CalibratedModel method of one Cost, labelled with its source."""
@@ -1093,5 +1107,7 @@ KERNEL_TIME_MODELS = (
     TimeModel("arithmetic", lambda m, c: c.kind == ARITHMETIC_KIND, _with_l2(CalibratedModel._arithmetic_bound_us)),
     TimeModel("linalg", lambda m, c: c.key[:1] == (SOLVER_KEY,) and c.key[1] in _timings(m).get("linalg", {}),
               _linalg_time),
+    TimeModel("value_index", lambda m, c: c.kind.endswith(INDEX_SUFFIX) and "value_index" in _timings(m),
+              _value_index_time),
     TimeModel("memory_curves", lambda m, c: c.kind not in COMPUTE_KINDS, _with_l2(CalibratedModel._memory_estimate_us)),
 )
