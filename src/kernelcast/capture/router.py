@@ -41,15 +41,13 @@ NESTED_MASK_NOTE = ("nn.TransformerEncoder's inference fast path turns a padded 
 # MultiheadAttention.forward, transformer.py TransformerEncoderLayer.forward and TransformerEncoder.forward); the
 # capture's own torch-function mode is such a handler. That check comes after every other condition of the path
 # but the tensors' devices, autograd and make_fx tracing: reached from those forwards with no tensor needing a
-# gradient, the GPU takes the fused path. For the two layers the capture answers "no handler" and takes it too,
-# its fused ops routed to their CUDA chains (capture/fused_inference.py); TransformerEncoder's nested batch is not
-# taken (NESTED_MASK_NOTE).
+# gradient, the GPU takes the fused path. For the two layers below the capture answers "no handler" and takes it
+# too, their fused ops routed to their CUDA chains (capture/fused_inference.py); TransformerEncoder's nested batch
+# is not taken (NESTED_MASK_NOTE).
 FAST_PATHS = {
     "MultiheadAttention.forward": "nn.MultiheadAttention (torch._native_multi_head_attention)",
     "TransformerEncoderLayer.forward": "nn.TransformerEncoderLayer (torch._transformer_encoder_layer_fwd)",
-    "TransformerEncoder.forward": "nn.TransformerEncoder (the padded batch as a nested tensor)",
 }
-TAKEN_FAST_PATHS = {"MultiheadAttention.forward", "TransformerEncoderLayer.forward"}
 FAST_PATH_NOTE = ("PyTorch runs its fused inference path on the GPU here (eval mode, no autograd) for {modules}; "
                   "captured as its CUDA kernels run it (the packed qkv projection, the attention kernel or its own "
                   "bmm-softmax-bmm chain, the fused bias and activation GEMMs)")
@@ -139,7 +137,7 @@ class Router(TorchFunctionMode):
 
     def has_torch_function_probe(self, real: Callable[[Any], bool]) -> Callable[[Any], bool]:
         """torch.overrides.has_torch_function, but "no handler" where an attention layer's forward asks it on the
-        way to PyTorch's fused inference path (TAKEN_FAST_PATHS) with CUDA tensors and none needing a gradient:
+        way to PyTorch's fused inference path (FAST_PATHS) with CUDA tensors and none needing a gradient:
         the capture then takes the path as the GPU does (the router's fused_inference routes)."""
         def probe(args) -> bool:
             # Dynamo traces the modules' forwards, and this with them: under compilation the check is torch's
@@ -154,9 +152,8 @@ class Router(TorchFunctionMode):
                 tensors = [t for t in args if isinstance(t, torch.Tensor)]
                 if all(t.device.type == "cuda" for t in tensors) and not (
                         torch.is_grad_enabled() and any(t.requires_grad for t in tensors)):
-                    if path in TAKEN_FAST_PATHS:
-                        self._note_fast_path(FAST_PATHS[path])
-                        return False
+                    self._note_fast_path(FAST_PATHS[path])
+                    return False
             return real(args)
 
         return probe
