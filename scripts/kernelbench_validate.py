@@ -3,6 +3,7 @@
     python3 scripts/kernelbench_validate.py capture   # each program captured once (fp32, no_grad, for the H200)
     python3 scripts/kernelbench_validate.py predict --out validation/kernelbench/predicted.json
     python3 scripts/kernelbench_validate.py report validation/kernelbench/predicted.json
+    python3 scripts/kernelbench_validate.py tables validation/kernelbench/predicted.json   # README / accuracy.md tables
 
 The programs and timings are `../shared/kernelbench` (its README says how they were timed: torch 2.5 on the
 published GPUs, torch 2.11 on our H200; one call from an idle GPU between CUDA events, the mean of 100 trials).
@@ -315,6 +316,44 @@ def report(path: str) -> int:
     return 0
 
 
+# The GPUs of the README's and docs/accuracy.md's KernelBench tables, in their order, with the names they print.
+TABLE_GPUS = (("h200", "H200"), ("h100-sxm", "H100 SXM"), ("b200", "B200"), ("a100-80gb", "A100 80GB"),
+              ("a100-40gb", "A100 40GB"), ("l40s", "L40S"), ("l4", "L4"), ("t4", "T4"), ("rtx-a6000", "RTX A6000"),
+              ("rtx3090ti", "RTX 3090 Ti"))
+TABLE_MARKERS = ("<!-- kernelbench-table -->\n", "<!-- /kernelbench-table -->")
+TABLE_FILES = ("README.md", "docs/accuracy.md")
+
+
+def table_lines(doc: dict) -> dict[str, list[str]]:
+    """The README's table (per GPU: how its kernels are timed, GPU-busy programs, median error, within 15%) and
+    accuracy.md's (GPU-busy and all programs, with the ratio to the H200's error), from a predict run."""
+    busy, every = summarize(doc, True), summarize(doc, False)
+    n_busy, n_all = busy["h200"]["n"], every["h200"]["n"]
+    readme = ["| GPU | kernel times | programs | median error | within 15% |", "|---|---|---:|---:|---:|"]
+    accuracy = [f"| GPU | GPU-busy ({n_busy}): median error | within 15% | ratio to H200 | all {n_all}: median error "
+                "| within 15% |", "|---|---:|---:|---:|---:|---:|"]
+    for gpu, name in TABLE_GPUS:
+        b, a = busy[gpu], every[gpu]
+        ratio = f"{b['ratio_median_error']:.0%}" if b["ratio_median_error"] is not None else "-"
+        readme.append(f"| {name} | {'calibrated' if gpu == 'h200' else 'fitted'} | {b['n']} | {b['median_error']:.0%} "
+                      f"| {b['within_15']:.0%} |")
+        accuracy.append(f"| {name} | {b['median_error']:.0%} | {b['within_15']:.0%} | {ratio} | "
+                        f"{a['median_error']:.0%} | {a['within_15']:.0%} |")
+    return {"README.md": readme, "docs/accuracy.md": accuracy}
+
+
+def tables(path: str) -> int:
+    """Rewrite the tables between TABLE_MARKERS in TABLE_FILES from a predict run."""
+    lines = table_lines(json.loads(Path(path).read_text()))
+    root = Path(__file__).resolve().parent.parent
+    for name in TABLE_FILES:
+        text = (root / name).read_text()
+        start, end = text.index(TABLE_MARKERS[0]) + len(TABLE_MARKERS[0]), text.index(TABLE_MARKERS[1])
+        (root / name).write_text(text[:start] + "\n".join(lines[name]) + "\n" + text[end:])
+        print(f"{name}: {len(lines[name]) - 2} rows")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -324,11 +363,15 @@ def main() -> int:
     p.add_argument("--out", required=True)
     r = sub.add_parser("report", help="per-GPU error tables of a predict run")
     r.add_argument("path")
+    t = sub.add_parser("tables", help="rewrite the KernelBench tables in the README and docs/accuracy.md")
+    t.add_argument("path")
     args = parser.parse_args()
     if args.cmd == "capture":
         return capture(args.only)
     if args.cmd == "predict":
         return predict(args.out)
+    if args.cmd == "tables":
+        return tables(args.path)
     return report(args.path)
 
 
