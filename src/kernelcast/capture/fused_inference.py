@@ -13,8 +13,9 @@ call those ops in the CUDA kernel's order, so the recorder sees the kernels the 
   head dim a multiple of 8, no weights asked for and no mask, where the backend torch._fused_sdp_choice picks for
   the heads is a fused one (SDPA_BACKENDS): linear (the packed qkv projection), scaled_dot_product_attention, the
   heads transposed back (free where the backend wrote them head-minor), linear (the output projection).
-  Otherwise (a mask, the math backend, weights asked for) its own chain (attention.cpp): mm (qkv_projection's gemm_nt), _transform_bias_rescale_qkv, bmm (q k^T),
-  softmax in place or _masked_softmax, bmm into q's storage, the 0213 transpose (a copy), addmm.
+  Otherwise (a mask, the math backend, weights asked for) its own chain (attention.cpp): mm (qkv_projection's
+  gemm_nt), _transform_bias_rescale_qkv, bmm (q k^T), softmax in place or _masked_softmax, bmm into q's storage,
+  the 0213 transpose (a copy), addmm.
 
 The nested-tensor batch nn.TransformerEncoder makes from a left-aligned padding mask is not taken (router.py
 NESTED_MASK_NOTE): its layers run here on the padded batch.

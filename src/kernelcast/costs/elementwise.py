@@ -15,8 +15,8 @@ import math
 
 from kernelcast.records import DTYPE_BYTES, OpRecord, TensorMeta
 
-from .common import (arg, bytes_written, memory_formula, channels_last, contiguous_copies, dense, gpu_tensors, host_transfer,
-                     memory_key, memory_op, out_dtype, row_major, width_key, write_only)
+from .common import (arg, bytes_written, channels_last, contiguous_copies, dense, gpu_tensors, host_transfer,
+                     memory_formula, memory_key, memory_op, out_dtype, row_major, width_key, write_only)
 from .reduce_config import REDUCE_SEMAPHORE_MEMSETS, is_global_reduce, reduced_dims, reduces_fastest_dim
 from .registry import Cost, CostContext, register, register_tag, register_zero_cost
 
@@ -89,8 +89,9 @@ def reduction(op: OpRecord, ctx: CostContext) -> Cost:
 # int64 index) pair through the reduce kernel (MaxOps, ArgMaxOps: aten/src/ATen/native/SharedReduceOps.h) and
 # write int64 indices: each kind below gets an "_index" variant of its own. On the H200 (microbenchmark section
 # value_index_grid, validation/h200_value_index_grid_raw.json.gz) max over the last dim ran 1.23x (fp32) and
-# 1.38x (bf16) the time of amax over the same rows at the median, argmax 1.23x, max across rows 1.5-2.1x; priced
-# as the value-only kinds they came out at 0.56-0.77 of measured (scripts/value_index_check.py).
+# 1.38x (bf16) the time of amax over the same rows at the median, argmax 1.23x, max across rows 1.5-2.7x the
+# sum of the same shape; priced as the value-only kinds they came out at 0.56-0.77 of measured
+# (scripts/value_index_check.py).
 VALUE_INDEX_REDUCTIONS = frozenset({"aten.max.dim", "aten.min.dim", "aten.argmax.default", "aten.argmin.default",
                                    "aten.max.dim_max", "aten.min.dim_min", "aten.argmax.out", "aten.argmin.out"})
 INDEX_SUFFIX = "_index"
