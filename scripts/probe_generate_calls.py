@@ -23,17 +23,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples" / "zoo"))
 import generation  # noqa: E402
 
+from kernelcast.measure import synced_ms  # noqa: E402
+
 CALLS = 12
 PROFILED = 3
 WORKLOADS = ("llama_generate_static_cache", "gpt2_generate_greedy")
-
-
-def timed_call(step, args) -> float:
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    step(*args)
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) * 1e3
 
 
 def profiled_call(step, args) -> dict:
@@ -57,9 +51,9 @@ def probe(name: str) -> dict:
     import torch._dynamo.utils as dynamo_utils
 
     step, args = getattr(generation, name)()
-    call_ms = [round(timed_call(step, args), 2) for _ in range(CALLS)]
+    call_ms = [round(ms, 2) for ms in synced_ms(lambda: step(*args), CALLS)]
     profiled = [profiled_call(step, args) for _ in range(PROFILED)]
-    after_ms = [round(timed_call(step, args), 2) for _ in range(3)]
+    after_ms = [round(ms, 2) for ms in synced_ms(lambda: step(*args), 3)]
     counters = {k: dict(v) for k, v in dynamo_utils.counters.items() if v}
     return {"name": name, "call_ms": call_ms, "profiled": profiled, "after_profile_ms": after_ms,
             "median_last_half_ms": statistics.median(call_ms[CALLS // 2:]),

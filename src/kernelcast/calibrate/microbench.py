@@ -509,9 +509,15 @@ REDUCE_GRID_COLS = (64, 256, 1024, 4096, 16384, 65536)
 REDUCE_GRID_MAX_ELEMENTS = 1 << 27
 
 
+def reduce_grid_shapes() -> list[tuple[int, int]]:
+    """The (rows, cols) of the reduction grid: every pair of REDUCE_GRID_ROWS and REDUCE_GRID_COLS up to
+    REDUCE_GRID_MAX_ELEMENTS elements."""
+    return [(r, c) for r, c in itertools.product(REDUCE_GRID_ROWS, REDUCE_GRID_COLS)
+            if r * c <= REDUCE_GRID_MAX_ELEMENTS]
+
+
 def reductions_grid(results: list, quick: bool) -> None:
-    rows_cols = [(r, c) for r, c in itertools.product(REDUCE_GRID_ROWS, REDUCE_GRID_COLS)
-                 if r * c <= REDUCE_GRID_MAX_ELEMENTS]
+    rows_cols = reduce_grid_shapes()
     for (r, c), dtype in itertools.product(rows_cols[::3] if quick else rows_cols, (torch.bfloat16, torch.float32)):
         x = randn(r, c, dtype=dtype)
         base = {"rows": r, "cols": c, "dtype": str(dtype)[6:]}
@@ -527,8 +533,7 @@ def value_index_grid(results: list, quick: bool) -> None:
     shapes: their reduce kernel carries a (value, int64 index) pair per thread (ReduceOps: MaxOps, ArgMaxOps in
     aten/src/ATen/native/SharedReduceOps.h) and writes int64 indices, so it runs slower than a sum of the same
     shape. Beside each, the same shape's amax (a value-only max) for a like-for-like ratio."""
-    rows_cols = [(r, c) for r, c in itertools.product(REDUCE_GRID_ROWS, REDUCE_GRID_COLS)
-                 if r * c <= REDUCE_GRID_MAX_ELEMENTS]
+    rows_cols = reduce_grid_shapes()
     for (r, c), dtype in itertools.product(rows_cols[::3] if quick else rows_cols, (torch.bfloat16, torch.float32)):
         x = randn(r, c, dtype=dtype)
         base = {"rows": r, "cols": c, "dtype": str(dtype)[6:]}

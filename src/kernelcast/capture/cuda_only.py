@@ -199,7 +199,6 @@ def slow_conv2d_forward(self, weight, kernel_size, bias, stride, padding):
     return _convolution(self, weight, bias, stride, padding, [1, 1], False, [0, 0], 1)
 
 
-
 def transform_bias_rescale_qkv(qkv, qkv_bias, num_heads):
     """_transform_bias_rescale_qkv (transformers/cuda/attention.cu): the packed (B, T, 3 * D) projection plus its
     bias, q scaled by 1 / sqrt(head dim), written as three (B, heads, T, D / heads) tensors (views of one
@@ -212,6 +211,7 @@ def transform_bias_rescale_qkv(qkv, qkv_bias, num_heads):
 def masked_softmax(self, mask, dim=None, mask_type=None):
     """_masked_softmax (cuda/SoftMax.cu masked_softmax_cuda): a softmax of the input's shape and dtype."""
     return torch.empty_like(self, memory_format=torch.contiguous_format)
+
 
 FAKES: dict[str, Callable] = {
     "aten::cudnn_convolution": cudnn_convolution,

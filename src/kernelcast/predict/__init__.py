@@ -326,7 +326,7 @@ FP32_MATMUL_NOTE = (
     "PyTorch leaves TF32 off for matmuls by default; torch.set_float32_matmul_precision('high') puts them on "
     "{name}'s TF32 tensor cores (10 mantissa bits for the products), bf16 autocast on its bf16 ones")
 CUDNN_TF32_NOTE = ("fp32 {what} run on TF32 tensor cores here, as PyTorch sets cuDNN by default "
-                  "(torch.backends.cudnn.allow_tf32 = True): they are priced under the TF32 roof")
+                   "(torch.backends.cudnn.allow_tf32 = True): they are priced under the TF32 roof")
 CUDNN_KINDS = {"conv": "convolutions", "cudnn_rnn": "cuDNN RNNs"}  # Cost.kind: cuDNN's work under its TF32 switch
 FP32_GEMM_CLASS = rate_class("matmul", "fp32")
 
