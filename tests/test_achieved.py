@@ -134,7 +134,8 @@ def test_the_fit_folds_a_class_too_few_programs_speak_for_into_its_parent():
 def test_the_fit_recovers_known_factors_and_holds_them_out():
     """calibrate/gpu_rates.py fit_all on programs made from known factors (memory 1.2, matmul 1.5): each GPU's
     fitted factors are those, and its held-out errors near 0; a GPU alone in its capability gets the datasheet
-    as an unseen GPU, one of two the other's prior."""
+    as an unseen GPU, one of two the other's prior and one alone in its capability the nearest capability's (as
+    achieved_rates would give it)."""
     from kernelcast.calibrate import gpu_rates as fit
 
     truth = {"memory": 1.2, "matmul:fp32": 1.5}
@@ -152,8 +153,13 @@ def test_the_fit_recovers_known_factors_and_holds_them_out():
         assert fitted[gpu]["factors"] == pytest.approx(truth, rel=1e-3)
         assert fitted[gpu]["held_out"]["median_error"] < 1e-3 and fitted[gpu]["held_out"]["within_15"] == 1.0
     assert fitted["a"]["held_out_gpu"]["median_error"] < 1e-3  # b's prior is the same factors
-    assert fitted["c"]["held_out_gpu"]["median_error"] > 0.1  # alone: the datasheet
+    assert fitted["c"]["held_out_gpu"]["median_error"] < 1e-3  # alone in 7.5: 8.6's prior, the same factors
+    assert "a, b" in fitted["c"]["held_out_gpu"]["by"]
     assert priors["8.6"]["from"] == ["a", "b"] and priors["8.6"]["factors"] == pytest.approx(truth, rel=1e-3)
+    # a GPU of the reference's own capability, alone among the fitted ones: the reference's factors (the datasheet)
+    fitted, _ = fit.fit_all({"gpus": ["h200", "a", "b", "c"], "programs": programs}, measured, reference,
+                            lambda ref: True, {"h200": "9.0", "a": "8.6", "b": "8.6", "c": "9.0"}.get)
+    assert fitted["c"]["held_out_gpu"]["median_error"] > 0.1 and "datasheet" in fitted["c"]["held_out_gpu"]["by"]
 
 
 def test_a_kernel_of_fewer_blocks_than_sms_carries_by_the_clock_alone():

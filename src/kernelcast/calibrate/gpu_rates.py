@@ -11,8 +11,10 @@ datasheet ratios get wrong, not what the reference model does); non-negative lea
 relative error. A class that takes MIN_SHARE of fewer than MIN_PROGRAMS programs is folded into its parent
 (devices/achieved.py parent_class), whose factor the prediction then gives it. Held out:
 - by program: each program left out of its own fit, then predicted with the factors fitted without it;
-- by GPU: each GPU predicted with the prior of its compute capability fitted without it (capability_prior),
-  as a GPU with no published timings is; a GPU alone in its capability gets the datasheet.
+- by GPU: each GPU predicted with the prior it would get with no published timings (unseen_prior_members):
+  its compute capability's other GPUs, else the nearest capability's, as devices/achieved.py achieved_rates
+  gives an unlisted GPU one; the datasheet where the nearest is the reference's own (until 2026-12-05 any GPU
+  alone in its capability was scored with the datasheet here, which is not what it would have been given).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import statistics
 from typing import Callable, NamedTuple
 
-from kernelcast.devices.achieved import AchievedRates, capability_prior, parent_class
+from kernelcast.devices.achieved import AchievedRates, capability_prior, nearest_capability, parent_class
 
 REFERENCE = "h200"  # the calibrated GPU every other one is carried from
 MIN_SHARE = 0.2  # of a program's predicted GPU time, for the program to speak for a class
@@ -149,6 +151,18 @@ def _summary(errs: list[float]) -> dict:
             "within_15": round(sum(e <= 0.15 for e in errs) / len(errs), 3)}
 
 
+def unseen_prior_members(gpu: str, gpus: list[str], capability_of: Callable[[str], str]) -> list[str]:
+    """The fitted GPUs whose prior `gpu` would take had it no published timings, as devices/achieved.py
+    achieved_rates picks it: those of the nearest compute capability among the other fitted GPUs' and the
+    reference's (nearest_capability: its own first, then the same major). None (the datasheet) where that is the
+    reference's capability alone: the reference is calibrated, its factors are 1.0 (an H100 is carried from the
+    H200 of its own architecture by the datasheets)."""
+    others = [g for g in gpus if g not in (gpu, REFERENCE)]
+    candidates = sorted({capability_of(g) for g in (*others, REFERENCE)} - {None, ""})
+    nearest = nearest_capability(capability_of(gpu), candidates)
+    return [g for g in others if nearest is not None and capability_of(g) == nearest]
+
+
 def fit_all(predicted: dict, measured: dict, reference: dict, busy: Busy,
             capability_of: Callable[[str], str]) -> tuple[dict, dict]:
     """(fitted, priors) as devices/achieved.json holds them: per GPU with published timings its factors, the
@@ -173,11 +187,11 @@ def fit_all(predicted: dict, measured: dict, reference: dict, busy: Busy,
     for capability, members in sorted(by_capability.items()):
         priors[capability] = {"factors": {c: round(v, 4) for c, v in capability_prior(
             {g: fitted[g]["factors"] for g in members}).items()}, "from": members}
-    for gpu in gpus:  # each GPU as if unseen: its capability's prior without it
-        siblings = [g for g in by_capability[capability_of(gpu)] if g != gpu]
+    for gpu in gpus:  # each GPU as if unseen: the prior achieved_rates would give it without its own timings
+        siblings = unseen_prior_members(gpu, gpus, capability_of)
         prior = capability_prior({g: fitted[g]["factors"] for g in siblings}) if siblings else {}
         held = errors(predicted, measured, reference, gpu, busy, lambda name, p=prior: p)
-        fitted[gpu]["held_out_gpu"] = {"by": "GPU (its capability's prior without it" + (
+        fitted[gpu]["held_out_gpu"] = {"by": "GPU (the prior it would get without its own timings" + (
             f": {', '.join(siblings)})" if siblings else "; none: the datasheet)"), **_summary(held)}
     for prior in priors.values():  # a GPU the prior stands in for: as its members did when unseen
         unseen = [fitted[g]["held_out_gpu"]["median_error"] for g in prior["from"] if len(prior["from"]) > 1]
