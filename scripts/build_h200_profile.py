@@ -108,6 +108,9 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
   and amax beside them, over the reduction grid's shapes in bf16 and fp32 (the microbenchmark section
   value_index_grid; `kernelcast calibrate --gpu h200 --sections value_index_grid --raw ...`, 7 s on the H200, in
   scripts/device_batch_dec05.sh): the "_index" reduction kinds (costs/elementwise.py VALUE_INDEX_REDUCTIONS).
+- host_python_lines_fit.json: the model's Python per counted line (capture/host_clock.py LineCounter), fitted by
+  scripts/fit_python_lines.py to the zoo's host-bound steps measured in separate timing runs on the H200's host
+  (calibrate/python_lines.py), the host section's `model python`.
 The host section is the per-case median over the calibration runs so far (validation/host_calibration_runs.json,
 scripts/merge_host_runs.py), kept from the current profile; host-link copies come from the sweep run.
 Each op in the raw runs is costed again here, so a change to a cost formula reaches the profile without a device.
@@ -124,6 +127,7 @@ from kernelcast.calibrate import build_profile, read_raw
 from kernelcast.calibrate.arithmetic_caps import arithmetic_caps
 from kernelcast.calibrate.foreach_blocks import profile_section as foreach_blocks_section
 from kernelcast.calibrate.foreach_blocks import stream_section as foreach_stream_section
+from kernelcast.predict.host import MODEL_PYTHON
 
 ROOT = Path(__file__).resolve().parent.parent
 RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.json.gz",
@@ -146,6 +150,7 @@ FOREACH_PROBE = "validation/probes/foreach_probe.json"
 FOREACH_STREAM_PROBE = "validation/probes/foreach_stream.json"
 ARITHMETIC_PROBE = "validation/probes/pointwise_math_probe.json"
 COMPILED_HOST_FIT = "validation/probes/compiled_host_fit.json"
+MODEL_PYTHON_FIT = "validation/host_python_lines_fit.json"
 
 
 # Cases a run measured that the profile leaves out, by run (none now). shape_kinds_grid's pooling (3-D, and 2-D
@@ -194,6 +199,9 @@ def main() -> int:
         profile["host"] = {**current["host"], "copies": raw["host"]["copies"]}
     compiled_host = json.loads((ROOT / COMPILED_HOST_FIT).read_text())
     profile["host"]["compiled"] = {**compiled_host["units_us"], "source": COMPILED_HOST_FIT + ": " + compiled_host["command"]}
+    lines = json.loads((ROOT / MODEL_PYTHON_FIT).read_text())
+    profile["host"][MODEL_PYTHON] = {"per_line_us": lines["per_line_us"], "range": lines["range"],
+                                     "held_out": lines["held_out"], "source": MODEL_PYTHON_FIT + ": " + lines["command"]}
     Path(args.out).write_text(json.dumps(profile, separators=(",", ":")) + "\n")
     t = profile["timings"]
     print(f"{len(t['gemm'])} GEMM, {len(t['conv'])} conv, {len(t['attention'])} attention rows; memory kinds: "

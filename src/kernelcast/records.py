@@ -161,6 +161,10 @@ class OpRecord:
     # capture/python_sampler.py), and the module calls entered in that time.
     python_us: float = 0.0
     modules: int = 0
+    # The Python lines the model ran in that time (capture/host_clock.py LineCounter: counted over the first
+    # recorded step, outside torch calls, kernelcast and nn.Module's call machinery); the host model prices them
+    # where the capture counted them (CaptureSettings.python_lines_counted).
+    python_lines: int = 0
     group_size: int = 0  # ranks in the process group of a collective (all_reduce, ...); 0 for any other op
     # The op whose CUDA implementation called this one (the index of an op tagged "decomposed", see
     # capture/decompose.py); -1 for an op the step itself called.
@@ -211,6 +215,8 @@ class OpRecord:
             d["python_us"] = round(self.python_us, 3)
         if self.modules:
             d["modules"] = self.modules
+        if self.python_lines:
+            d["python_lines"] = self.python_lines
         if self.group_size:
             d["group_size"] = self.group_size
         if self.parent >= 0:
@@ -227,7 +233,7 @@ class OpRecord:
             outputs=tuple(None if t is None else TensorMeta.from_json(t) for t in d["outputs"]),
             tags=tuple(d.get("tags", ())), phase=d.get("phase", "forward"), module=d.get("module", ""),
             source=d.get("source", ""), sync=d.get("sync"), stream=d.get("stream", 0),
-            python_us=d.get("python_us", 0.0), modules=d.get("modules", 0),
+            python_us=d.get("python_us", 0.0), modules=d.get("modules", 0), python_lines=d.get("python_lines", 0),
             group_size=d.get("group_size", 0), parent=d.get("parent", -1),
             captured_stream=d.get("captured_stream", -1),
         )
@@ -252,6 +258,9 @@ class CaptureSettings:
     # reading), and the step's model Python summed over each op's median reading instead (0: not recorded).
     python_timing_steps: int = 1
     python_median_us: float = 0.0
+    # Whether OpRecord.python_lines were counted (captures before 2026-12-05 did not: their model Python is
+    # priced from python_us)
+    python_lines_counted: bool = False
     # How long the capturing thread waited for a core per unit of CPU time over the timed steps (other
     # processes' load; Linux schedstat, 0 where unknown).
     capture_wait_share: float = 0.0
@@ -513,6 +522,8 @@ class PredictionRecord:
     capture_cpu: str = ""
     target_cpu: str = ""
     python_timing_steps: int = 1
+    python_lines: int = 0  # the model's Python lines the capture counted and the host priced (0: timed instead)
+    python_line_us: float = 0.0  # at this many µs each on the target host
     sync_groups: tuple[SyncPointGroup, ...] = ()
     comm: CommRecord | None = None
     parallel_host: dict | None = None  # {"hook_us", "fsdp_units", "unmodelled_hooks"}
@@ -547,6 +558,7 @@ class PredictionRecord:
             "host_run_speed_range": list(self.host_run_speed_range),
             "capture_cpu": self.capture_cpu, "target_cpu": self.target_cpu,
             "python_timing_steps": self.python_timing_steps,
+            "python_lines": self.python_lines, "python_line_us": self.python_line_us,
             "sync_points_by_source": [asdict(g) for g in self.sync_groups],
             "comm": None if self.comm is None else asdict(self.comm),
             "parallel_host": self.parallel_host,
@@ -595,6 +607,7 @@ class PredictionRecord:
             host_run_speed_range=tuple(map(float, d.get("host_run_speed_range", (1.0, 1.0)))),
             capture_cpu=d.get("capture_cpu", ""), target_cpu=d.get("target_cpu", ""),
             python_timing_steps=int(d.get("python_timing_steps", 1)),
+            python_lines=int(d.get("python_lines", 0)), python_line_us=float(d.get("python_line_us", 0.0)),
             sync_groups=tuple(SyncPointGroup(**g) for g in d.get("sync_points_by_source", ())),
             comm=None if d.get("comm") is None else CommRecord(**d["comm"]),
             parallel_host=d.get("parallel_host"), workload=d.get("workload", ""),

@@ -19,7 +19,7 @@ from .cpu_speed import this_machine_bench
 from .inductor import check_compile_mode, compile_seconds, compile_step
 from .cuda_facade import TargetDevice
 from .distributed import check_world_size, distributed_capture, fake_process_group
-from .host_clock import TIMING_STEPS
+from .host_clock import TIMING_STEPS, model_entry
 from .session import CaptureSession
 
 WARMUP_STEPS = 1  # one unrecorded step first, so optimizer state and lazy buffers exist when we record
@@ -86,6 +86,7 @@ def _run_steps(session: CaptureSession, step: Callable, args: tuple, timing_step
 def _counting_reads_per_step(session: CaptureSession, step: Callable) -> Callable:
     """`step`, with the host reads at each line counted from each call's start: a stated list of values
     (--assume train.py:40=True*9,False) is one step's reads at that line."""
+    @model_entry
     def counted(*args):
         if session.recorder is not None:
             session.recorder.host_reads.new_step()

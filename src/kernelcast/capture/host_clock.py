@@ -16,12 +16,21 @@ Two things keep the figure a property of the step, not of the capture machine's 
   Python: the same MLP step read 1.2-3.4 ms between runs, issue 11);
 - the step is recorded TIMING_STEPS times and each op keeps the fastest of its readings (min_over_steps): what
   noise CPU time still has (interrupts, page faults, caches another process evicted) only ever adds time.
+
+Timed, the reading still moved by 12-24% between idle fresh processes (issue 33): three quarters of the time read
+outside torch calls is the capture's own hand-over into its modes (about 4.8 µs per torch call on the
+development machine), taken out by the gap baselines, so the model's quarter carries the noise of the whole (a
+GPT-2 forward: 5.35-6.34 ms read, 1.32-1.98 ms left). So the clock also counts the Python lines the model runs
+(LineCounter), over the first recorded step: a count does not move with the machine's load, and the host model
+prices it per line as fitted to the device's measured steps (calibrate/python_lines.py).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import statistics
+import sys
 from dataclasses import dataclass
 from threading import get_ident
 from typing import Iterator
@@ -47,10 +56,90 @@ TIMING_BUDGET_S = 0.25
 TIMING_REPEAT_BUDGET_S = 1.5
 
 
+_KERNELCAST_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_EXAMPLES_DIR = os.path.join(_KERNELCAST_DIR, "examples") + os.sep  # the built-in examples are model code
+# nn.Module's call machinery runs its slow, hooked path under a capture (our module tracking's hooks): its lines
+# are not counted (the host model prices each module call at the calibrated cost of a real one), but the forward
+# it calls is the model's.
+_MODULE_CALL_FUNCTIONS = frozenset({"_call_impl", "_wrapped_call_impl", "inner"})
+_MODULE_FILE = os.path.join("torch", "nn", "modules", "module.py")
+# Python that only a capture runs: FakeTensor's and the dispatcher's, torch-function handling for our modes. Not
+# counted, nor anything it calls.
+_CAPTURE_ONLY = tuple(os.path.join("torch", *parts) for parts in (
+    ("_subclasses", ""), ("_library", ""), ("utils", "_python_dispatch.py"), ("overrides.py",), ("_ops.py",)))
+# Functions of ours that call the model's code (the step): what they call is counted (model_entry).
+_MODEL_ENTRIES: set = set()
+
+
+def model_entry(fn):
+    """Mark a kernelcast function whose callees are the model's code (the function that calls the user's step):
+    LineCounter counts what it calls, as it does not for the rest of kernelcast."""
+    _MODEL_ENTRIES.add(fn.__code__)
+    return fn
+
+
+class LineCounter:
+    """Counts the Python lines the model runs, on the thread that started it (sys.settrace, set once for the
+    counted step). A frame counts its lines when it starts outside the capture's own work (the clock's depth 0)
+    and is called by a counted frame (or by a model_entry of ours, or was running when counting began), and is
+    not kernelcast's or capture-only Python (_CAPTURE_ONLY); nn.Module's call machinery passes the count on to
+    the forward it calls without counting its own lines. Lines count only while the clock is outside our work."""
+
+    def __init__(self, clock: "HostClock") -> None:
+        self._clock = clock
+        self.lines = 0
+        self._thread = 0
+        self._previous = None
+        self._count = self._count_line  # the bound methods, kept: a frame's f_trace is compared by identity
+        self._pass = self._pass_line
+
+    def start(self) -> None:
+        self._thread = get_ident()
+        self._previous = sys.gettrace()
+        frame = sys._getframe(1)
+        while frame is not None:  # frames already running (a `with kernelcast.capture()` block) count from here
+            frame.f_trace = self._tracer(frame.f_code)
+            frame = frame.f_back
+        sys.settrace(self._call)
+
+    def stop(self) -> None:
+        if self._thread == get_ident():
+            sys.settrace(self._previous)
+        self._thread = 0
+
+    def _tracer(self, code):
+        name = code.co_filename
+        if name.startswith(_KERNELCAST_DIR) and not name.startswith(_EXAMPLES_DIR) \
+                or any(part in name for part in _CAPTURE_ONLY):
+            return None
+        if code.co_name in _MODULE_CALL_FUNCTIONS and name.endswith(_MODULE_FILE):
+            return self._pass
+        return self._count
+
+    def _call(self, frame, event, arg):
+        if self._clock._depth:
+            return None
+        caller = frame.f_back
+        if caller is not None and caller.f_trace is not self._count and caller.f_trace is not self._pass \
+                and caller.f_code not in _MODEL_ENTRIES:
+            return None
+        return self._tracer(frame.f_code)
+
+    def _count_line(self, frame, event, arg):
+        if event == "line" and self._clock._depth == 0:
+            self.lines += 1
+        return self._count
+
+    def _pass_line(self, frame, event, arg):
+        return self._pass
+
+
 class HostClock:
-    """Accumulates time outside our own work (torch calls, hooks) between two recorded ops."""
+    """Accumulates time outside our own work (torch calls, hooks) between two recorded ops, and the model's
+    Python lines while counting (count_lines)."""
 
     def __init__(self) -> None:
+        self._lines = LineCounter(self)
         self.restart()
 
     def restart(self) -> None:
@@ -61,6 +150,18 @@ class HostClock:
         self.module_calls = 0
         self.torch_calls = 0
         self._timing = True
+        self._lines.lines = 0
+
+    @property
+    def counting(self) -> bool:
+        return bool(self._lines._thread)
+
+    def count_lines(self, on: bool) -> None:
+        """Start or stop counting the model's Python lines (LineCounter) on this thread."""
+        if on and not self.counting:
+            self._lines.start()
+        elif not on and self.counting:
+            self._lines.stop()
 
     def stop(self) -> None:
         """Read no clock until restart(): an unrecorded step (the warm-up) keeps none of its readings, and two
@@ -91,11 +192,12 @@ class HostClock:
         finally:
             self.ours_end()
 
-    def take(self) -> tuple[float, int, int]:
-        """(µs of model time since the last recorded op, torch calls and module calls since then); then
-        starts over. Called inside our own work (dispatch), so the running stretch was closed by ours_begin."""
-        out = (self._model_ns / 1000.0, self.torch_calls, self.module_calls)
-        self._model_ns = self.module_calls = self.torch_calls = 0
+    def take(self) -> tuple[float, int, int, int]:
+        """(µs of model time since the last recorded op, torch calls, module calls and counted Python lines since
+        then); then starts over. Called inside our own work (dispatch), so the running stretch was closed by
+        ours_begin."""
+        out = (self._model_ns / 1000.0, self.torch_calls, self.module_calls, self._lines.lines)
+        self._model_ns = self.module_calls = self.torch_calls = self._lines.lines = 0
         return out
 
 

@@ -469,7 +469,7 @@ class Recorder(TorchDispatchMode):
             phase = self._step_phase(phase, starts_forward="grad" in tags and makes_tensor)
         tags += self._pending_tags + self.region_tags
         self._pending_tags = ()
-        python_us, torch_calls, modules = self.clock.take()
+        python_us, torch_calls, modules, lines = self.clock.take()
         if self.region_tags and parent < 0:
             # Inductor's wrapper calls each aten op itself, with the Router off the stack: one torch call each,
             # whose hand-over into the capture's modes the gap baselines take out (host_clock.py)
@@ -478,7 +478,7 @@ class Recorder(TorchDispatchMode):
         self.ops.append(OpRecord(
             index=len(self.ops), op=str(func), args=schema.bind(args, kwargs), outputs=output_metas(out),
             tags=tags, phase=phase, module=module, source=source, sync=sync, python_us=python_us, modules=modules,
-            stream=stream, parent=parent,
+            python_lines=lines, stream=stream, parent=parent,
         ))
 
     def _step_phase(self, phase: str, starts_forward: bool = False) -> str:
@@ -518,14 +518,14 @@ class Recorder(TorchDispatchMode):
             phase = self._phase_of()
             origin = self._backward_origin() if phase == "backward" else None
             source, module = origin if origin is not None else (current_source(), self._module_of())
-            python_us, torch_calls, modules = self.clock.take()
+            python_us, torch_calls, modules, lines = self.clock.take()
             self.torch_calls.append(torch_calls)
             tags = tuple(dict.fromkeys((COMPILED_TAG, *self.region_tags)))
             self.ops.append(OpRecord(
                 index=len(self.ops), op=f"{TRITON_OP_PREFIX}{meta.kind}.{meta.name}",
                 args={k: _plain(v) for k, v in record.items()}, outputs=tuple(tensor_meta(t) for t in writes),
                 tags=tags, phase=phase, module=module, source=source, python_us=python_us, modules=modules,
-                stream=self.current_stream,
+                python_lines=lines, stream=self.current_stream,
             ))
         finally:
             self.clock.ours_end()
@@ -689,14 +689,15 @@ class Recorder(TorchDispatchMode):
                        source: str | None = None) -> None:
         """A host-only record, with the model's Python since the previous op (its own time is ours)."""
         self.clock.ours_begin()
-        python_us, torch_calls, modules = self.clock.take()
+        python_us, torch_calls, modules, lines = self.clock.take()
         self.torch_calls.append(torch_calls)
         self.ops.append(OpRecord(
             index=len(self.ops), op=op, args=args, outputs=(), tags=tags,
             phase=self._step_phase(self._phase_of()) if phase is None else phase,
             module=self._module_of() if module is None else module,
             source=current_source() if source is None else source, sync=sync,
-            python_us=python_us, modules=modules, stream=self.current_stream if stream is None else stream,
+            python_us=python_us, modules=modules, python_lines=lines,
+            stream=self.current_stream if stream is None else stream,
         ))
         self.clock.ours_end()
 

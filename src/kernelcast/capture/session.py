@@ -236,6 +236,8 @@ class CaptureSession:
         self.fake_mode: FakeTensorMode | None = None
         self.real_run_paths = RealRunPaths()  # libraries patched to take their real-GPU path (capture/compat.py)
         self.gap_baselines = GapBaselines()  # set by measure_gap_baselines
+        self.lines_counted = False  # whether the model's Python lines were counted (the first recorded step)
+        self.lines_done = False  # and that step has ended
         self.cpu_bench = CpuBench()  # this machine's speed, measured before the session (capture/api.py)
         # The model's Python per recorded op: the median of its readings over the timed steps (record_timed;
         # OpRecord.python_us holds the fastest), and how many steps were read.
@@ -320,7 +322,13 @@ class CaptureSession:
         if on and not self.recorder.recording:
             self.tracker.__enter__()
             self.recorder.clock.restart()
+            # the model's Python lines, while recording, until the first recorded step ends (record_timed, or a
+            # `with kernelcast.capture()` block's end)
+            if not self.lines_done:
+                self.recorder.clock.count_lines(True)
+                self.lines_counted = True
         elif not on and self.recorder.recording:
+            self.recorder.clock.count_lines(False)
             self._stop_tracking()
             self.recorder.clock.stop()
         self.recorder.recording = on
@@ -429,6 +437,8 @@ class CaptureSession:
         first_started = time.process_time_ns()
         compiles_before = self.dynamo_compiles.count
         run_step()  # its result is dropped here, as a training loop drops it
+        recorder.clock.count_lines(False)  # one step's lines: the repeats are timed only
+        self.lines_done = True
         recorder.record_step_end()
         self.recorded_dynamo_compiles = self.dynamo_compiles.count - compiles_before
         first_ns = time.process_time_ns() - first_started
@@ -468,6 +478,8 @@ class CaptureSession:
         is kept."""
         assert self.recorder is not None and self.recording
         recorder = self.recorder
+        recorder.clock.count_lines(False)  # a block's step ends here (record_timed's, with its first step)
+        self.lines_done = True
         kept_ops, kept_calls = recorder.ops, recorder.torch_calls
         recorder.ops, recorder.torch_calls = [], []
         x, probe = torch.ones(16, device="cuda"), _Probe()
@@ -536,7 +548,8 @@ class CaptureSession:
         ops: tuple[OpRecord, ...] = self._with_model_python(tuple(self.recorder.ops))
         settings = dataclasses.replace(settings, python_timing_steps=self.python_steps,
                                        python_median_us=round(self._median_model_python_us(ops), 1),
-                                       capture_wait_share=self.wait_share)
+                                       capture_wait_share=self.wait_share,
+                                       python_lines_counted=self.lines_counted)
         notes = set(self.recorder.notes) | self.router.notes
         notes.update(f"--assume {where}: no host read of the GPU at that line (check the path and line in the "
                      "notes)" for where in self.recorder.host_reads.unused())

@@ -111,6 +111,9 @@ class Prediction:
     capture_cpu: str = ""
     target_cpu: str = ""
     python_timing_steps: int = 1
+    # The model's Python priced by counted lines (HostModel.price_lines): the lines and µs per line; 0: timed
+    python_lines: int = 0
+    python_line_us: float = 0.0
 
     @property
     def bound(self) -> str:
@@ -231,7 +234,10 @@ def host_model_for(gpu: GPU, capture: Capture, target: CpuBench | None = None) -
         label += f", standing in for the {gpu.name}'s host: unvalidated"
     if target is not None:
         label += ", at the speed its benchmarks were measured at apart from the calibration"
-    return HostModel.from_profile(profile.data["host"], label, capture_bench(capture), target)
+    model = HostModel.from_profile(profile.data["host"], label, capture_bench(capture), target)
+    if capture.settings.python_lines_counted and model.python_line_us > 0:
+        model = dataclasses.replace(model, price_lines=True)
+    return model
 
 
 # multi_tensor_apply took its 32 KB kernel-argument tables in the CUDA 13 builds of torch 2.12 (2.11+cu130 was
@@ -452,9 +458,12 @@ def launched_for(ops, costs: list[Cost | None]) -> dict[int, Cost]:
 
 
 def python_range_factors(capture: Capture, host: HostModel) -> tuple[float, float]:
-    """What the captured model Python is multiplied by at the low and high end of its range: the lowest
+    """What the captured model Python is multiplied by at the low and high end of its range. Priced by its
+    counted lines: the per-line fit's held-out spread (HostModel.python_line_range). Timed: the lowest
     benchmark ratio with each op's fastest reading (lowered by LOADED_PYTHON_INFLATION when the capture
     machine was busy), the highest with its median reading."""
+    if host.price_lines:
+        return host.python_line_range
     fastest = sum(op.python_us for op in capture.ops)
     median = capture.settings.python_median_us
     spread = median / fastest if median and fastest else 1.0
@@ -477,7 +486,9 @@ def _python_ranges(capture: Capture, host: HostModel, preds: list[PredictedOp], 
     return {"python_time_range_us": (python_us + captured_us * (low - 1.0), python_us + captured_us * (high - 1.0)),
             "step_time_range_us": (step_at(low), step_at(high)) if captured_us else (0.0, 0.0),
             "capture_cpu": host.capture_cpu, "target_cpu": host.target_cpu,
-            "python_timing_steps": capture.settings.python_timing_steps}
+            "python_timing_steps": capture.settings.python_timing_steps,
+            "python_lines": sum(op.python_lines for op in capture.ops) if host.price_lines else 0,
+            "python_line_us": host.python_line_us if host.price_lines else 0.0}
 
 
 def _capture_notes(capture: Capture, model: KernelModel) -> tuple[str, ...]:

@@ -2,11 +2,15 @@
 
 Per-event costs come from a device profile's `host` section, measured by `kernelcast calibrate` on the GPU's
 own host (calibrate/host.py): loops of tiny ops whose kernels finish before the next launch, so the loop time
-is the CPU's. The model's Python between ops comes from the capture (OpRecord.python_us, the CPU time the
-capture machine spent in it) carried to the target host by the ratio of the two machines' Python benchmark
-(capture/cpu_speed.py). The capture machine and the target host each ran three CPU-bound benchmarks (Python,
-dispatch, module calls); the spread of their three ratios is how uncertain that carrying is, and the model
-gives the model Python as a range over it (python_scale_range).
+is the CPU's. The model's Python between ops is priced by the lines it ran (OpRecord.python_lines, counted by
+the capture) at the profile's fitted µs per line (`host.model python`, calibrate/python_lines.py: fitted to the
+zoo's host-bound steps measured on the H200's host), with the fit's held-out spread as its range; a stretch whose
+reading is far beyond its lines' price (C work in a few lines) is priced as read. A capture that did not count
+lines (before 2026-12-05), or a profile without the fit, prices it from the capture's reading (OpRecord.python_us,
+the CPU time the capture machine spent in it) carried to the target host by the ratio of the two machines' Python
+benchmark (capture/cpu_speed.py). The capture machine and the target host each ran three CPU-bound benchmarks
+(Python, dispatch, module calls); the spread of their three ratios is how uncertain that carrying is, and the
+model gives the timed model Python as a range over it (python_scale_range).
 
 A target host measured apart from the calibration (`target`: its three benchmarks, e.g. the device host
 during a validation run, whose speed swung 2x between runs) scales every per-op cost by how much slower it
@@ -81,6 +85,9 @@ USER_GRAPH_PER_KERNEL_US = 0.0115
 COMPILED_GRAPH_OP = HOST_OP_PREFIX + "compiled_graph"
 GRAPHED_TAG = "graphed"
 COMPILED_TAG = "compiled"
+MODEL_PYTHON = "model python"  # the profile's host-section fit of the model's Python per counted line
+HEAVY_STRETCH_FACTOR = 4.0  # a stretch read at more than this x its lines' price, plus HEAVY_STRETCH_MIN_US,
+HEAVY_STRETCH_MIN_US = 1000.0  # is priced as read (HostModel.captured_python_us)
 # The HostModel fields a profile's `host.compiled` fit sets (scripts/fit_compiled_host.py).
 COMPILED_HOST_FIELDS = ("generated_launch_us", "cudagraph_replay_us", "replay_input_us", "compiled_graph_us",
                         "compiled_input_us", "compiled_view_us")
@@ -114,6 +121,13 @@ class HostModel:
     compiled_graph_us: float = COMPILED_GRAPH_US  # one call of a compiled graph (guards, AOTAutograd), fixed
     compiled_input_us: float = COMPILED_INPUT_US  # and per tensor input
     compiled_view_us: float = COMPILED_VIEW_US  # an allocation or reinterpretation in Inductor's wrapper
+    # The model's Python priced by its counted lines (OpRecord.python_lines): µs per line on the target host, fitted
+    # to the device's measured steps (the profile's `host.model python`, calibrate/python_lines.py; 0: not fitted),
+    # and the fit's held-out spread as factors on it. price_lines: the capture counted them (older ones did not).
+    python_line_us: float = 0.0
+    python_line_range: tuple[float, float] = (1.0, 1.0)
+    price_lines: bool = False
+    heavy_stretch_min_us: float = HEAVY_STRETCH_MIN_US  # (captured_python_us; inf: every stretch by its lines)
     python_scale: float = 1.0  # target host's Python time / capture machine's (1: same speed or unknown)
     # The lowest and highest target/capture ratio over the benchmarks both machines ran: the model Python's
     # range on the target. One benchmark only: SINGLE_BENCHMARK_SPREAD either side of it.
@@ -175,6 +189,10 @@ class HostModel:
             values["library_call_us"] = library
         if (v := us(LIBRARY_LAUNCH_CASE)) is not None:
             values["library_launch_us"] = v
+        lines = section.get(MODEL_PYTHON)
+        if isinstance(lines, dict) and lines.get("per_line_us"):  # scripts/fit_python_lines.py
+            values["python_line_us"] = float(lines["per_line_us"])
+            values["python_line_range"] = tuple(float(v) for v in lines.get("range", (1.0, 1.0)))
         compiled = section.get("compiled")
         if isinstance(compiled, dict):  # scripts/fit_compiled_host.py
             values.update({k: float(v) for k, v in compiled.items() if k in COMPILED_HOST_FIELDS})
@@ -186,6 +204,8 @@ class HostModel:
         on_target = target or calibrated
         if target is not None:
             values["cpu_scale"] = geometric_mean(calibrated.ratios_to(target))
+            if values.get("python_line_us") and calibrated.python_us and target.python_us:
+                values["python_line_us"] *= target.python_us / calibrated.python_us
         if capture is not None and capture.python_us and on_target.python_us:
             values["python_scale"] = on_target.python_us / capture.python_us
             values["python_scale_range"] = scale_range(capture.ratios_to(on_target))
@@ -265,13 +285,22 @@ class HostModel:
         return self.captured_python_us(op) + self.module_calls_us(op)
 
     def captured_python_us(self, op: OpRecord) -> float:
-        """The part timed on the capture machine, carried to the target by the Python benchmark's ratio. None
-        before a compiled graph's call or replay: Dynamo's guards and AOTAutograd's wrapper, timed here on
-        fake tensors, are priced by units instead (_tight_loop_us); Inductor's wrapper Python between its
-        ops is kept."""
+        """The model's Python the capture saw before this op, on the target: its counted lines at the fitted
+        µs per line where the capture counted them and the profile has the fit, else the time the capture
+        machine read, carried by the Python benchmark's ratio. None before a compiled graph's call or replay:
+        Dynamo's guards and AOTAutograd's wrapper, run here on fake tensors, are priced by units instead
+        (_tight_loop_us); Inductor's wrapper Python between its ops is kept."""
         if GRAPHED_TAG in op.tags or op.op in (COMPILED_GRAPH_OP, CUDAGRAPH_REPLAY_OP):
             return 0.0
-        return op.python_us * self.python_scale
+        timed = op.python_us * self.python_scale
+        if not self.price_lines:
+            return timed
+        counted = op.python_lines * self.python_line_us
+        # A few lines that run for long are C work the lines cannot price (numpy, a tokenizer, sum(range(10**7))):
+        # the capture's reading stands for them. The margin keeps ordinary stretches the count's: the capture's
+        # own hand-over reads up to about 0.25 ms beyond their lines' price (a foreach call over 150 tensors,
+        # whose lists the capture's modes walk; the built-in GPT example's AdamW, 2026-12-05).
+        return timed if timed > HEAVY_STRETCH_FACTOR * counted + self.heavy_stretch_min_us else counted
 
     def module_calls_us(self, op: OpRecord) -> float:
         return 0.0 if GRAPHED_TAG in op.tags else op.modules * self.module_call_us * self.cpu_scale

@@ -36,6 +36,7 @@ def prediction_record(pred) -> PredictionRecord:
         python_time_range_us=pred.python_time_range_us, step_time_range_us=pred.step_time_range_us,
         step_time_run_range_us=pred.step_time_run_range_us, host_run_speed_range=pred.host_run_speed_range,
         capture_cpu=pred.capture_cpu, target_cpu=pred.target_cpu, python_timing_steps=pred.python_timing_steps,
+        python_lines=pred.python_lines, python_line_us=pred.python_line_us,
         sync_groups=tuple(pred.sync_groups),
         comm=_comm(pred.comm),
         parallel_host=None if hooks is None else {"hook_us": hooks.total_us, "fsdp_units": hooks.units,

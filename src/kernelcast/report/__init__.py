@@ -137,15 +137,21 @@ def host_line(pred) -> str:
     ranges), and how much another CPU would change the step: a heading and one short item a line."""
     rec = as_record(pred)
     steps = f"fastest of {rec.python_timing_steps} step{'s' if rec.python_timing_steps > 1 else ''}"
+    if rec.python_lines:
+        how = (f"{rec.python_lines:,} lines counted in the capture, at {rec.python_line_us:.2f} µs each as fitted "
+               f"to steps measured on the target host")
+        spread = "the per-line fit's held-out spread"
+    else:
+        how = f"its CPU time on the capture machine, {steps}, carried to the target"
+        spread = "the CPU benchmarks' ratios between the two machines, the capture's readings"
     lines = [f"host: {rec.host}",
              f"  - CPUs: target {rec.target_cpu or 'not recorded'}; captured on "
              f"{rec.capture_cpu or 'a CPU not recorded'}",
              f"  - CPU per step: {time_text(rec.host_time_us)}, of which model Python "
-             f"{time_text(rec.python_time_us)} (its CPU time on the capture machine, {steps}, carried to the "
-             f"target)"]
+             f"{time_text(rec.python_time_us)} ({how})"]
     if rec.python_time_range_us[1] > 0:
-        lines.append(f"  - model Python's range: {_range(*rec.python_time_range_us)} (the CPU benchmarks' ratios "
-                     f"between the two machines, the capture's readings) -> {_step_over(rec.step_time_range_us)}")
+        lines.append(f"  - model Python's range: {_range(*rec.python_time_range_us)} ({spread}) -> "
+                     f"{_step_over(rec.step_time_range_us)}")
     slow, fast = rec.host_run_speed_range
     if rec.step_time_run_range_us[1] > 0 and (slow, fast) != (1.0, 1.0):
         lines.append(f"  - the target host from one process to the next: CPU work x{slow:.2f}-x{fast:.2f} "
