@@ -145,6 +145,21 @@ def _kernels(cap):
 
 
 @needs_triton
+def test_a_compiled_step_counts_no_lines_and_is_priced_as_timed():
+    """A compiled step is recorded once; a line tracer in that one step would be in its timed reading, and
+    Inductor's wrapper is priced as timed beside its per-unit costs (scripts/fit_compiled_host.py): its capture
+    counts no lines and the host model keeps the reading (capture/api.py _run_steps)."""
+    from kernelcast.capture import capture_workload
+    from kernelcast.devices import get_gpu
+    from kernelcast.predict import host_model_for
+
+    cap = capture_workload(_gelu_chain, "h200")
+    assert _kernels(cap) and not cap.settings.python_lines_counted
+    assert sum(op.python_lines for op in cap.ops) == 0
+    assert not host_model_for(get_gpu("h200"), cap).price_lines
+
+
+@needs_triton
 def test_pointwise_chain_fuses_into_one_kernel():
     # Issue 13, H200 torch 2.11: gelu(x * 0.5 + b) ran 3 kernels eager, 1 compiled.
     from kernelcast.capture import capture_workload

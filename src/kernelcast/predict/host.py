@@ -293,7 +293,7 @@ class HostModel:
         if GRAPHED_TAG in op.tags or op.op in (COMPILED_GRAPH_OP, CUDAGRAPH_REPLAY_OP):
             return 0.0
         timed = op.python_us * self.python_scale
-        if not self.price_lines:
+        if not self.price_lines:  # (a compiled step's capture counts no lines: capture/api.py _run_steps)
             return timed
         counted = op.python_lines * self.python_line_us
         # A few lines that run for long are C work the lines cannot price (numpy, a tokenizer, sum(range(10**7))):
