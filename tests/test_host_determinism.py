@@ -306,3 +306,19 @@ def test_a_stretch_of_heavy_c_work_is_priced_as_read_not_by_its_few_lines():
     assert host.captured_python_us(heavy) == heavy.python_us * host.python_scale > 5_000
     light = next(o for o in cap.capture.ops if o.op == "aten.mul.Tensor")
     assert host.captured_python_us(light) == light.python_lines * host.python_line_us
+
+
+def test_the_line_count_gives_back_a_tracer_already_set():
+    """A debugger's or coverage's trace function is the user's: the count replaces it for the counted step only."""
+    import sys
+
+    def users_tracer(frame, event, arg):
+        return None
+
+    sys.settrace(users_tracer)
+    try:
+        lines = _counted_step()
+        assert sys.gettrace() is users_tracer
+    finally:
+        sys.settrace(None)
+    assert max(lines) >= 200

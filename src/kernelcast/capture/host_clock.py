@@ -92,12 +92,15 @@ class LineCounter:
         self._previous = None
         self._count = self._count_line  # the bound methods, kept: a frame's f_trace is compared by identity
         self._pass = self._pass_line
+        self._touched: list = []  # (frame, its f_trace before) for the frames start() found running
 
     def start(self) -> None:
         self._thread = get_ident()
-        self._previous = sys.gettrace()
+        self._previous = sys.gettrace()  # a debugger's or coverage's, given back at stop()
+        self._touched = []
         frame = sys._getframe(1)
         while frame is not None:  # frames already running (a `with kernelcast.capture()` block) count from here
+            self._touched.append((frame, frame.f_trace))
             frame.f_trace = self._tracer(frame.f_code)
             frame = frame.f_back
         sys.settrace(self._call)
@@ -105,7 +108,10 @@ class LineCounter:
     def stop(self) -> None:
         if self._thread == get_ident():
             sys.settrace(self._previous)
-        self._thread = 0
+        for frame, trace in self._touched:
+            frame.f_trace = trace
+        self._touched = []
+        self._thread = 0  # a tracer left on another thread stops counting (_call, _count_line)
 
     def _tracer(self, code):
         name = code.co_filename
@@ -117,7 +123,7 @@ class LineCounter:
         return self._count
 
     def _call(self, frame, event, arg):
-        if self._clock._depth:
+        if self._clock._depth or not self._thread:
             return None
         caller = frame.f_back
         if caller is not None and caller.f_trace is not self._count and caller.f_trace is not self._pass \
@@ -126,7 +132,7 @@ class LineCounter:
         return self._tracer(frame.f_code)
 
     def _count_line(self, frame, event, arg):
-        if event == "line" and self._clock._depth == 0:
+        if event == "line" and self._clock._depth == 0 and self._thread:
             self.lines += 1
         return self._count
 
