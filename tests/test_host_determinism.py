@@ -322,3 +322,16 @@ def test_the_line_count_gives_back_a_tracer_already_set():
     finally:
         sys.settrace(None)
     assert max(lines) >= 200
+
+
+def test_counted_lines_survive_a_saved_capture_and_an_older_capture_is_priced_as_timed():
+    from kernelcast.records import Capture
+
+    cap = capture_workload(_build_mlp, "h200")
+    saved = json.loads(json.dumps(cap.to_json()))
+    back = Capture.from_json(saved)
+    assert [o.python_lines for o in back.ops] == [o.python_lines for o in cap.ops]
+    assert predict_capture(back, "h200").step_time_us == predict_capture(cap, "h200").step_time_us
+    saved["settings"].pop("python_lines_counted")  # as a capture made before 2026-12-05 reads
+    older = predict_capture(Capture.from_json(saved), "h200")
+    assert older.python_lines == 0 and predict_capture(cap, "h200").python_lines > 0
