@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import gzip
 import json
 import math
 import statistics
@@ -33,12 +32,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 OUT = ROOT / "validation" / "host_python_lines_fit.json"
 TRIAL_LINE_US = 0.1  # µs per line for the trial prediction (near the fit: the slope is exact for host-bound steps)
-
-
-def _load(path: str) -> dict:
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt") as f:
-        return json.load(f)
 
 
 def row_for(entry: dict, measured_us: float) -> tuple[Row | None, dict]:
@@ -77,11 +70,12 @@ def main() -> int:
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args()
     from zoo_measure import backend_flags, restore_backend_flags
+    from zoo_validate import load_measured
 
-    runs = [{w["name"]: w["measured"]["step_ms_median"] * 1e3 for w in _load(p)["workloads"] if "measured" in w}
-            for p in args.timings]
+    runs = [{w["name"]: w["measured"]["step_ms_median"] * 1e3 for w in load_measured(p)["workloads"]
+             if "measured" in w} for p in args.timings]
     rows, found, start = [], {}, time.perf_counter()
-    for entry in _load(args.zoo)["workloads"]:
+    for entry in load_measured(args.zoo)["workloads"]:
         if "measured" not in entry or not all(entry["name"] in r for r in runs):
             continue
         flags = backend_flags()

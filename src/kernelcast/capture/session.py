@@ -335,6 +335,13 @@ class CaptureSession:
         self.router.tag_origins = on
         self.compile_watch.recording = on
 
+    def end_line_count(self) -> None:
+        """No more of the model's Python lines are counted in this session (the counted step has ended, or a
+        compiled step counts none)."""
+        if self.recorder is not None:
+            self.recorder.clock.count_lines(False)
+        self.lines_done = True
+
     def _stop_tracking(self) -> None:
         if self.tracker is not None and getattr(self.tracker, "_fw_pre_handle", None) is not None:
             self.tracker.__exit__(None, None, None)
@@ -437,8 +444,7 @@ class CaptureSession:
         first_started = time.process_time_ns()
         compiles_before = self.dynamo_compiles.count
         run_step()  # its result is dropped here, as a training loop drops it
-        recorder.clock.count_lines(False)  # one step's lines: the repeats are timed only
-        self.lines_done = True
+        self.end_line_count()  # one step's lines: the repeats are timed only
         recorder.record_step_end()
         self.recorded_dynamo_compiles = self.dynamo_compiles.count - compiles_before
         first_ns = time.process_time_ns() - first_started
@@ -478,8 +484,7 @@ class CaptureSession:
         is kept."""
         assert self.recorder is not None and self.recording
         recorder = self.recorder
-        recorder.clock.count_lines(False)  # a block's step ends here (record_timed's, with its first step)
-        self.lines_done = True
+        self.end_line_count()  # a block's step ends here (record_timed's, with its first step)
         kept_ops, kept_calls = recorder.ops, recorder.torch_calls
         recorder.ops, recorder.torch_calls = [], []
         x, probe = torch.ones(16, device="cuda"), _Probe()
