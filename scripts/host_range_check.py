@@ -3,8 +3,9 @@
     python3 scripts/host_range_check.py validation/zoo_repredicted.json validation/host_spread/zoo_timing_clean_run1.json.gz
 
 For every workload predicted host-bound in the first file (scripts/zoo_validate.py's output: the point
-prediction, the model Python's range `step_time_range_us` and this host's calibration runs' range
-`step_time_run_range_us`), whether each range holds the step time measured in each timing file
+prediction, the model Python's range `step_time_range_us`, this host's calibration runs' range
+`step_time_run_range_us` and the step's range with both at once, `step_range_us`, the one the summary prints),
+whether each range holds the step time measured in each timing file
 (scripts/zoo_measure.py, --timing-only or not: `step_ms_median`), and the point prediction's error. With more
 than one timing file, the same against each workload's median over the files (issue 33's truth: the median of
 separate fresh-process runs).
@@ -48,11 +49,15 @@ def main() -> int:
             continue
         inside_python = sum(p["step_time_range_us"][0] <= t <= p["step_time_range_us"][1] for _, p, t in rows)
         inside_runs = sum(p["step_time_run_range_us"][0] <= t <= p["step_time_run_range_us"][1] for _, p, t in rows)
+        both = [(p["step_range_us"], t) for _, p, t in rows if p.get("step_range_us")]
+        inside_both = sum(low <= t <= high for (low, high), t in both)
+        widths = [high / low for (low, high), _ in both if low > 0]
         errors = [p["step_time_us"] / t - 1.0 for _, p, t in rows]
         print(f"{label}: {len(rows)} workloads predicted host-bound; point prediction median "
               f"error {statistics.median(abs(e) for e in errors):.1%} (signed {statistics.median(errors):+.1%}); "
               f"measured step inside the model-Python range {inside_python}, inside this host's calibration-run "
-              f"range {inside_runs}")
+              f"range {inside_runs}" + (f", inside the step's range (both at once) {inside_both} of {len(both)} "
+                                        f"(its high / low: median x{statistics.median(widths):.2f})" if widths else ""))
     return 0
 
 

@@ -90,6 +90,7 @@ def predict_one(entry: dict, gpu: str, torch_version: str) -> dict:
             "gpu_time_us": round(pred.gpu_time_us, 1), "step_time_us": round(pred.step_time_us, 1),
             "step_time_range_us": [round(t, 1) for t in pred.step_time_range_us],
             "step_time_run_range_us": [round(t, 1) for t in pred.step_time_run_range_us],
+            "step_range_us": [round(t, 1) for t in pred.step_range_us],
             "bound": pred.bound, "sync_points": pred.sync_points, "capture_s": round(capture_s, 2)}
 
 

@@ -519,6 +519,8 @@ class PredictionRecord:
     # the step over this host's own calibration runs' speeds (predict/host.py run_speed_range), and those factors
     step_time_run_range_us: tuple[float, float] = (0.0, 0.0)
     host_run_speed_range: tuple[float, float] = (1.0, 1.0)
+    # the step with both at once (predict.Prediction.step_range_us): the range the summary prints
+    step_range_us: tuple[float, float] = (0.0, 0.0)
     capture_cpu: str = ""
     target_cpu: str = ""
     python_timing_steps: int = 1
@@ -556,6 +558,7 @@ class PredictionRecord:
             "step_time_range_us": list(self.step_time_range_us),
             "step_time_run_range_us": list(self.step_time_run_range_us),
             "host_run_speed_range": list(self.host_run_speed_range),
+            "step_range_us": list(self.step_range_us),
             "capture_cpu": self.capture_cpu, "target_cpu": self.target_cpu,
             "python_timing_steps": self.python_timing_steps,
             "python_lines": self.python_lines, "python_line_us": self.python_line_us,
@@ -605,6 +608,7 @@ class PredictionRecord:
             step_time_range_us=tuple(map(float, d.get("step_time_range_us", (0.0, 0.0)))),
             step_time_run_range_us=tuple(map(float, d.get("step_time_run_range_us", (0.0, 0.0)))),
             host_run_speed_range=tuple(map(float, d.get("host_run_speed_range", (1.0, 1.0)))),
+            step_range_us=tuple(map(float, d.get("step_range_us", (0.0, 0.0)))),
             capture_cpu=d.get("capture_cpu", ""), target_cpu=d.get("target_cpu", ""),
             python_timing_steps=int(d.get("python_timing_steps", 1)),
             python_lines=int(d.get("python_lines", 0)), python_line_us=float(d.get("python_line_us", 0.0)),

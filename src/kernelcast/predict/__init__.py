@@ -108,6 +108,9 @@ class Prediction:
     # run_speed_range, the factors beside it); (0, 0): not computed.
     step_time_run_range_us: tuple[float, float] = (0.0, 0.0)
     host_run_speed_range: tuple[float, float] = (1.0, 1.0)
+    # The step's range: both host uncertainties at once (the model Python's low end with the host's fastest run
+    # speed, its high end with the slowest); what the summary prints. (0, 0): not computed.
+    step_range_us: tuple[float, float] = (0.0, 0.0)
     capture_cpu: str = ""
     target_cpu: str = ""
     python_timing_steps: int = 1
@@ -476,15 +479,25 @@ def python_range_factors(capture: Capture, host: HostModel) -> tuple[float, floa
 
 def _python_ranges(capture: Capture, host: HostModel, preds: list[PredictedOp], launches: list[Launch],
                    captured_python: list[float]) -> dict:
+    """The host side's ranges (Prediction's fields of those names): the model Python's alone, and the step's
+    with both host uncertainties at once. The two are independent (how a program's lines cost against the
+    fitted µs per line; how fast the target host runs this process against its other runs), so the step's
+    range takes each at its own end: the Python's low factor on the fastest run speed, its high on the slowest.
+    Either alone held the measured median of the zoo's host-bound steps on 61% and 59% of them
+    (scripts/host_range_check.py, docs/validation.md "Ranges that hold")."""
     low, high = python_range_factors(capture, host)
     python_us, captured_us = sum(p.python_us for p in preds), sum(captured_python)
+    fast, slow = min(host.run_speed_range), max(host.run_speed_range)
 
-    def step_at(factor: float) -> float:
+    def step_at(factor: float, host_scale: float = 1.0) -> float:
         return steady_state_step_us([with_host(lc, lc.host_us + part * (factor - 1.0))
-                                     for lc, part in zip(launches, captured_python)])
+                                     for lc, part in zip(launches, captured_python)], host_scale=host_scale)
 
+    step_range = (step_at(low, fast), step_at(high, slow)) if captured_us else \
+        tuple(steady_state_step_us(launches, host_scale=f) for f in (fast, slow))
     return {"python_time_range_us": (python_us + captured_us * (low - 1.0), python_us + captured_us * (high - 1.0)),
             "step_time_range_us": (step_at(low), step_at(high)) if captured_us else (0.0, 0.0),
+            "step_range_us": step_range,
             "capture_cpu": host.capture_cpu, "target_cpu": host.target_cpu,
             "python_timing_steps": capture.settings.python_timing_steps,
             "python_lines": sum(op.python_lines for op in capture.ops) if host.price_lines else 0,

@@ -35,6 +35,7 @@ def prediction_record(pred) -> PredictionRecord:
         step_time_by_host_speed=pred.step_time_by_host_speed,
         python_time_range_us=pred.python_time_range_us, step_time_range_us=pred.step_time_range_us,
         step_time_run_range_us=pred.step_time_run_range_us, host_run_speed_range=pred.host_run_speed_range,
+        step_range_us=pred.step_range_us,
         capture_cpu=pred.capture_cpu, target_cpu=pred.target_cpu, python_timing_steps=pred.python_timing_steps,
         python_lines=pred.python_lines, python_line_us=pred.python_line_us,
         sync_groups=tuple(pred.sync_groups),

@@ -97,11 +97,20 @@ def _compiled_lead(rec: PredictionRecord) -> str:
     return COMPILED_BY_INDUCTOR if rec.compiled_as == "inductor" else COMPILED_AS_EAGER
 
 
+def step_range_text(rec: PredictionRecord) -> str:
+    """" (range 4.1-6.3 ms)" after the step where the host's uncertainty moves it (PredictionRecord.step_range_us:
+    the model Python's spread and the target host's run-to-run speed at once); "" where the GPU holds the step."""
+    low, high = rec.step_range_us
+    if high <= 0 or time_text(low) == time_text(high):
+        return ""
+    return f" (range {_range(low, high)})"
+
+
 def summary_line(pred) -> str:
     rec = as_record(pred)
     return (
         f"{_compiled_lead(rec)}"
-        f"step {time_text(rec.step_time_us)} on {rec.gpu_name}: GPU {time_text(rec.gpu_time_us)}, "
+        f"step {time_text(rec.step_time_us)}{step_range_text(rec)} on {rec.gpu_name}: GPU {time_text(rec.gpu_time_us)}, "
         f"host {time_text(rec.host_time_us)}, {plural(rec.kernels, 'kernel')}, {plural(rec.sync_points, 'sync')} -> "
         f"{verdict_text(rec)}; a host timer without synchronize would "
         f"read {time_text(rec.naive_host_timer_us)}; kernel times: {rec.kernel_model}"
@@ -156,6 +165,8 @@ def host_line(pred) -> str:
     if rec.step_time_run_range_us[1] > 0 and (slow, fast) != (1.0, 1.0):
         lines.append(f"  - the target host from one process to the next: CPU work x{slow:.2f}-x{fast:.2f} "
                      f"(10th-90th percentile of its calibration runs) -> {_step_over(rec.step_time_run_range_us)}")
+    if rec.step_range_us[1] > 0 and rec.step_range_us != rec.step_time_range_us:
+        lines.append(f"  - both at once (the step's range): {_step_over(rec.step_range_us)}")
     what_if = ", ".join(f"{time_text(step)} with CPU work x{factor:g}" for factor, step in rec.step_time_by_host_speed)
     if what_if:
         lines.append(f"  - another CPU: step {what_if}")

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from kernelcast.records import PredictionRecord
 
-from . import DEFAULT_TOP, advice, as_record, comm_line, group_ops, host_line, verdict_text
+from . import DEFAULT_TOP, advice, as_record, comm_line, group_ops, host_line, step_range_text, verdict_text
 from .format import short_op, si, time_text
 from .memory_text import memory_lines, oom_verdict_lines
 from .roofline import BOUND_COLOURS, plot_roofline
@@ -101,7 +101,7 @@ def _figure(kind: str, gpu: str, fig: Figure, alt: str, caption: str) -> str:
 
 
 def _summary(rec: PredictionRecord) -> str:
-    rows = [("step time", f"{time_text(rec.step_time_us)} (back-to-back steps; one step from an idle GPU "
+    rows = [("step time", f"{time_text(rec.step_time_us)}{step_range_text(rec)} (back-to-back steps; one step from an idle GPU "
                           f"{time_text(rec.first_step_us)})"),
             ("GPU time", f"{time_text(rec.gpu_time_us)} in {rec.kernels} kernels"),
             ("host time", f"{time_text(rec.host_time_us)}, of which model Python {time_text(rec.python_time_us)}"),
