@@ -322,6 +322,10 @@ def test_a_stretch_of_heavy_c_work_is_priced_as_read_not_by_its_few_lines():
     assert host.captured_python_us(heavy) == heavy.python_us * host.python_scale > 5_000
     light = next(o for o in cap.capture.ops if o.op == "aten.mul.Tensor")
     assert host.captured_python_us(light) == light.python_lines * host.python_line_us
+    assert not host.priced_by_lines(heavy) and host.priced_by_lines(light)
+    # the report's "N lines counted ... at 0.45 µs each" counts only the lines priced so (issue 34)
+    pred = predict_capture(cap.capture, "h200")
+    assert pred.python_lines == sum(o.python_lines for o in cap.capture.ops) - heavy.python_lines
 
 
 def test_the_line_count_gives_back_a_tracer_already_set():

@@ -500,7 +500,8 @@ def _python_ranges(capture: Capture, host: HostModel, preds: list[PredictedOp], 
             "step_range_us": step_range,
             "capture_cpu": host.capture_cpu, "target_cpu": host.target_cpu,
             "python_timing_steps": capture.settings.python_timing_steps,
-            "python_lines": sum(op.python_lines for op in capture.ops) if host.price_lines else 0,
+            # the lines priced per line: a heavy stretch priced as read is not in the count the report gives
+            "python_lines": sum(op.python_lines for op in capture.ops if host.priced_by_lines(op)),
             "python_line_us": host.python_line_us if host.price_lines else 0.0}
 
 

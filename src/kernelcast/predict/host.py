@@ -292,15 +292,20 @@ class HostModel:
         (_tight_loop_us); Inductor's wrapper Python between its ops is kept."""
         if GRAPHED_TAG in op.tags or op.op in (COMPILED_GRAPH_OP, CUDAGRAPH_REPLAY_OP):
             return 0.0
-        timed = op.python_us * self.python_scale
+        if not self.priced_by_lines(op):
+            return op.python_us * self.python_scale
+        return op.python_lines * self.python_line_us
+
+    def priced_by_lines(self, op: OpRecord) -> bool:
+        """Whether the model Python before this op is priced by its counted lines (else as the capture read it).
+        A few lines that run for long are C work the lines cannot price (numpy, a tokenizer, sum(range(10**7))):
+        the capture's reading stands for them. The margin keeps ordinary stretches the count's: the capture's
+        own hand-over reads up to about 0.25 ms beyond their lines' price (a foreach call over 150 tensors,
+        whose lists the capture's modes walk; the built-in GPT example's AdamW, 2026-12-05)."""
         if not self.price_lines:  # (a compiled step's capture counts no lines: capture/api.py _run_steps)
-            return timed
-        counted = op.python_lines * self.python_line_us
-        # A few lines that run for long are C work the lines cannot price (numpy, a tokenizer, sum(range(10**7))):
-        # the capture's reading stands for them. The margin keeps ordinary stretches the count's: the capture's
-        # own hand-over reads up to about 0.25 ms beyond their lines' price (a foreach call over 150 tensors,
-        # whose lists the capture's modes walk; the built-in GPT example's AdamW, 2026-12-05).
-        return timed if timed > HEAVY_STRETCH_FACTOR * counted + self.heavy_stretch_min_us else counted
+            return False
+        timed = op.python_us * self.python_scale
+        return timed <= HEAVY_STRETCH_FACTOR * op.python_lines * self.python_line_us + self.heavy_stretch_min_us
 
     def module_calls_us(self, op: OpRecord) -> float:
         return 0.0 if GRAPHED_TAG in op.tags else op.modules * self.module_call_us * self.cpu_scale
