@@ -80,9 +80,9 @@ def rows() -> list[tuple[tuple, float, str]]:
 
 
 def wave_features(key: tuple) -> list[float]:
-    from kernelcast.predict.calibrated import _conv_point
+    from kernelcast.predict.shape_kinds import conv_point
 
-    (m, n, k, g), _ = _conv_point(key)
+    (m, n, k, g), _ = conv_point(key)
     big_m, big_n, big_k, groups = 2 ** m, 2 ** n, 2 ** k, 2 ** g
     out = []
     for tile_m, tile_n in TILES:
@@ -99,7 +99,8 @@ def main() -> int:
 
     from kernelcast.calibrate import time_model as tm
     from kernelcast.devices import get_gpu
-    from kernelcast.predict.calibrated import SHAPE_FEATURES, CalibratedModel
+    from kernelcast.predict.calibrated import CalibratedModel
+    from kernelcast.predict.shape_kinds import SHAPE_FEATURES
     from kernelcast.profiles import load_profile
     from kernelcast.records import CaptureSettings
 

@@ -66,7 +66,8 @@ def main() -> int:
     args = ap.parse_args()
 
     from kernelcast.devices import get_gpu
-    from kernelcast.predict.calibrated import CalibratedModel, fitted_name
+    from kernelcast.predict.calibrated import CalibratedModel
+    from kernelcast.predict.shape_kinds import fitted_name
     from kernelcast.profiles import load_profile
     from kernelcast.records import CaptureSettings
 

@@ -12,6 +12,7 @@ import statistics
 import sys
 
 from kernelcast.predict import calibrated as C
+from kernelcast.predict.shape_kinds import ATTENTION_TILE
 from kernelcast.costs import Cost
 from kernelcast.devices import get_gpu
 from kernelcast.records import CaptureSettings
@@ -49,7 +50,7 @@ def attention_errors(profile: dict) -> dict[str, tuple[float, int]]:
         cost = Cost(flops=r[-1], kernels=r[9], math="attention", dtype="bfloat16", kind="attention", key=tuple(r[:9]))
         rate = model._attention_flops_per_us(cost)
         if rate:
-            group = "odd sequence length" if r[3] % C.ATTENTION_TILE else "multiple of the tile"
+            group = "odd sequence length" if r[3] % ATTENTION_TILE else "multiple of the tile"
             groups.setdefault(group, []).append(abs(r[-1] / rate / r[-2] - 1))
     return {g: (statistics.median(e), len(e)) for g, e in groups.items()}
 

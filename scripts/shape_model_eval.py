@@ -29,7 +29,8 @@ import numpy as np
 
 from kernelcast.calibrate import time_model
 from kernelcast.devices import get_gpu
-from kernelcast.predict.calibrated import KEY_LENGTH, CalibratedModel
+from kernelcast.predict.calibrated import CalibratedModel
+from kernelcast.predict.shape_kinds import KEY_LENGTH
 from kernelcast.records import CaptureSettings
 
 OCTAVES_PER_REGION = time_model.OCTAVES_PER_REGION

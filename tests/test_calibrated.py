@@ -122,9 +122,10 @@ def test_gemm_alignment_classes():
 
 
 def test_attention_tiles_and_curves():
-    from kernelcast.predict.calibrated import _interp, _padded
+    from kernelcast.predict.calibrated import _interp
+    from kernelcast.predict.shape_kinds import attention_padded
 
-    assert _padded(128) == 128 and _padded(197) == 256  # a 197-token sequence computes two 128-row tiles
+    assert attention_padded(128) == 128 and attention_padded(197) == 256  # a 197-token sequence computes two 128-row tiles
     assert _interp([(0.0, 1.0), (2.0, 3.0)], 1.0) == 2.0
     assert _interp([(0.0, 1.0), (2.0, 3.0)], -5.0) == 1.0 and _interp([(0.0, 1.0), (2.0, 3.0)], 9.0) == 3.0
 

@@ -141,7 +141,7 @@ def test_the_conv_key_carries_where_the_windows_fall():
     over 16 x 16 x 16 x 32 x 32 input (size keyed 25, the sizes' mean), out (25 - 1) * 2 - 2 + 2 * 2 + 1 = 51."""
     from helpers import contiguous, op
     from kernelcast.costs.matmul import conv_key
-    from kernelcast.predict.calibrated import _conv_out
+    from kernelcast.predict.shape_kinds import conv_output_size
 
     x, w = contiguous((16, 32, 16, 32, 32), "float32"), contiguous((32, 64, 3, 3, 3), "float32")
     args = {"input": x, "weight": w, "bias": None, "stride": (2, 2, 2), "padding": (1, 1, 1),
@@ -149,6 +149,6 @@ def test_the_conv_key_carries_where_the_windows_fall():
     key = conv_key(x, w, op("aten.convolution.default", args, [contiguous((16, 64, 33, 65, 65), "float32")]),
                    "conv_fwd")
     assert key[12:] == (1, 2, 0)
-    assert _conv_out(key) == (key[7] - 1) * 2 - 2 * 1 + 2 * (3 - 1) + 0 + 1
+    assert conv_output_size(key) == (key[7] - 1) * 2 - 2 * 1 + 2 * (3 - 1) + 0 + 1
     plain = key[:12] + (1, 1, 0)
-    assert _conv_out(plain) == (key[7] - 1) * 2 - 2 + 3
+    assert conv_output_size(plain) == (key[7] - 1) * 2 - 2 + 3

@@ -6,7 +6,8 @@ import pytest
 
 from kernelcast.costs.tree_model import TreeRegressor
 from kernelcast.devices import get_gpu
-from kernelcast.predict.calibrated import SHAPE_FEATURES, CalibratedModel
+from kernelcast.predict.calibrated import CalibratedModel
+from kernelcast.predict.shape_kinds import SHAPE_FEATURES
 from kernelcast.profiles import load_profile
 from kernelcast.records import CaptureSettings
 

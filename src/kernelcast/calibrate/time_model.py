@@ -53,7 +53,7 @@ FEATURE_NAMES = {
 
 def region_of(kind: str, key: tuple) -> tuple:
     """The block of the shape space a measured shape belongs to (OCTAVES_PER_REGION octaves per size)."""
-    from kernelcast.predict.calibrated import SHAPE_POINTS
+    from kernelcast.predict.shape_kinds import SHAPE_POINTS
 
     coords, _ = SHAPE_POINTS[kind](key)
     return tuple(int(c // OCTAVES_PER_REGION) for c in coords[:4])
@@ -98,7 +98,7 @@ def relative_least_squares(rows: list[list[float]], times: list[float]) -> list[
 def training_set(model, kind: str) -> tuple[list[tuple], list[list[float]], list[float]]:
     """(keys, features, log corrections) of the profile's measured rows of a kind, against `model`'s priors
     (a CalibratedModel of the profiled GPU)."""
-    from kernelcast.predict.calibrated import KEY_LENGTH, SHAPE_FEATURES
+    from kernelcast.predict.shape_kinds import KEY_LENGTH, SHAPE_FEATURES
 
     length = KEY_LENGTH[kind]
     keys, features, targets = [], [], []
@@ -133,7 +133,7 @@ def fit_families(kind: str, keys: list[tuple]) -> dict[str, list[int]]:
     cuDNN kernels differ: fallback direct kernels of 76 ms beside implicit GEMMs of 100 us; KernelBench's
     level 1 2-D convolutions went from +29% to +67% at the median, level 2's 2-D chains from 6% to 15%, on the
     H200 with the profile of 2026-12-03)."""
-    from kernelcast.predict.calibrated import fitted_name
+    from kernelcast.predict.shape_kinds import fitted_name
 
     out: dict[str, list[int]] = {}
     for i, key in enumerate(keys):

@@ -30,7 +30,6 @@ from typing import Callable
 
 from kernelcast.costs import Cost
 from kernelcast.costs.common import INTO_SUFFIX, TRANSFER_KINDS, is_blocks_key
-from kernelcast.costs.conv_backend import NATIVE_DEPTHWISE, conv_backend
 from kernelcast.costs.elementwise import ARITHMETIC_KIND, INDEX_SUFFIX, base_kind, factor_key
 from kernelcast.costs.embedding import EMBEDDING_BAG_KEY
 from kernelcast.costs.gather import ELEMENTS_KEY, ROWS_KEY
@@ -38,8 +37,7 @@ from kernelcast.costs.generated import GENERATED_ATOMICS_KEY, atomics_time_us
 from kernelcast.costs.indexing import ATOMICS_KEY
 from kernelcast.costs.pooling import WINDOW_KEY
 from kernelcast.costs.elementwise import SPATIAL_SOFTMAX_KEY
-from kernelcast.costs.launch_table import gemm_alignment, gemm_features
-from kernelcast.costs.matmul import CONV_KEY_FIELDS, kernel_family
+from kernelcast.costs.matmul import kernel_family
 from kernelcast.costs.foreach import CHUNK_ELEMENTS
 from kernelcast.costs.linalg import SOLVER_KEY
 from kernelcast.costs.launch_table import log2_size as _log2
@@ -53,6 +51,7 @@ from kernelcast.records import DTYPE_BYTES, CaptureSettings
 from .kernel_model import NO_KERNEL, KernelEstimate, RooflineModel, combined
 from .linalg_time import linalg_time_us
 from .rnn_time import bias_grad_time_us, persist_time_us, step_time_us
+from .shape_kinds import KEY_LENGTH, SHAPE_FEATURES, SHAPE_GROUPS, SHAPE_POINTS, SHAPE_WORK, dtype_itemsize, fitted_name
 from .shape_model import ShapeEstimate, ShapePoint, ShapeTable, build_tables
 from .sparse_time import coalesce_us, embedding_bag_bytes, embedding_bag_us
 from .window_time import window_us
@@ -79,15 +78,6 @@ def _rate_on_curve(curve: list, nbytes: float) -> float:
     """Bytes/s at this size: log-linear between measured sizes, flat beyond them."""
     return math.exp(_interp([(_log2(size), math.log(rate)) for size, rate in curve], _log2(nbytes)))
 
-
-# Fused attention kernels walk queries and keys in tiles of this many rows on sm90 (FlashAttention-3, Shah et
-# al. 2024, section 3: 128-row blocks for head dims 64-128; cuDNN's fused kernels likewise): a sequence
-# length that is not a multiple computes its last tile in full.
-ATTENTION_TILE = 128
-
-
-def _padded(length: int) -> int:
-    return -(-length // ATTENTION_TILE) * ATTENTION_TILE
 
 
 def _blend(candidates: list[tuple[float, float]]) -> float:
@@ -123,7 +113,6 @@ GENERATED_FIT_NOTE = ("Inductor's Triton kernels are timed from Inductor's own b
                       "that add atomically by their atomics, fitted to the {gpu}'s compiled microbenchmarks (on its "
                       "compiled zoo steps: 23-31% median error per kernel, 20% per step's generated kernels summed); "
                       "foreach kernels at the eager foreach rate and templates by their FLOPs, stand-ins")
-KEY_LENGTH = {"gemm": 7, "conv": CONV_KEY_FIELDS, "attention": 9}
 # How a transferred model's source reads, by where the GPU's achieved-rate factors come from.
 ACHIEVED_LABEL = {"fitted": "datasheet ratios and this GPU's rates fitted to published timings",
                   "prior": "datasheet ratios and its architecture's rates fitted to published timings",
@@ -147,119 +136,6 @@ def _row_blocks(cost: Cost) -> int | None:
     width, itemsize = cost.key
     return max(1, round(cost.bytes_written / (width * itemsize)))
 
-
-def _itemsize(dtype: str) -> int:
-    return {"float32": 4, "tf32": 4, "float16": 2, "bfloat16": 2}.get(dtype, 1 if "float8" in dtype else 2)
-
-
-def _gemm_work(key: tuple) -> tuple[float, float, str, str]:
-    dtype, _, _, bias, m, n, k = key
-    size = _itemsize(dtype)
-    out_size = 2 if "float8" in dtype else size
-    return 2.0 * m * n * k, (m * k + k * n) * size + (m * n + (n if bias else 0)) * out_size, \
-        "float32" if dtype == "tf32" else dtype, "matmul"
-
-
-def _conv_out(key: tuple) -> int:
-    """A conv key's output length per spatial dim (torch.nn.Conv3d / ConvTranspose3d's shape formulas)."""
-    _, _, _, _, _, kernel, stride, size, _, _, _, transposed, padding, dilation, output_padding = key
-    if transposed:
-        return max((size - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1, 1)
-    return max((size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1, 1)
-
-
-def _conv_work(key: tuple) -> tuple[float, float, str, str]:
-    pass_, dtype, _, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key[:12]
-    out = _conv_out(key)
-    taps = kernel ** dims
-    positions = (size if transposed else out) ** dims
-    flops = 2.0 * batch * c_out * (c_in // max(groups, 1)) * taps * positions
-    x, y, w = batch * c_in * size ** dims, batch * c_out * out ** dims, c_out * (c_in // max(groups, 1)) * taps
-    moved = {"conv_fwd": x + w + y, "conv_bwd_input": y + w + x, "conv_bwd_weight": y + x + w}.get(pass_, x + y + w)
-    return flops, moved * _itemsize(dtype), dtype, "conv"
-
-
-# A backward pass of fused attention does about 2.5x the forward's matmul work (FlashAttention-2, Dao 2023,
-# section 3.2: five matmuls against two) and reads and writes about twice the bytes.
-ATTENTION_BACKWARD_FLOPS = 2.5
-ATTENTION_BACKWARD_BYTES = 2.0
-
-
-def _attention_work(key: tuple) -> tuple[float, float, str, str]:
-    _, pass_, bh, sq, sk, d, causal, _, _ = key
-    # the tiles' work: a sequence length that is not a multiple of the tile computes its last tile in full
-    flops = 4.0 * bh * _padded(sq) * _padded(sk) * d * (0.5 if causal and sq == sk else 1.0)
-    nbytes = 2.0 * bh * (2 * sq + 2 * sk) * d
-    if pass_ == "bwd":
-        flops, nbytes = flops * ATTENTION_BACKWARD_FLOPS, nbytes * ATTENTION_BACKWARD_BYTES
-    return flops, nbytes, "bfloat16", "attention"
-
-
-def _gemm_group(key: tuple, settings) -> tuple:
-    dtype, a_t, b_t, bias = key[:4]
-    if dtype == "float32" and settings is not None and settings.matmul_allow_tf32:
-        dtype = "tf32"
-    return ("gemm", dtype, a_t, b_t, bias, gemm_alignment(("tf32" if dtype == "tf32" else dtype, *key[1:])))
-
-
-def _gemm_point(key: tuple) -> tuple[tuple, tuple]:
-    return (_log2(key[4]), _log2(key[5]), _log2(key[6])), ()
-
-
-def _conv_group(key: tuple, settings) -> tuple:
-    return ("conv", key[0], key[1], key[2])
-
-
-def _conv_point(key: tuple) -> tuple[tuple, tuple]:
-    """A convolution as the implicit GEMM cuDNN runs per group: M = batch x output positions, N = C_out / G,
-    K = C_in / G x kernel taps, and G groups (log2 each). Points with other batch and image sizes but the same
-    GEMM shape then inform each other, where comparing batch, channels and size one by one kept them apart
-    (held out by region, scripts/shape_model_eval.py)."""
-    _, _, _, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key[:12]
-    out = _conv_out(key)
-    groups = max(groups, 1)
-    m = batch * (size if transposed else out) ** dims
-    n, k = c_out // groups, (c_in // groups) * kernel ** dims
-    # The kind also holds the window's geometry and the channels' alignment: a measured shape with the same
-    # implicit GEMM sizes but another stride, padding or alignment ran another cuDNN engine (KernelBench L2 #100's
-    # transposed 3-D convolution took a stride-1 neighbour's legacy engine as "measured-near": +315%).
-    return ((_log2(m), _log2(n), _log2(k), _log2(groups)),
-            (dims, transposed, groups == c_in and groups > 1, conv_backend(key), kernel, stride, *key[12:15],
-             channel_alignment(c_in // groups), channel_alignment(c_out // groups)))
-
-
-# cuDNN's implicit-GEMM kernels load channels in 16-byte vectors: 4 fp32 or 8 half-precision values, and its
-# tensor-core engines need channel counts that are multiples of 4 (TF32) or 8 (fp16/bf16) (cuDNN Developer Guide,
-# "Tensor Core Operations"; the kernel names say it: `..._ffma_aligna4_alignc4_...`). Fewer aligned channels (an
-# RGB stem's 3) run other, slower kernels, so the alignment is a feature of the time model and part of a conv's
-# kind. The window's taps are a feature beside K = C_in x taps: an implicit GEMM walks K tap by tap, each tap a
-# gather of C_in contiguous channels, so 3 channels x 9 taps is not 27 channels x 1 tap.
-CHANNEL_ALIGNMENT_MAX = 8
-
-
-def channel_alignment(channels: int) -> int:
-    """The largest power of two up to CHANNEL_ALIGNMENT_MAX that divides a channel count (1, 2, 4 or 8)."""
-    align = 1
-    while align < CHANNEL_ALIGNMENT_MAX and channels % (align * 2) == 0:
-        align *= 2
-    return align
-
-
-def _attention_group(key: tuple, settings) -> tuple:
-    return ("attention", key[0], key[1])
-
-
-# Attention with at most this many queries is decode-shaped (the most the sweep's attention_decode section
-# measures): decode and prefill points are kinds apart, as the backends run other kernels for a few queries
-# against a long cache. Without the split, the decode section's masked points became the nearest of a masked
-# BERT forward's (128 queries) and priced it 18% slow (zoo bert_forward_fp16).
-DECODE_MAX_QUERIES = 4
-
-
-def _attention_point(key: tuple) -> tuple[tuple, tuple]:
-    _, _, bh, sq, sk, d, causal, dropout, mask = key
-    return ((_log2(bh), _log2(_padded(sq)), _log2(_padded(sk)), _log2(d)),
-            (bool(causal), bool(dropout), bool(mask), sq <= DECODE_MAX_QUERIES))
 
 
 # Keys of ops priced by a count of units as well as their bytes (calibrate/unit_rates.py, costs/gather.py ROWS_KEY,
@@ -324,58 +200,6 @@ def _blocks_us(fit: dict, channels: int, n: int, hw: int, itemsize: int, sm_coun
     features = batch_norm_correction_features(fit, channels, n, hw, itemsize, sm_count)
     return prior * math.exp(cached[1].predict(features))
 
-
-def _work_features(kind: str, key: tuple) -> list[float]:
-    """log2 FLOPs, log2 bytes and log2 arithmetic intensity of the work the key implies."""
-    flops, nbytes, _, _ = _WORK[kind](key)
-    return [math.log2(flops + 1.0), math.log2(nbytes + 1.0), math.log2(flops + 1.0) - math.log2(nbytes + 1.0)]
-
-
-CONV_PASSES = ("conv_fwd", "conv_bwd_input", "conv_bwd_weight")
-CONV_DTYPES = ("bfloat16", "float16", "float32")
-ATTENTION_BACKENDS = ("CUDNN_ATTENTION", "EFFICIENT_ATTENTION", "FLASH_ATTENTION")
-
-
-def _gemm_features(key: tuple) -> list[float]:
-    return gemm_features(*key) + _work_features("gemm", key)
-
-
-def _conv_features(key: tuple) -> list[float]:
-    pass_, dtype, channels_last, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key[:12]
-    padding, dilation, output_padding = key[12:]
-    (m, n, k, g), (_, _, depthwise, backend, *_) = _conv_point(key)
-    # padding, dilation and output padding last: a regressor fitted before they were features reads only the first
-    return [*(float(pass_ == p) for p in CONV_PASSES), *(float(dtype == d) for d in CONV_DTYPES),
-            float(channels_last), m, n, k, g, _log2(batch), _log2(c_in), _log2(c_out), _log2(size), float(kernel),
-            float(stride), float(dims), float(transposed), float(depthwise), float(backend == NATIVE_DEPTHWISE),
-            *_work_features("conv", key), float(padding), float(dilation), float(output_padding),
-            _log2(_conv_out(key)), _log2(channel_alignment(c_in // max(groups, 1))),
-            _log2(channel_alignment(c_out // max(groups, 1))), float(kernel ** dims)]
-
-
-def _attention_features(key: tuple) -> list[float]:
-    (bh, sq, sk, d), (causal, dropout, mask, _decode) = _attention_point(key)
-    return [*(float(key[0] == b) for b in ATTENTION_BACKENDS), float(key[1] == "bwd"), bh, sq, sk, d,
-            float(causal), float(dropout), float(mask), *_work_features("attention", key)]
-
-
-# The fitted correction models' inputs (calibrate/time_model.py fits them, _lookup_shape reads them).
-SHAPE_FEATURES = {"gemm": _gemm_features, "conv": _conv_features, "attention": _attention_features}
-
-_WORK = {"gemm": _gemm_work, "conv": _conv_work, "attention": _attention_work}
-_GROUPS = {"gemm": _gemm_group, "conv": _conv_group, "attention": _attention_group}
-SHAPE_POINTS = {"gemm": _gemm_point, "conv": _conv_point, "attention": _attention_point}
-
-
-VOLUMETRIC_FIT = "conv_volumetric"
-
-
-def fitted_name(kind: str, key: tuple) -> str:
-    """The profile's fitted correction model (timings.fitted) that prices a shape of this kind: a 3-D or
-    transposed convolution has its own (calibrate/time_model.py fit_families says why)."""
-    if kind == "conv" and len(key) == KEY_LENGTH["conv"] and (key[10] == 3 or key[11]):
-        return VOLUMETRIC_FIT
-    return kind
 
 
 def _nearest_table(tables: dict[tuple, ShapeTable], group: tuple) -> ShapeTable | None:
@@ -601,7 +425,7 @@ class CalibratedModel:
             return t1 + t2, ShapeEstimate((t1 + t2) / (self._prior_us(kind, key)), source,
                                            max(e1.uncertainty, e2.uncertainty))
         tables = self._tables(kind)
-        group = _GROUPS[kind](key, self.settings)
+        group = SHAPE_GROUPS[kind](key, self.settings)
         table = _nearest_table(tables, group)
         fitted = self._fitted(fitted_name(kind, key))
         if table is None and fitted is None:
@@ -628,7 +452,7 @@ class CalibratedModel:
     def _tables(self, kind: str) -> dict[tuple, ShapeTable]:
         if kind not in self._shape_tables:
             rows = self.profile["timings"].get(kind, ())
-            group_of, point_of = _GROUPS[kind], SHAPE_POINTS[kind]
+            group_of, point_of = SHAPE_GROUPS[kind], SHAPE_POINTS[kind]
 
             def point(row):
                 key, time_us = tuple(row[:KEY_LENGTH[kind]]), row[KEY_LENGTH[kind] + 1]
@@ -646,7 +470,7 @@ class CalibratedModel:
     def _prior_us(self, kind: str, key: tuple) -> float:
         """The profiled GPU's roofline for the work the key implies, plus the measured floor. A "tf32" GEMM key
         (the sweep's fp32 GEMMs with TF32 allowed) is priced at the TF32 roof whatever this model's settings."""
-        flops, nbytes, dtype, math_kind = _WORK[kind](key)
+        flops, nbytes, dtype, math_kind = SHAPE_WORK[kind](key)
         cost = Cost(flops=flops, bytes_read=nbytes, math=math_kind, dtype=dtype)
         if kind == "gemm" and key[0] == "tf32":
             peak = self.profiled_gpu.matmul_peak("float32", True)[0]
@@ -937,7 +761,7 @@ class CalibratedModel:
         if part.what == "gemm":
             dtype, a_t, b_t, m, n, k = part.shape
             key_dtype = "tf32" if dtype == "float32" and self.settings.cudnn_allow_tf32 else dtype
-            size = _itemsize(dtype)
+            size = dtype_itemsize(dtype)
             gemm = Cost(flops=2.0 * m * n * k, bytes_read=(m * k + k * n) * size, bytes_written=m * n * size,
                         math="conv", dtype=dtype, kind="gemm", key=(key_dtype, a_t, b_t, False, m, n, k))
             found = self._shape_estimate(gemm)

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from kernelcast.records import PredictionRecord
 
-from . import DEFAULT_TOP, advice, as_record, comm_line, group_ops, host_line, step_range_text, verdict_text
+from . import DEFAULT_TOP, advice, as_record, comm_line, group_ops, step_range_text, verdict_text
 from .format import short_op, si, time_text
 from .memory_text import memory_lines, oom_verdict_lines
 from .roofline import BOUND_COLOURS, plot_roofline
