@@ -87,7 +87,7 @@ GRAPHED_TAG = "graphed"
 COMPILED_TAG = "compiled"
 MODEL_PYTHON = "model python"  # the profile's host-section fit of the model's Python per counted line
 HEAVY_STRETCH_FACTOR = 4.0  # a stretch read at more than this x its lines' price, plus HEAVY_STRETCH_MIN_US,
-HEAVY_STRETCH_MIN_US = 1000.0  # is priced as read (HostModel.captured_python_us)
+HEAVY_STRETCH_MIN_US = 1000.0  # is priced as read (HostModel.priced_by_lines)
 # The HostModel fields a profile's `host.compiled` fit sets (scripts/fit_compiled_host.py).
 COMPILED_HOST_FIELDS = ("generated_launch_us", "cudagraph_replay_us", "replay_input_us", "compiled_graph_us",
                         "compiled_input_us", "compiled_view_us")
@@ -127,7 +127,7 @@ class HostModel:
     python_line_us: float = 0.0
     python_line_range: tuple[float, float] = (1.0, 1.0)
     price_lines: bool = False
-    heavy_stretch_min_us: float = HEAVY_STRETCH_MIN_US  # (captured_python_us; inf: every stretch by its lines)
+    heavy_stretch_min_us: float = HEAVY_STRETCH_MIN_US  # (priced_by_lines; inf: every stretch by its lines)
     python_scale: float = 1.0  # target host's Python time / capture machine's (1: same speed or unknown)
     # The lowest and highest target/capture ratio over the benchmarks both machines ran: the model Python's
     # range on the target. One benchmark only: SINGLE_BENCHMARK_SPREAD either side of it.
