@@ -567,6 +567,39 @@ def middle_reduce_grid(results: list, quick: bool) -> None:
         record(results, "argmax_middle", base, lambda: aten.argmax.default(x, 1))
 
 
+# cuFFT transforms (issue 31: an FFT layer's GPU time -22% with no cuFFT time in the profile): torch.fft's real-
+# to-complex, complex-to-real and complex-to-complex transforms over the last dim (1-D) and the last two (2-D),
+# fp32, at transform sizes from a short window to a long signal (powers of two and a few with odd factors: cuFFT
+# runs other kernels for them) and batch sizes spanning launch-bound to bandwidth-bound.
+FFT_GRID_SIZES_1D = (64, 256, 400, 1000, 1024, 4096, 16384, 65536)
+FFT_GRID_SIDES_2D = (32, 64, 100, 128, 256, 512)
+FFT_GRID_ELEMENTS = (1 << 16, 1 << 20, 1 << 24)
+
+
+def fft_grid(results: list, quick: bool) -> None:
+    """rfft / irfft / fft over the last dim and rfft2 / irfft2 / fft2 over the last two, fp32."""
+    sizes_1d, sides_2d = (FFT_GRID_SIZES_1D[::2], FFT_GRID_SIDES_2D[::2]) if quick else \
+        (FFT_GRID_SIZES_1D, FFT_GRID_SIDES_2D)
+    for n, total in itertools.product(sizes_1d, FFT_GRID_ELEMENTS):
+        batch = max(1, total // n)
+        x = randn(batch, n, dtype=torch.float32)
+        spectrum = torch.fft.rfft(x)
+        z = torch.complex(x, x)
+        base = {"batch": batch, "n": n, "dims": 1, "dtype": "float32"}
+        record(results, "fft_r2c", base, lambda: torch.fft.rfft(x))
+        record(results, "fft_c2r", base, lambda: torch.fft.irfft(spectrum, n=n))
+        record(results, "fft_c2c", base, lambda: torch.fft.fft(z))
+    for side, total in itertools.product(sides_2d, FFT_GRID_ELEMENTS):
+        batch = max(1, total // (side * side))
+        x = randn(batch, side, side, dtype=torch.float32)
+        spectrum = torch.fft.rfft2(x)
+        z = torch.complex(x, x)
+        base = {"batch": batch, "n": side, "dims": 2, "dtype": "float32"}
+        record(results, "fft_r2c", base, lambda: torch.fft.rfft2(x))
+        record(results, "fft_c2r", base, lambda: torch.fft.irfft2(spectrum, s=(side, side)))
+        record(results, "fft_c2c", base, lambda: torch.fft.fft2(z))
+
+
 # Attention's head transposes made contiguous ((B, S, H, D) <-> (B, H, S, D), `.transpose(1, 2).contiguous()`):
 # copies whose reads or writes stride by the head dim. The earlier sections measured three such copies.
 TRANSPOSE_GRID_BH = ((1, 8), (8, 12), (8, 32), (32, 16))
@@ -1017,7 +1050,7 @@ EXTRA_SECTIONS = {"reduce_grid": reductions_grid, "row_grid": row_grid, "bn_grid
                   "sparse_grid": sparse_grid, "gather_grid": gather_grid,
                   "norm_width_grid": norm_width_grid, "shape_kinds_grid": shape_kinds_grid,
                   "layout_grid": layout_grid, "linalg_grid": linalg_grid, "channel_grid": channel_grid,
-                  "value_index_grid": value_index_grid, "middle_reduce_grid": middle_reduce_grid,
+                  "value_index_grid": value_index_grid, "middle_reduce_grid": middle_reduce_grid, "fft_grid": fft_grid,
                   "triton_grid": lambda results, quick: triton_grid(results, quick, flush_l2)}
 
 
