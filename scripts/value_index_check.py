@@ -4,6 +4,7 @@ microbenchmark section value_index_grid (validation/h200_value_index_grid_raw.js
     python3 scripts/value_index_check.py                        # the shipped profile
     python3 scripts/value_index_check.py --profile /tmp/x.json  # a rebuilt one
     python3 scripts/value_index_check.py --holdout              # factors fitted on alternate shapes only
+    python3 scripts/value_index_check.py --raw validation/h200_middle_reduce_grid_raw.json.gz   # another section
 
 Each case's ops are costed and timed by the calibrated model as a captured op would be; per case kind
 (max_dim1, max_dim0, argmax_dim1, argmax_all, amax_dim1 beside them) the median of predicted / measured kernel
@@ -82,11 +83,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default=str(ROOT / "src/kernelcast/profiles/h200.json"))
     parser.add_argument("--holdout", action="store_true", help="fit the factors on alternate shapes, price the rest")
+    parser.add_argument("--raw", default=str(RAW), help="a microbenchmark section's raw results (any section: the "
+                        "model against its cases, by case kind)")
     args = parser.parse_args()
     from kernelcast.calibrate import read_raw
 
     profile = json.loads(Path(args.profile).read_text())
-    cases = read_raw(str(RAW))["cases"]
+    cases = read_raw(args.raw)["cases"]
     if args.holdout:
         holdout(profile, cases)
         return 0
