@@ -1,6 +1,8 @@
 # Two entry points on a fresh machine (Python >= 3.11, a C++ compiler, no GPU needed):
 #   make demo   set up, then predict the built-in GPT training step on an H100
 #   make test   set up, then run the CPU test suite (what CI runs, via .ci/run)
+#   make test-fast   the same suite without the tests marked slow (live model captures, CLI runs, compiles):
+#                    under 2 minutes on two cores, for the edit-test loop; CI runs the full one
 # and the second torch CI tests (.ci/run runs it after `make test`):
 #   make test-cuda-build   the test suite under pip's CUDA build of torch 2.14.1 (no GPU), then the same
 #                          predictions made under both builds compared (benchmarks/torch_builds_agree.py)
@@ -16,7 +18,7 @@ CUDA_VENV ?= .venv-cuda
 CUDA_TORCH ?= torch==2.14.1 torchvision==0.29.1
 CUDA_BIN := $(CUDA_VENV)/bin
 
-.PHONY: setup demo test setup-cuda-build test-cuda-build clean
+.PHONY: setup demo test test-fast setup-cuda-build test-cuda-build clean
 
 setup: $(VENV)/.installed
 
@@ -56,6 +58,9 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest -q
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow"
 
 $(CUDA_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(CUDA_VENV)

@@ -372,7 +372,7 @@ on fake CUDA by kernelcast and costed. Made by
   group, 2 * N * C_out * (C_in/G) * k * positions in all, the forward's count. Example: x (100, 2048, 14, 14)
   fp16, w (2048, 64, 3, 3), stride 2, pad 1, groups 32: forward 2 * 100 * 2048 * 64 * 9 * 49 = 11.56 GFLOP;
   flop_counter's weight gradient 369.9 GFLOP, kernelcast's 11.56 (costs/matmul.py, conv_backward_flops;
-  tests/test_costs.py).
+  tests/costs/test_costs.py).
 - **Raw flash / memory-efficient attention kernels** (`_flash_attention_*`, `_efficient_attention_*`): their
   tensors are (batch, seq, heads, dim); flop_counter passes them to its (batch, heads, seq, dim) formula,
   swapping heads and sequence length (and raising when seq is not a multiple of heads).

@@ -5,7 +5,7 @@ embedding.py, scans.py, losses.py): GPU work items per case, with the kernel nam
 
 Each case runs twice to warm up, then once under torch.profiler; the work items counted are those launched under
 the named aten op (kernelcast.measure.attribute), so set-up kernels do not count. Re-predict the same cases here
-with tests/test_launch_rules.py's rules and compare.
+with tests/costs/test_launch_rules.py's rules and compare.
 """
 
 from __future__ import annotations

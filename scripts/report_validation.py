@@ -375,7 +375,7 @@ def speed_section(data: dict) -> list[str]:
 def probe_section(data: dict) -> list[str]:
     lines = ["", "## Which attention backend CUDA picks (probe)", "",
              "`python3 scripts/probe_cuda_rules.py` on the device: `torch._fused_sdp_choice` for each case, the "
-             "ground truth for `capture/attention.py` (tests/test_capture.py pins a few of these).", "",
+             "ground truth for `capture/attention.py` (tests/capture/test_capture.py pins a few of these).", "",
              "| case | backend |", "|---|---|"]
     for case, backend in data.get("sdpa_choice", {}).items():
         if case != "prio_after":

@@ -42,7 +42,7 @@ LEARNING_RATE = 0.1
 L2_REGULARIZATION = 1.0
 FOLDS = 10
 # Significant digits of the leaf values kept in the profile (thresholds are kept exact); checked: the stored
-# trees give scikit-learn's class on every fitted row (tests/test_launch_model.py).
+# trees give scikit-learn's class on every fitted row (tests/costs/test_launch_model.py).
 VALUE_DIGITS = 8
 SEED = 0
 

@@ -4,7 +4,7 @@ torch removes and renames aten operators between releases (torch 2.14 removed `a
 `torch.cholesky` became Python over `linalg_cholesky`). A module-level `aten.cholesky.default` then fails the
 import of the whole capture stage. Sets of ops that rules match against are built with `overloads()`, which
 keeps the ones this torch has; an op a torch does not have is never dispatched there, so the rule has nothing
-to miss. tests/test_aten_ops.py reads every `aten.NAME.OVERLOAD` written in the source and checks that each
+to miss. tests/capture/test_aten_ops.py reads every `aten.NAME.OVERLOAD` written in the source and checks that each
 exists in the installed torch or is looked up here.
 """
 

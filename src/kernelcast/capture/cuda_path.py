@@ -16,7 +16,7 @@ ahead of the CUDA key, computes the op, so the stand-in never runs: by its Meta 
 PyTorch's own decomposition in torch._decomp, written to give the fused kernel's outputs (_fused_rms_norm:
 contiguous Y in the input's dtype, rstd in the accumulate type), else by the op's implicit formula, whose
 TensorIterator ops lay outputs out as the CUDA kernel's TensorIterator does (mish_backward). Each is checked
-against the CUDA kernel's outputs in tests/test_cuda_path.py.
+against the CUDA kernel's outputs in tests/capture/test_cuda_path.py.
 """
 
 from __future__ import annotations

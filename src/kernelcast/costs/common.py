@@ -186,7 +186,7 @@ def strided_inputs(op: OpRecord) -> bool:
     needs operands that are dense in one common order, as channels_last tensors are). A one-element GPU tensor
     broadcast over a larger output is such an operand: only a CPU scalar takes the unary-functor path
     (gpu_kernel_with_scalars), so `x * scale` with a 0-d nn.Parameter, or torch.where with a Python number
-    (which aten turns into a scalar_tensor on the GPU), runs elementwise_kernel<128, 2> (tests/test_hidden_copies.py
+    (which aten turns into a scalar_tensor on the GPU), runs elementwise_kernel<128, 2> (tests/costs/test_hidden_copies.py
     says where it was measured)."""
     outs = gpu_tensors(op.tensors_out())
     if not outs:

@@ -5,7 +5,7 @@ Ops costed here (their launch rules win over any simpler formula elsewhere):
     aten._fused_rms_norm_backward, aten.native_group_norm, aten.native_group_norm_backward
 
 Each rule restates the host code of aten/src/ATen/native/cuda/layer_norm_kernel.cu or group_norm_kernel.cu
-(torch 2.11); tests/test_launch_rules.py checks them against the H200's counts.
+(torch 2.11); tests/costs/test_launch_rules.py checks them against the H200's counts.
 
 Pointer alignment: PyTorch's CUDA caching allocator hands out blocks whose sizes are rounded up to 512 bytes
 (c10/cuda/CUDACachingAllocator.cpp, kMinBlockSize), so every allocation starts 512-byte aligned; a tensor's

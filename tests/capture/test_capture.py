@@ -1,0 +1,322 @@
+"""Capture on fake CUDA without a GPU: what CUDA would dispatch, sync points, backward, optimizers."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from kernelcast.capture import capture, capture_workload
+from kernelcast.capture.attention import SdpaCall, choose_backend
+from kernelcast.costs import cost_of
+from kernelcast.predict import predict_capture
+from kernelcast.records import root_indices
+
+
+def _ops(cap):
+    return [op.op for op in cap.ops]
+
+
+def _mlp_build():
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Dropout(0.1),
+                                torch.nn.Linear(64, 8)).to("cuda")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x, y = torch.randn(16, 32, device="cuda"), torch.randint(0, 8, (16,), device="cuda")
+
+    def step(x, y):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss.item()
+
+    return step, (x, y)
+
+
+def test_training_step_records_forward_backward_optimizer():
+    cap = capture_workload(_mlp_build, "h100")
+    ops = _ops(cap)
+    assert "aten.addmm.default" in ops and "aten.native_dropout.default" in ops
+    # loss.item() after the optimizer is post-backward: no new forward has begun
+    assert {op.phase for op in cap.ops} == {"forward", "backward", "optimizer", "post-backward"}
+    assert any(op.startswith("aten._foreach_") for op in ops), "AdamW must take its CUDA default (foreach) path"
+    # autocast casts the fp32 weights to bf16 as it would on CUDA
+    casts = [op for op in cap.ops if op.op == "aten._to_copy.default" and op.outputs[0].dtype == "bfloat16"]
+    assert casts
+    mm = next(op for op in cap.ops if op.op == "aten.addmm.default")
+    assert mm.args["mat1"].dtype == "bfloat16" and mm.module.endswith("Sequential.0")
+
+
+def _accumulating_build():
+    model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1)).to("cuda")
+    opt = torch.optim.AdamW(model.parameters())
+    x = torch.randn(16, 32, device="cuda")
+
+    def step():
+        for _ in range(2):  # two micro-batches, gradients accumulated
+            loss = model(x).square().mean()
+            loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad()
+        return loss.item()
+
+    return step, ()
+
+
+def test_phases_follow_the_step_after_backward():
+    """The second micro-batch's forward is forward again; gradient clipping between the last backward and the
+    optimizer, and the .item() after it, are post-backward (issue 34: they read `forward`)."""
+    cap = capture_workload(_accumulating_build, "h100")
+    runs = []
+    for op in cap.ops:
+        if op.parent < 0 and (not runs or runs[-1][0] != op.phase):
+            runs.append((op.phase, op.op))
+    assert [phase for phase, _ in runs] == ["forward", "backward", "forward", "backward", "post-backward",
+                                            "optimizer", "post-backward"]
+    assert runs[4][1].startswith("aten._foreach_norm")
+    assert next(op for op in cap.ops if op.sync == "item").phase == "post-backward"
+
+
+def test_item_is_a_sync_point_with_source_line():
+    cap = capture_workload(_mlp_build, "h100")
+    syncs = [op for op in cap.ops if op.sync]
+    assert [op.sync for op in syncs] == ["item"]
+    assert "test_capture.py" in syncs[0].source
+
+
+def test_backward_ops_name_their_forward_line():
+    cap = capture_workload(_mlp_build, "h100")
+    backward_mm = [op for op in cap.ops if op.phase == "backward" and op.op == "aten.mm.default"]
+    assert backward_mm and all("test_capture.py" in op.source for op in backward_mm)
+
+
+def test_data_dependent_ops_get_placeholders():
+    with capture("h100") as cap:
+        x = torch.randn(100, device="cuda")
+        kept = x[x > 0]  # boolean mask: a nonzero on CUDA, so a sync
+        idx = torch.nonzero(x)
+        values = x.tolist()
+        torch.cuda.synchronize()
+    kinds = [op.sync for op in cap.capture.ops if op.sync]
+    assert kinds == ["boolean mask", "nonzero", "tolist", "synchronize"]
+    assert kept.shape == (100,) and idx.shape == (100, 1) and len(values) == 100
+    assert any("every element assumed selected" in note and "test_capture.py" in note for note in cap.capture.notes)
+
+
+def test_cpu_copy_and_print_are_sync_points():
+    with capture("h100") as cap:
+        x = torch.randn(8, device="cuda")
+        x.cpu()
+        x.to("cpu", non_blocking=True)  # a non-blocking copy does not make the host wait
+        text = repr(x)
+    assert [op.sync for op in cap.capture.ops if op.sync] == ["cpu", "print"]
+    assert "shape=(8,)" in text
+
+
+def test_host_only_ops_are_not_gpu_work():
+    with capture("h100") as cap:
+        a = torch.ones(4) + 1  # CPU tensors
+        b = torch.arange(8, device="cuda")  # a factory on the GPU
+    ops = cap.capture.ops
+    kernels: dict = {}
+    for op, root in zip(ops, root_indices(ops)):  # arange runs as arange.start_out on CUDA: one kernel
+        kernels[ops[root].op] = kernels.get(ops[root].op, 0) + cost_of(op).kernels
+    assert kernels == {"aten.ones.default": 0, "aten.add.Tensor": 0, "aten.arange.default": 1}
+
+
+@pytest.mark.slow
+def test_sdpa_goes_to_the_fused_backend_per_arch():
+    def run(gpu, dtype=torch.bfloat16, mask=False):
+        with capture(gpu) as cap:
+            q = torch.randn(2, 4, 64, 64, device="cuda", dtype=dtype, requires_grad=True)
+            m = torch.ones(64, 64, dtype=torch.bool, device="cuda") if mask else None
+            F.scaled_dot_product_attention(q, q, q, attn_mask=m, is_causal=not mask).sum().backward()
+        return [op.op for op in cap.capture.ops if "attention" in op.op]
+
+    assert run("h100") == ["aten._scaled_dot_product_cudnn_attention.default",
+                           "aten._scaled_dot_product_cudnn_attention_backward.default"]
+    assert run("a100")[0] == "aten._scaled_dot_product_flash_attention.default"
+    assert run("a100", mask=True)[0] == "aten._scaled_dot_product_efficient_attention.default"
+    assert run("h100", dtype=torch.float32)[0] == "aten._scaled_dot_product_efficient_attention.default"
+
+
+@pytest.mark.parametrize("head_dim,dtype,expected", [(64, torch.bfloat16, "cudnn"), (320, torch.bfloat16, "efficient"),
+                                                     (66, torch.float32, "math"), (64, torch.float64, "math")])
+def test_sdpa_rules_match_h200_probe(head_dim, dtype, expected):
+    # The expected backends are what torch._fused_sdp_choice returned on the H200 (validation/probe.json).
+    call = SdpaCall(dtype, head_dim, head_dim, 256, 256, 8, 8, 8, False, True, False, False, False, True, False)
+    assert choose_backend(call, "sm_90") == expected
+
+
+def test_batch_norm_picks_cudnn_for_fp32_and_native_for_bf16():
+    with capture("h100") as cap:
+        bn32, bn16 = torch.nn.BatchNorm2d(8).cuda(), torch.nn.BatchNorm2d(8).cuda().to(torch.bfloat16)
+        x = torch.randn(4, 8, 6, 6, device="cuda")
+        bn32(x)
+        bn16(x.bfloat16())
+    ops = _ops(cap.capture)
+    assert "aten.cudnn_batch_norm.default" in ops and "aten.native_batch_norm.default" in ops
+
+
+def test_model_to_cuda_and_dtype_and_device_context():
+    with capture("h100") as cap:
+        with torch.device("cuda"):
+            a = torch.nn.Linear(4, 4)
+        b = torch.nn.Linear(4, 4).cuda().to(torch.bfloat16)
+        assert a.weight.device.type == "cuda" and b.weight.dtype == torch.bfloat16
+    assert cap.capture.ops
+
+
+def test_capture_roundtrips_through_json(tmp_path):
+    cap = capture_workload(_mlp_build, "h100")
+    path = tmp_path / "cap.json"
+    cap.save(path)
+    from kernelcast.records import Capture
+
+    again = Capture.load(path)
+    assert again.ops == cap.ops and again.settings == cap.settings
+
+
+def test_silu_backward_is_one_op_as_on_a_cuda_build():
+    # A CPU-only torch would run silu_backward's CompositeImplicitAutograd formula on fake CUDA tensors (seven
+    # ops); a CUDA build runs its one kernel.
+    with capture("h200") as cap:
+        with cap.paused():
+            x = torch.randn(8, 64, device="cuda", requires_grad=True)
+        torch.nn.functional.silu(x).sum().backward()
+    backward = [o.op for o in cap.capture.ops if o.phase == "backward"]
+    assert "aten.silu_backward.default" in backward and "aten.sigmoid.default" not in backward
+    pred = predict_capture(cap.capture, "h200")
+    assert not pred.uncosted
+    x = torch.randn(4, requires_grad=True)  # after the capture, CPU autograd is untouched
+    torch.nn.functional.silu(x).sum().backward()
+    assert x.grad.shape == (4,)
+
+
+def test_failed_capture_mutes_torch_error_log_only_while_it_runs(caplog):
+    import logging
+
+    from kernelcast.capture.session import RERAISING_TORCH_LOGGERS
+
+    def build():
+        x = torch.randn(4, 4, device="cuda")
+        return (lambda x: x @ torch.randn(5, 3, device="cuda")), (x,)
+
+    with caplog.at_level(logging.ERROR), pytest.raises(RuntimeError, match="same reduction dim"):
+        capture_workload(build, "h100")
+    assert caplog.records == []  # fake_tensor.py logs this error with its traceback before re-raising it
+    assert not any(logging.getLogger(name).disabled for name in RERAISING_TORCH_LOGGERS)
+
+
+def test_a_zero_dim_parameter_moves_with_the_module():
+    # nn.Parameter(torch.tensor(2.0)): a fake tensor that keeps its value, listed by FakeTensorMode for
+    # invalidation; Module._apply's swap_tensors had refused it (KernelBench level 2 programs 3, 50 and 68).
+    from kernelcast.capture import capture_workload
+
+    def build():
+        scale = torch.nn.Parameter(torch.tensor(2.0))
+        lin = torch.nn.Linear(4, 4)
+        model = torch.nn.ModuleDict({"lin": lin}).cuda()
+        model.scale = scale
+        model.cuda()
+        x = torch.randn(2, 4, device="cuda")
+        return (lambda x: (model["lin"](x) * model.scale).sum().backward()), (x,)
+
+    cap = capture_workload(build, "h200")
+    assert any(o.op == "aten.mul.Tensor" for o in cap.ops)
+
+
+def test_a_transformer_encoders_padding_mask_fast_path_captures_with_a_note():
+    """nn.TransformerEncoder in eval under no_grad with src_key_padding_mask takes PyTorch's inference fast path,
+    which asks the GPU whether the mask is left-aligned before turning the batch into a nested tensor; the
+    capture answers "not left-aligned" (the values are not there) and says so, instead of failing on the CUDA-only
+    aten::_nested_tensor_from_mask_left_aligned (a new user's encoder)."""
+    from kernelcast.capture.router import NESTED_MASK_NOTE
+
+    with capture("h200") as cap:
+        with cap.paused():
+            layer = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, batch_first=True)
+            model = torch.nn.TransformerEncoder(layer, num_layers=2).cuda().eval()
+            x = torch.randn(2, 16, 64, device="cuda")
+            mask = torch.zeros(2, 16, dtype=torch.bool, device="cuda")
+        with torch.no_grad():
+            model(x, src_key_padding_mask=mask)
+    assert NESTED_MASK_NOTE in cap.capture.notes
+    assert any("native_layer_norm" in op.op for op in cap.capture.ops)
+    # the check itself runs on the GPU and reads its answer back (Equal.cpp: eq, all, item): a sync point, whose
+    # fix (mask_check=False or enable_nested_tensor=False) the prediction names
+    ops = [op.op for op in cap.capture.ops]
+    assert "aten.argmin.default" in ops and "aten.cumsum.default" in ops and "aten.all.default" in ops
+    assert any(op.sync == "padding mask check" for op in cap.capture.ops)
+
+
+@pytest.mark.slow
+def test_attention_modules_take_the_fused_inference_path_where_the_gpu_does():
+    """nn.TransformerEncoderLayer and nn.MultiheadAttention in eval mode without autograd run PyTorch's fused
+    inference path on the GPU (torch._transformer_encoder_layer_fwd, torch._native_multi_head_attention), gated by
+    torch.overrides.has_torch_function, which the capture's own torch-function mode would make true: the capture
+    answers "no handler" there and records the fused path's CUDA chain (transformer.cpp, attention.cu), with a
+    note; in training it records the standard path and says nothing (the GPU runs that too)."""
+    from kernelcast.capture.router import FAST_PATH_NOTE
+
+    def run(train: bool):
+        with capture("h200") as cap:
+            with cap.paused():
+                layer = torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128,
+                                                         batch_first=True)
+                model = torch.nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False).cuda()
+                model.train(train)
+                x = torch.randn(2, 16, 64, device="cuda")
+            if train:
+                model(x).sum().backward()
+            else:
+                with torch.no_grad():
+                    model(x)
+        notes = [n for n in cap.capture.notes if n.startswith(FAST_PATH_NOTE.split("{")[0])]
+        return notes, _ops(cap.capture)
+
+    notes, ops = run(train=False)
+    assert len(notes) == 1 and "nn.TransformerEncoderLayer" in notes[0]
+    # fp32, head dim 16: efficient attention on sm_90, so attention.cu hands the heads to SDPA; the first
+    # feed-forward GEMM carries its relu (cuBLASLt epilogue), the residual adds are in place
+    assert ops.count("aten._scaled_dot_product_efficient_attention.default") == 2
+    assert ops.count("aten._addmm_activation.default") == 2 and "aten.relu.default" not in ops
+    assert ops.count("aten.add_.Tensor") == 4
+    notes, ops = run(train=True)
+    assert notes == [] and "aten.relu.default" in ops and "aten._addmm_activation.default" not in ops
+
+
+def test_fused_multi_head_attention_runs_its_own_chain_with_a_padding_mask():
+    """With a key padding mask (or the math backend picked) native_multi_head_attention_cuda runs its
+    own chain: the packed projection, _transform_bias_rescale_qkv, bmm, _masked_softmax, bmm, the heads
+    transposed back, the output projection; each op priced."""
+    with capture("h200") as cap:
+        with cap.paused():
+            attn = torch.nn.MultiheadAttention(64, 4, batch_first=True).cuda().half().eval()
+            x = torch.randn(2, 16, 64, device="cuda", dtype=torch.float16)
+            pad = torch.zeros(2, 16, dtype=torch.bool, device="cuda")
+        with torch.no_grad():
+            out = attn(x, x, x, key_padding_mask=pad, need_weights=False)[0]
+    assert out.shape == (2, 16, 64)
+    chain = ["aten.mm.default", "aten._transform_bias_rescale_qkv.default", "aten.bmm.default",
+             "aten._masked_softmax.default", "aten.bmm.out", "aten.clone.default", "aten.addmm.default"]
+    ops = [op for op in _ops(cap.capture) if op in chain]
+    assert ops == chain
+    pred = predict_capture(cap.capture, "h200")
+    assert not pred.uncosted
+
+
+def test_fused_multi_head_attention_hands_bf16_heads_to_cudnn_without_a_mask():
+    """Without a mask a bf16 nn.MultiheadAttention in eval runs the packed projection, the SDPA backend (cuDNN on
+    sm_90 from torch 2.11) and the output projection: the H200 ran exactly those (validation/
+    zoo_fastpath_measured.json.gz mha_fastpath_forward: addmm, cuDNN attention, addmm, with their memsets)."""
+    with capture("h200") as cap:
+        with cap.paused():
+            attn = torch.nn.MultiheadAttention(256, 4, batch_first=True).cuda().to(torch.bfloat16).eval()
+            x = torch.randn(2, 32, 256, device="cuda", dtype=torch.bfloat16)
+        with torch.no_grad():
+            attn(x, x, x, need_weights=False)
+    chain = {"aten.addmm.default", "aten._scaled_dot_product_cudnn_attention.default", "aten.mm.default",
+             "aten._transform_bias_rescale_qkv.default", "aten.clone.default"}
+    assert [op for op in _ops(cap.capture) if op in chain] == [
+        "aten.addmm.default", "aten._scaled_dot_product_cudnn_attention.default", "aten.addmm.default"]

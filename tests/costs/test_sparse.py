@@ -1,0 +1,218 @@
+"""Sparse COO gradients (nn.Embedding / nn.EmbeddingBag with sparse=True) captured as CUDA runs them.
+
+Expected work items come from the H200 (torch 2.11, CUDA 13): the op-by-op probe
+validation/probes/sparse_probe.json (`PYTHONPATH=src python3 scripts/probe_sparse.py --out ...`) and the zoo's
+sparse recommenders in validation/zoo_measured.json.gz (sparse_embedding_sgd, sparse_bag_adagrad,
+sparse_embedding_sparse_adam, examples/zoo/recsys_moe_graph.py).
+"""
+
+import pytest
+import torch
+import torch.nn as nn
+
+from helpers import contiguous, op
+from kernelcast.capture import capture_workload
+from kernelcast.costs import cost_of
+from kernelcast.costs.sparse import coalesce_kernels, merge_passes
+
+ROWS = 50_000
+
+
+def _kernels(cap, name: str) -> list[int]:
+    """Work items of each recorded op of this name (children of decomposed ops counted, parents not)."""
+    return [cost_of(o).kernels for o in cap.ops if o.op == name and "decomposed" not in o.tags]
+
+
+def _descendants(cap, parent: int) -> list:
+    """Ops recorded under the decomposed op at `parent`, at any depth, that launch work themselves."""
+    def under(i):
+        while i >= 0:
+            if i == parent:
+                return True
+            i = cap.ops[i].parent
+        return False
+
+    return [o for o in cap.ops if o.parent >= 0 and under(o.parent) and "decomposed" not in o.tags]
+
+
+def _embedding_step(optimizer: str):
+    def build():
+        torch.manual_seed(0)
+        emb = nn.Embedding(ROWS, 32, sparse=True).cuda()
+        opt = {"sgd": lambda p: torch.optim.SGD(p, lr=0.1), "adagrad": lambda p: torch.optim.Adagrad(p, lr=0.1),
+               "sparse_adam": lambda p: torch.optim.SparseAdam(p, lr=1e-3)}[optimizer](list(emb.parameters()))
+        ids = torch.randint(0, ROWS, (512, 8), device="cuda")
+
+        def step(ids):
+            emb(ids).sum().backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+        return step, (ids,)
+    return build
+
+
+def test_sgd_adds_the_sparse_gradient_with_one_index_add_and_no_clone():
+    cap = capture_workload(_embedding_step("sgd"), "h200")
+    # zoo sparse_embedding_sgd on the H200: no clone (AccumulateGrad steals the fresh gradient), and the SGD
+    # update `param.add_(grad, alpha=-lr)` ran one indexFuncLargeIndex (add_ -> index_add_)
+    assert not [o for o in cap.ops if o.op == "aten.copy_.default" and o.phase == "backward"
+                and o.args["self"].shape == (ROWS, 32)]
+    assert _kernels(cap, "aten.index_add_.default") == [1]
+    adds = [o for o in cap.ops if o.op == "aten.add_.Tensor" and o.phase == "optimizer"]
+    assert adds and all("decomposed" in o.tags for o in adds)
+    assert not [o.op for o in cap.ops if cost_of(o) is None and o.args and "decomposed" not in o.tags
+                and not o.op.startswith("host.")]
+
+
+@pytest.mark.slow
+def test_adagrad_and_sparse_adam_capture_with_the_coalesce_sync():
+    for optimizer, masks, index_adds in (("adagrad", 1, 2), ("sparse_adam", 2, 3)):
+        cap = capture_workload(_embedding_step(optimizer), "h200")
+        coalesces = [o for o in cap.ops if o.op == "aten._coalesce.default"]
+        # thrust's unique_by_key reads the count back: a sync point (H200: a DtoH memcpy and
+        # cudaStreamSynchronize calls under coalesce)
+        assert [o.sync for o in coalesces] == ["coalesce"]
+        # 4096 indices, all distinct under the value hints' spread: 4096 rows out, 1 merge pass, 10 items (probe)
+        assert coalesces[0].outputs[0].shape == (ROWS, 32)
+        assert cost_of(coalesces[0]).kernels == 10
+        # dense.sparse_mask(grad) -> ones, index (gather), clone of the indices, mul: 4 (zoo sparse_bag_adagrad)
+        masked = [i for i, o in enumerate(cap.ops) if o.op == "aten.sparse_mask.default"]
+        assert len(masked) == masks
+        assert [sum(cost_of(o).kernels for o in _descendants(cap, i)) for i in masked] == [4] * masks
+        assert len(_kernels(cap, "aten.index_add_.default")) == index_adds
+
+
+def test_coalesce_work_items_follow_the_merge_sort_passes():
+    # H200 probe: 100 -> 8, 4096 -> 10, 32768 -> 16, 262144 -> 22, 1048576 -> 26 work items
+    assert [coalesce_kernels(n, 1, True) for n in (100, 4096, 32768, 262144, 1 << 20)] == [8, 10, 16, 22, 26]
+    assert [merge_passes(n) for n in (2048, 2049, 16384, 20480)] == [0, 1, 3, 4]
+    assert coalesce_kernels(1, 1, True) == 0  # one row is coalesced already: _coalesce is not called
+    record = op("aten._coalesce.default", {"self": contiguous((ROWS, 16)), "self_indices": contiguous((1, 16384),
+                "int64"), "self_values": contiguous((16384, 16))}, [contiguous((ROWS, 16))])
+    assert cost_of(record).kernels == 14  # zoo sparse_bag_adagrad: 1024 bags x 16 indices, 14 items each
+
+
+@pytest.mark.slow
+def test_embedding_bag_sparse_backward_is_recorded_op_by_op():
+    def build(mode):
+        def inner():
+            bag = nn.EmbeddingBag(ROWS, 16, mode=mode, sparse=True).cuda()
+            ids = torch.randint(0, ROWS, (256 * 8,), device="cuda")
+            offsets = torch.arange(0, 256 * 8, 8, device="cuda")
+
+            def step(ids, offsets):
+                bag.weight.grad = None  # a second sparse gradient would be added to the first (not modelled)
+                bag(ids, offsets).sum().backward()
+
+            return step, (ids, offsets)
+        return inner
+
+    # H200 probe (embedding_bag_sparse_backward): sum -> one index_select; mean -> 6 work items (index_select,
+    # the bag sizes' copy to float, fill, div, their gather per index, mul)
+    for mode, items in (("sum", 1), ("mean", 6)):
+        cap = capture_workload(build(mode), "h200")
+        parent = next(i for i, o in enumerate(cap.ops) if o.op == "aten._embedding_bag_backward.default")
+        assert "decomposed" in cap.ops[parent].tags
+        children = _descendants(cap, parent)
+        assert sum(cost_of(o).kernels for o in children) == items, mode
+        assert all(cost_of(o) is not None for o in children)
+
+
+def test_a_clone_outside_accumulate_grad_copies_indices_and_values():
+    def build():
+        emb = nn.Embedding(ROWS, 8, sparse=True).cuda()
+        ids = torch.randint(0, ROWS, (1000,), device="cuda")
+
+        def step(ids):
+            emb(ids).sum().backward()
+            return emb.weight.grad.clone()
+
+        return step, (ids,)
+
+    cap = capture_workload(build, "h200")
+    clones = [i for i, o in enumerate(cap.ops) if o.op == "aten.clone.default" and o.phase == "post-backward"
+              and "decomposed" in o.tags and o.args["self"].stride == (0, 0)]
+    assert len(clones) == 1
+    copies = [o for o in _descendants(cap, clones[0]) if cost_of(o).kernels]
+    assert len(copies) == 2  # H200 probe sparse_clone: two DtoD copies (indices, values)
+
+
+def test_dense_plus_sparse_out_of_place_copies_then_adds():
+    def build():
+        dense = torch.zeros(ROWS, 8, device="cuda")
+        i = torch.randint(0, ROWS, (1, 300), device="cuda")
+        v = torch.randn(300, 8, device="cuda")
+
+        def step(dense, i, v):
+            return dense + torch.sparse_coo_tensor(i, v, (ROWS, 8))
+
+        return step, (dense, i, v)
+
+    cap = capture_workload(build, "h200")
+    parent = next(i for i, o in enumerate(cap.ops) if o.op == "aten.add.Tensor")
+    children = [o for o in _descendants(cap, parent) if cost_of(o).kernels]
+    # H200 probe add_out_of_place: a DtoD copy of the dense tensor, then indexFuncLargeIndex
+    assert [o.op for o in children] == ["aten.copy_.default", "aten.index_add_.default"]
+
+
+def test_coalesce_and_embedding_bag_times_from_the_shipped_fits():
+    """The profile's sparse fits (calibrate/sparse_fit.py on calibrate's sparse_grid) against H200 measurements
+    they were not fitted on: scripts/probe_sparse.py's coalesce of 32768 rows x 16 fp32 (kernels summed: 66.2 µs)
+    and zoo sparse_bag_adagrad's EmbeddingBag forward (16384 indices in 1024 bags of 64 fp32: 6.7 µs a table)."""
+    from kernelcast.predict.sparse_time import coalesce_us, embedding_bag_bytes, embedding_bag_us
+    from kernelcast.profiles import load_profile
+
+    fits = load_profile("h200").data["timings"]["sparse"]
+    assert abs(coalesce_us(fits["coalesce"], 32768, 32768 * 16 * 4) / 66.2 - 1) < 0.15
+    bag_us = embedding_bag_us(fits["embedding_bag"], 16384, embedding_bag_bytes(16384, 1024, 64, 4))
+    assert abs(bag_us / 6.7 - 1) < 0.35
+
+
+def test_sparse_fits_recover_the_models_they_are_fitted_with():
+    """calibrate/sparse_fit.py on cases made from known models: the coefficients and rates come back."""
+    from kernelcast.calibrate import sparse_fit
+    from kernelcast.predict.sparse_time import coalesce_us, embedding_bag_bytes, embedding_bag_us
+
+    truth = {"coefficients": [20.0, 11.0, 1e-4, 1.2e-5, 3e-7]}
+    cases = [{"kind": "coalesce", "nnz": n, "dim": d, "rows": 5000, "dtype": "float32",
+              "device_us": coalesce_us(truth, n, n * d * 4)}
+             for n in (2, 48, 1500, 6000, 24000, 96000, 384000, 1_500_000) for d in (1, 32, 256)]
+    bag_truth = {"floor_us": 3.5, "us_per_index": 8e-5, "bytes_per_us": 1.6e6}
+    cases += [{"kind": "embedding_bag_fwd", "batch": b, "bag": k, "dim": d, "mode": "sum",
+               "device_us": embedding_bag_us(bag_truth, b * k, embedding_bag_bytes(b * k, b, d, 4))}
+              for b, k in ((64, 4), (512, 10), (2048, 30), (8192, 8)) for d in (1, 4, 8, 16, 384)]
+    fit = sparse_fit.fit(cases)
+    assert all(abs(a / b - 1) < 1e-6 for a, b in zip(fit["coalesce"]["coefficients"], truth["coefficients"]))
+    assert fit["coalesce"]["held_out_by_nnz"]["worst_error"] < 1e-6
+    bag = fit["embedding_bag"]
+    assert (bag["floor_us"], round(bag["us_per_index"] * 1e6), round(bag["bytes_per_us"] / 1e6, 2)) == (3.5, 80, 1.6)
+
+
+def test_a_second_sparse_gradient_is_concatenated_not_added_densely():
+    """A backward without zeroing the gradients: AccumulateGrad adds the new sparse gradient to the old one
+    (add_out_sparse_cuda: the indices and the values concatenated, two cat kernels), not the table densely."""
+    def build():
+        emb = nn.Embedding(ROWS, 16, sparse=True).cuda()
+        ids = torch.randint(0, ROWS, (2048,), device="cuda")
+
+        def step(ids):
+            emb(ids).sum().backward()
+
+        return step, (ids,)
+
+    cap = capture_workload(build, "h200")
+    adds = [i for i, o in enumerate(cap.ops) if o.op == "aten.add_.Tensor" and o.phase == "backward"
+            and "self_indices" in o.args]
+    assert adds and all("decomposed" in cap.ops[i].tags for i in adds)
+    assert [o.op for o in _descendants(cap, adds[0]) if cost_of(o).kernels] == ["aten.cat.default"] * 2
+    assert any("without zeroing" in n for n in cap.notes)
+
+
+def test_per_sample_weights_backward_reads_the_rows_it_touches():
+    record = op("aten._embedding_bag_per_sample_weights_backward.default",
+                {"grad": contiguous((1024, 64)), "weight": contiguous((750_000, 64)),
+                 "indices": contiguous((8192,), "int64"), "offsets": contiguous((1024,), "int64"),
+                 "offset2bag": contiguous((8192,), "int64"), "mode": 0}, [contiguous((8192,))])
+    # 8192 rows of 64 floats, the 1024 x 64 gradient and the indices: 2.4 MB, not the 192 MB table
+    assert cost_of(record).bytes_read == 8192 * 64 * 4 + 1024 * 64 * 4 + 8192 * 8
