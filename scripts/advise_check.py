@@ -27,7 +27,7 @@ from pathlib import Path
 
 import kernelcast  # noqa: F401  (before torch)
 
-from kernelcast.advise import LARGER_BATCH_FACTOR, prepared_fixes
+from kernelcast.whatif.advise import LARGER_BATCH_FACTOR, prepared_fixes
 from kernelcast.capture.workload import load_build, on_sys_path
 from kernelcast.measure import back_to_back_ms
 
@@ -48,7 +48,7 @@ WARMUP, STEPS, REPEATS = 5, 10, 5
 
 def _step_for(spec: str, fix: str | None, args: dict):
     build, _ = load_build(spec)
-    from kernelcast.memory_fixes import batch_parameter
+    from kernelcast.whatif.transforms import batch_parameter
     from kernelcast.capture.workload import build_parameters
 
     kwargs = dict(args)
@@ -123,7 +123,7 @@ def predict(measured_path: str, out: str | None) -> int:
             continue
         spec, fix, args = row["workload"], row["fix"], row["args"]
         build, _ = load_build(spec)
-        from kernelcast.memory_fixes import batch_parameter
+        from kernelcast.whatif.transforms import batch_parameter
         from kernelcast.capture.workload import build_parameters
 
         before = predict_capture(capture_file(spec, "h200", 1, args), "h200").step_time_us / 1000

@@ -50,7 +50,7 @@ def predict(limit_bytes: int, gpu: str, only: list[str] | None = None) -> list[d
 
     from kernelcast.api import capture_file
     from kernelcast.devices import get_gpu
-    from kernelcast.fit import largest_fitting
+    from kernelcast.whatif.fit import largest_fitting
     from kernelcast.predict.memory import predict_memory
 
     out = []

@@ -20,7 +20,7 @@ import time
 import kernelcast  # noqa: F401  (before torch)
 
 from kernelcast.capture import capture_workload
-from kernelcast.memory_fixes import checkpoint_layers
+from kernelcast.whatif.transforms import checkpoint_layers
 from kernelcast.predict import predict_capture
 from kernelcast.predict.memory import memory_json
 from kernelcast.report.memory_text import human_bytes

@@ -883,7 +883,7 @@ def advise_section(doc: dict) -> list[str]:
              f"Command: `{doc['command']}` against `PYTHONPATH=src python3 scripts/advise_check.py --measure` on "
              "the H200 (`validation/advise/advise_measured.json`: each step as written and with the fix, the "
              "median of 5 timings of 10 back-to-back steps between CUDA events; a larger batch per sample). "
-             "The fix is the same change `kernelcast advise` makes on fake tensors (kernelcast.advise). "
+             "The fix is the same change `kernelcast advise` makes on fake tensors (kernelcast.whatif.advise). "
              "torch.compile's savings are in the section above.", "",
              "| workload | fix | predicted ms before -> after | saving | measured ms before -> after | saving |",
              "|---|---|---:|---:|---:|---:|"]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from kernelcast.devices import DEFAULT_GPU
 from kernelcast.errors import DEBUG_ENV, KernelcastError
-from kernelcast.fit import FIT_MARGIN
+from kernelcast.whatif.fit import FIT_MARGIN
 from kernelcast.outputs import check_writable, write_text_atomic
 
 EXIT_BAD_INPUT = 2
@@ -260,13 +260,13 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _with_memory_fixes(pred, args: argparse.Namespace, build_args: dict):
-    """A step that does not fit: each fix re-predicted (memory_fixes.py), when the workload can be built again."""
+    """A step that does not fit: each fix re-predicted (whatif/memory_fixes.py), when the workload can be built again."""
     mem = pred.memory
     if mem is None or mem.fit is None or mem.fit.fits or args.workload.endswith(".json") or args.no_fixes:
         return pred
     import dataclasses
 
-    from kernelcast.memory_fixes import memory_fixes
+    from kernelcast.whatif.memory_fixes import memory_fixes
 
     print("the step does not fit: re-predicting what would make it fit (one capture each) ...", file=sys.stderr)
     fixes = memory_fixes(args.workload, args.gpu, pred, build_args, _world_size(args), args.interconnect)
@@ -275,8 +275,8 @@ def _with_memory_fixes(pred, args: argparse.Namespace, build_args: dict):
 
 def _cmd_fit(args: argparse.Namespace) -> int:
     from kernelcast.devices import get_gpu
-    from kernelcast.fit import check_margin, check_range, fit_workload, parse_range
-    from kernelcast.memory_fixes import BATCH_NAMES
+    from kernelcast.whatif.fit import check_margin, check_range, fit_workload, parse_range
+    from kernelcast.whatif.transforms import BATCH_NAMES
     from kernelcast.report import prediction_json, summary_line
     from kernelcast.report.memory_text import human_bytes
 
@@ -344,7 +344,7 @@ def _rebuilt_workload_args(args: argparse.Namespace, why: str, arg_range: tuple[
 
 
 def _cmd_advise(args: argparse.Namespace) -> int:
-    from kernelcast.advise import advice_json, advice_text, advise
+    from kernelcast.whatif.advise import advice_json, advice_text, advise
     from kernelcast.devices import get_gpu
     from kernelcast.report import keep_units, output_width, wrap_lines
 
@@ -366,10 +366,10 @@ def _cmd_advise(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from kernelcast.advise import sweep, sweep_values, turns_gpu_bound
+    from kernelcast.whatif.sweep import sweep, sweep_values, turns_gpu_bound
     from kernelcast.devices import get_gpu
-    from kernelcast.fit import parse_range
-    from kernelcast.memory_fixes import BATCH_NAMES
+    from kernelcast.whatif.fit import parse_range
+    from kernelcast.whatif.transforms import BATCH_NAMES
     from kernelcast.report import time_text
 
     gpu = get_gpu(args.gpu)

@@ -14,7 +14,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "kernelcast"
 RANK = {
     "_fake_cuda": 0, "errors": 0, "progress": 0, "gc_pause": 0, "outputs": 1, "memory_trace": 1, "records": 2,
     "devices": 2, "costs": 3, "profiles": 3, "capture": 4, "predict": 5, "report": 6,
-    "api": 7, "calibrate": 7, "measure": 8, "validate": 9, "fit": 8, "memory_fixes": 9, "advise": 10,
+    "api": 7, "calibrate": 7, "measure": 8, "validate": 9, "whatif": 8,
     "cli": 11, "__main__": 12, "__init__": 12, "examples": 12,
 }
 # Imports that reach a higher stage, each inside the function that needs it, and why.

@@ -10,7 +10,7 @@ import pytest
 from helpers import contiguous, op, subprocess_env
 
 from kernelcast.errors import KernelcastError, WorkloadError
-from kernelcast.fit import largest_fitting, parse_range
+from kernelcast.whatif.fit import largest_fitting, parse_range
 from kernelcast.predict.allocator import (CachingAllocator, OutOfMemory, allocation_size, is_small, round_size,
                                           should_split)
 

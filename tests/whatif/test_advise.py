@@ -8,7 +8,8 @@ import textwrap
 import pytest
 
 from helpers import subprocess_env
-from kernelcast.advise import Fix, SweepPoint, advise, sweep_values, turns_gpu_bound
+from kernelcast.whatif.advise import Fix, advise
+from kernelcast.whatif.sweep import SweepPoint, sweep_values, turns_gpu_bound
 
 WORKLOAD = textwrap.dedent('''
     import torch
@@ -102,7 +103,7 @@ def test_fixes_change_only_the_models_of_the_capture_they_run_in():
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    from kernelcast.memory_fixes import root_modules
+    from kernelcast.whatif.transforms import root_modules
 
     users = torch.nn.Linear(2, 2)
     with FakeTensorMode():

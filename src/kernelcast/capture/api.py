@@ -113,7 +113,7 @@ def capture_workload(build: Callable[..., tuple[Callable, Any]], gpu: str | GPU 
 
     world_size > 1: run them as rank 0 of that many ranks, in torch's fake process group (see distributed.py);
     DDP / FSDP2 / tensor-parallel steps then record their collectives. prepare(step, args), when given, runs
-    after build() inside the capture and returns the step to run (memory_fixes.py changes a workload so).
+    after build() inside the capture and returns the step to run (whatif/transforms.py changes a workload so).
     compile_mode: run the step as `torch.compile(step, mode=compile_mode)` would (capture/inductor.py)."""
     check_world_size(world_size)
     if compile_mode is not None:

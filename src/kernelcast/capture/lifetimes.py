@@ -288,7 +288,7 @@ _PROXY_TYPES = (weakref.ProxyType, weakref.CallableProxyType)
 
 
 def alive(kinds: type | tuple[type, ...]) -> list:
-    """The objects of `kinds` alive now (memory_fixes.py and advise.py find the model and optimizer this way too).
+    """The objects of `kinds` alive now (whatif/transforms.py finds the model and optimizer this way too).
     Weak proxies are skipped: a live one stands for an object found anyway, and asking a dead one its type raises
     ReferenceError (torch's optimizers keep weak proxies of themselves). Some libraries' lazy module proxies warn
     when their type is asked: silenced."""

@@ -133,7 +133,7 @@ class MemoryPrediction:
     timeline: tuple[tuple[int, int, int], ...] = ()  # (op index, allocated, reserved) after each op that moved them
     expandable_segments: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
-    fixes: tuple[MemoryFix, ...] = ()  # when it does not fit: what would, each re-predicted (memory_fixes.py)
+    fixes: tuple[MemoryFix, ...] = ()  # when it does not fit: what would, each re-predicted (whatif/memory_fixes.py)
 
 
 def cublas_workspace_bytes(gpu: GPU) -> int:

@@ -1,4 +1,4 @@
-"""`kernelcast advise` and `kernelcast sweep`: what would make a step faster, each fix applied and re-predicted.
+"""`kernelcast advise`: what would make a step faster, each fix applied and re-predicted.
 
 Every fix that changes the step is applied to the workload and the step captured again (the changes are made
 to what build() makes inside the capture, on fake tensors, never to the user's objects), then predicted on the
@@ -6,11 +6,11 @@ same GPU; nothing is estimated from the first prediction alone. The fixes, where
 - torch.compile, default mode and mode="reduce-overhead" (CUDA graphs), as `--compile MODE` captures it
   (capture/inductor.py; needs the triton package). A step that already calls torch.compile is not compiled
   again.
-- bf16 autocast around the step, where its matrix products run in fp32 (memory_fixes.under_autocast).
+- bf16 autocast around the step, where its matrix products run in fp32 (transforms.under_autocast).
 - TF32 for fp32 matmuls (torch.set_float32_matmul_precision('high')), where fp32 GEMMs run on the CUDA cores of a
   GPU with TF32 tensor cores: the step captured with the setting on, restored after.
 - the fused optimizer (fused=True) for Adam, AdamW, SGD and Adagrad on the foreach or for-loop path
-  (memory_fixes.fused_optimizers).
+  (transforms.fused_optimizers).
 - channels_last for 2-d convolutions in NCHW: the model's parameters and the step's 4-d inputs converted once,
   before the step (as a data loader would hand them over).
 - a larger batch (twice build()'s batch argument), compared per sample.
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import re
 from dataclasses import dataclass
 from typing import Callable
@@ -77,29 +76,10 @@ class Advice:
     not_tried: tuple[tuple[str, str], ...]  # (fix, why it does not apply or could not be tried)
 
 
-# -- changes (each a `prepare` for capture_workload: runs after build(), returns the step to run) ------------
-def channels_last(step: Callable, args: tuple) -> Callable:
-    """Parameters of every model build() made, and the step's 4-d tensor inputs, in channels_last, once."""
-    import torch
-
-    from kernelcast.memory_fixes import root_modules
-
-    for root in root_modules():
-        root.to(memory_format=torch.channels_last)
-    converted = tuple(a.contiguous(memory_format=torch.channels_last)
-                      if isinstance(a, torch.Tensor) and a.dim() == 4 else a for a in args)
-
-    @functools.wraps(step)
-    def step_on_converted(*_args, **kwargs):
-        return step(*converted, **kwargs)
-
-    return step_on_converted
-
-
 def prepared_fixes() -> dict[str, Callable]:
     """The fixes made by changing what build() made (a `prepare` each), by name: advise applies them on fake
     tensors, scripts/advise_check.py on the GPU."""
-    from kernelcast.memory_fixes import fused_optimizers, under_autocast
+    from .transforms import channels_last, fused_optimizers, under_autocast
 
     return {"bf16 autocast": under_autocast, "fused optimizer": fused_optimizers, "channels_last": channels_last}
 
@@ -171,8 +151,8 @@ def advise(spec: str, gpu: str, args: dict | None = None, world_size: int = 1,
     from kernelcast.api import capture_file
     from kernelcast.capture.inductor import triton_missing
     from kernelcast.capture.workload import build_parameters, load_build
-    from kernelcast.memory_fixes import (BATCH_NAMES, fp32_matmuls, batch_parameter, fused_optimizers,
-                                         under_autocast)
+    from .memory_fixes import fp32_matmuls
+    from .transforms import BATCH_NAMES, batch_parameter, channels_last, fused_optimizers, under_autocast
     from kernelcast.devices import get_gpu
     from kernelcast.predict import predict_capture
 
@@ -310,59 +290,3 @@ def advice_text(advice: Advice) -> str:
     for name, why in advice.not_tried:
         lines.append(f"  not tried: {name}: {why}")
     return "\n".join(lines)
-
-
-# -- sweep -------------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class SweepPoint:
-    value: int
-    step_us: float
-    gpu_us: float
-    bound: str
-    fits: bool | None  # None: no memory prediction
-
-    def throughput(self) -> float:
-        """values per second (samples per second when the argument is the batch)."""
-        return self.value / (self.step_us / 1e6) if self.step_us else 0.0
-
-
-def sweep_values(low: int, high: int) -> tuple[int, ...]:
-    """low, then powers of two above it, then high: the values a sweep captures."""
-    if low < 1 or high < low:
-        raise KernelcastError(f"the range {low}..{high} is empty (it must be 1 or more, low to high)")
-    values, v = [low], 1
-    while v <= high:
-        if v > low:
-            values.append(v)
-        v *= 2
-    if values[-1] != high:
-        values.append(high)
-    return tuple(values)
-
-
-def sweep(spec: str, gpu: str, name: str, low: int, high: int, args: dict | None = None,
-          progress: Callable[[SweepPoint], None] | None = None) -> tuple[SweepPoint, ...]:
-    """The step predicted at each of sweep_values(low, high) for build() argument `name`."""
-    from kernelcast.api import capture_file
-    from kernelcast.predict import predict_capture
-
-    points = []
-    for value in sweep_values(low, high):
-        pred = predict_capture(capture_file(spec, gpu, 1, {**(args or {}), name: value}), gpu)
-        fit = pred.memory.fit if pred.memory is not None else None
-        point = SweepPoint(value, pred.step_time_us, pred.gpu_time_us, pred.bound, None if fit is None else fit.fits)
-        points.append(point)
-        if progress is not None:
-            progress(point)
-    return tuple(points)
-
-
-def turns_gpu_bound(points: tuple[SweepPoint, ...]) -> int | None:
-    """The smallest value from which every larger one is predicted GPU-bound (None: never)."""
-    first = None
-    for p in points:
-        if p.bound == "gpu":
-            first = p.value if first is None else first
-        else:
-            first = None
-    return first
