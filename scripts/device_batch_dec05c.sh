@@ -14,7 +14,7 @@ timeout 90 python3 -m kernelcast calibrate --gpu h200 --sections fft_grid --out 
     --raw "$OUT/h200_fft_grid_raw.json" 2>&1 | tail -3
 gzip -f "$OUT/h200_fft_grid_raw.json"
 timeout 60 python3 scripts/probe_lone_call_host.py --out "$OUT/lone_call_host_run1.json" 2>&1 | tail -40
-timeout "${ZOO_TIMEOUT_S:-300}" python3 scripts/zoo_measure.py --timing-only --out "$OUT/zoo_timing_clean_run4.json.gz" 2>&1 | tail -3
+[ -n "${SKIP_ZOO:-}" ] || timeout "${ZOO_TIMEOUT_S:-300}" python3 scripts/zoo_measure.py --timing-only --out "$OUT/zoo_timing_clean_run4.json.gz" 2>&1 | tail -3
 [ -n "${SKIP_SECOND_PROBE:-}" ] || timeout 60 python3 scripts/probe_lone_call_host.py --out "$OUT/lone_call_host_run2.json" 2>&1 | tail -40
 } > "$OUT/batch.log" 2>&1
 tail -50 "$OUT/batch.log"
