@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The device call of 2026-12-05's second session (issues 30 and 33), each part its own process:
 #   (device tool) bash scripts/device_batch_dec05c.sh    -> files under $OUT
-# 1. reductions over a middle dim and cuFFT transforms (calibrate/microbench.py middle_reduce_grid, fft_grid);
+# 1. reductions over a middle dim and cuFFT transforms (calibrate/grids.py middle_reduce_grid, fft_grid);
 # 2. the zoo's step times with no profiler in the process, a fourth clean run on another machine (issue 33);
 # 3. what one lone call of a small op costs the host, by kind (scripts/probe_lone_call_host.py), in two processes.
 set -uo pipefail

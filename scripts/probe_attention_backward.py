@@ -28,7 +28,7 @@ def measure(params: dict) -> dict:
     from torch.nn.attention import sdpa_kernel
     from torch.profiler import ProfilerActivity, profile
 
-    from kernelcast.calibrate.microbench import OpSnapshot
+    from kernelcast.calibrate.timing import OpSnapshot
     from kernelcast.calibrate.sweep import attention_inputs
 
     q, k, v, kwargs, backend = attention_inputs(params, "cuda", requires_grad=True)

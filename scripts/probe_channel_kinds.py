@@ -1,6 +1,6 @@
 """Ops over the channel dim of NC(D)HW activations, measured on the H200 (issue 30): cuDNN's training batch norm
 by channels and values per channel, softmax over a dim that is not the last, group norm at few groups over long
-maps (calibrate/microbench.py channel_grid, whose comment says why).
+maps (calibrate/grids.py channel_grid, whose comment says why).
 
     PYTHONPATH=src python3 scripts/probe_channel_kinds.py --out-dir $OUT     # on the H200, about 2 minutes
 

@@ -4,7 +4,7 @@
 
 One out-of-place relu (`clamp_min(x, 0, out=y)`, bf16 and fp32) per total size (bytes read + written,
 2-400 MB), timed by torch.profiler (kernel durations, median of REPEATS) under three conditions:
-- dirty: after `bitwise_not_()` of a 256 MiB buffer, the calibration's flush (calibrate/microbench.py), which
+- dirty: after `bitwise_not_()` of a 256 MiB buffer, the calibration's flush (calibrate/timing.py), which
   leaves the L2 full of dirty lines that the kernel must write back;
 - clean: after a read-only pass (`sum`) over the same buffer: L2 holds clean lines of another tensor;
 - chained: its input was written by the kernel just before (a neg of another buffer into it), as in a model.

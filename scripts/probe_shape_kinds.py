@@ -6,7 +6,7 @@ Writes two raw runs in the format scripts/build_h200_profile.py merges:
 - h200_conv_volumetric_raw.json.gz: the sweep section conv_volumetric (calibrate/sweep.py: 3-D convolutions and
   transposed 3-D and 2-D ones, forward and both gradients, every dtype and layout), timed as `kernelcast
   calibrate --sweep` times its cases (CUDA events around each call, L2 flushed, kernels from torch.profiler);
-- h200_shape_kinds_grid_raw.json.gz: the microbenchmark section shape_kinds_grid (calibrate/microbench.py: 3-D
+- h200_shape_kinds_grid_raw.json.gz: the microbenchmark section shape_kinds_grid (calibrate/grids.py: 3-D
   pooling, wide 2-D average pooling, layer norm over few long rows, group norm, scans), as `kernelcast calibrate
   --sections shape_kinds_grid` runs it;
 - with --only conv_wide, h200_conv_volumetric_wide_raw.json.gz: the sweep section conv_volumetric_wide, a second

@@ -16,7 +16,7 @@ import itertools
 
 from kernelcast.predict.calibrated import grouped_gemm_us
 
-CASE_KINDS = ("grouped_mm", "grouped_mm_weight_grad")  # calibrate/microbench.py, grouped_mm_grid
+CASE_KINDS = ("grouped_mm", "grouped_mm_weight_grad")  # calibrate/grids.py, grouped_mm_grid
 FLOPS_RATES_TFLOPS = tuple(400.0 + 10.0 * i for i in range(60))  # 400-990 TFLOP/s: up to the bf16 peak
 BYTES_RATES_TBS = tuple(1.5 + 0.05 * i for i in range(61))  # 1.5-4.5 TB/s
 FLOORS_US = tuple(0.5 * i for i in range(31))  # 0-15 µs

@@ -40,7 +40,7 @@ BLOCKS_PER_SM_CANDIDATES = (1, 2, 3, 4, 8)
 # previous call left it (microbench.BN_WARM_KINDS) are fitted apart, as the section's "l2_resident" model
 PASSES = {"forward": (("batch_norm_train", "native_batch_norm"), "aten.native_batch_norm."),
           "backward": (("batch_norm_bwd", "native_batch_norm_bwd"), "aten.native_batch_norm_backward.")}
-BN_WARM_KINDS = ("native_batch_norm_l2_resident", "native_batch_norm_bwd_l2_resident")  # microbench.bn_grid
+BN_WARM_KINDS = ("native_batch_norm_l2_resident", "native_batch_norm_bwd_l2_resident")  # grids.bn_grid
 L2_RESIDENT_KINDS = {"forward": BN_WARM_KINDS[:1], "backward": BN_WARM_KINDS[1:]}
 FOLDS = 10
 MIN_CORRECTION_POINTS = 40  # fewer: the prior alone
@@ -81,9 +81,9 @@ def block_points(cases: list[dict], pass_: str = "backward",
 # costs/scans.py), fitted the same way on calibrate's sort_grid cases.
 # cuDNN's batch norm in training runs a block per channel too (costs/elementwise.py cudnn_batch_norm), fitted the
 # same way on calibrate's channel_grid cases.
-BLOCK_CASE_KINDS = ("weight_norm", "weight_norm_backward",  # microbench.weight_norm_grid
-                    "sort_slices", "topk_slices",  # microbench.sort_grid
-                    "cudnn_batch_norm_train", "cudnn_batch_norm_train_bwd")  # microbench.channel_grid
+BLOCK_CASE_KINDS = ("weight_norm", "weight_norm_backward",  # grids.weight_norm_grid
+                    "sort_slices", "topk_slices",  # grids.sort_grid
+                    "cudnn_batch_norm_train", "cudnn_batch_norm_train_bwd")  # grids.channel_grid
 BLOCK_FIT_KINDS = ("weight_norm_rows", "weight_norm_rows_backward", "weight_norm_columns",
                    "weight_norm_columns_backward", "sort_slices", "topk_slices", "cudnn_batch_norm",
                    "cudnn_batch_norm_backward")

@@ -770,7 +770,7 @@ def run_sweep(cases: list[Case], log: Callable[[str], None] = print, time_budget
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    from .microbench import OpSnapshot, flush_l2
+    from .timing import OpSnapshot, flush_l2
 
     results: list[dict] = []
     started = time.perf_counter()
