@@ -8,7 +8,10 @@ prediction, the model Python's range `step_time_range_us`, this host's calibrati
 whether each range holds the step time measured in each timing file
 (scripts/zoo_measure.py, --timing-only or not: `step_ms_median`), and the point prediction's error. With more
 than one timing file, the same against each workload's median over the files (issue 33's truth: the median of
-separate fresh-process runs).
+separate fresh-process runs). With --gpu-times (scripts/zoo_measure.py's full run, which profiled each step's
+kernels), the verdicts too: each step's measured verdict in each timing run (its kernels' time over the step,
+predict.step_verdict's thresholds), and the predicted verdict against the steps whose measured verdict is clear
+(gpu or host in every run).
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("predicted", help="scripts/zoo_validate.py --out JSON")
     parser.add_argument("measured", nargs="+", help="scripts/zoo_measure.py outputs (json.gz)")
+    parser.add_argument("--gpu-times", help="scripts/zoo_measure.py output with each step's kernel time "
+                        "(gpu_time_us): judge the verdicts too")
     args = parser.parse_args()
     predicted = {w["name"]: w["predicted"] for w in _load(args.predicted)["workloads"] if "predicted" in w}
     truths = []
@@ -58,7 +63,35 @@ def main() -> int:
               f"measured step inside the model-Python range {inside_python}, inside this host's calibration-run "
               f"range {inside_runs}" + (f", inside the step's range (both at once) {inside_both} of {len(both)} "
                                         f"(its high / low: median x{statistics.median(widths):.2f})" if widths else ""))
+    if args.gpu_times:
+        verdicts(args.predicted, args.gpu_times, truths[:len(args.measured)])
     return 0
+
+
+# predict.step_verdict's thresholds (kept here so this script reads JSON without importing kernelcast)
+GPU_BOUND_BUSY, HOST_BOUND_BUSY = 0.85, 0.6
+
+
+def _verdict(busy: float) -> str:
+    return "gpu" if busy >= GPU_BOUND_BUSY else ("host" if busy <= HOST_BOUND_BUSY else "mixed")
+
+
+def verdicts(predicted_path: str, gpu_path: str, truths: list) -> None:
+    """Print the predicted verdict against each step's measured one where it is clear in every timing run."""
+    predicted = {w["name"]: w["predicted"] for w in _load(predicted_path)["workloads"] if "predicted" in w}
+    gpu_us = {w["name"]: w["measured"].get("gpu_time_us") for w in _load(gpu_path)["workloads"] if "measured" in w}
+    clear, wrong = 0, []
+    for name, pred in predicted.items():
+        steps = [t[name] for _, t in truths if name in t]
+        if not gpu_us.get(name) or len(steps) < len(truths):
+            continue
+        measured = {_verdict(gpu_us[name] / step) for step in steps}
+        if len(measured) == 1 and measured != {"mixed"}:
+            clear += 1
+            if pred.get("bound") != next(iter(measured)):
+                wrong.append(f"{name} (predicted {pred.get('bound')}, measured {next(iter(measured))})")
+    print(f"verdicts: right on {clear - len(wrong)} of {clear} steps whose measured verdict is clear in every run"
+          + (f"; wrong: {', '.join(wrong)}" if wrong else ""))
 
 
 if __name__ == "__main__":
