@@ -1,6 +1,7 @@
 """Do the printed step ranges hold the measured step? (issue 33)
 
-    python3 scripts/host_range_check.py validation/zoo_repredicted.json validation/host_spread/zoo_timing_clean_run1.json.gz
+    python3 scripts/host_range_check.py validation/zoo_repredicted.json \
+        validation/host_spread/zoo_timing_clean_run1.json.gz [--gpu-times validation/zoo_measured.json.gz]
 
 For every workload predicted host-bound in the first file (scripts/zoo_validate.py's output: the point
 prediction, the model Python's range `step_time_range_us`, this host's calibration runs' range
@@ -68,16 +69,11 @@ def main() -> int:
     return 0
 
 
-# predict.step_verdict's thresholds (kept here so this script reads JSON without importing kernelcast)
-GPU_BOUND_BUSY, HOST_BOUND_BUSY = 0.85, 0.6
-
-
-def _verdict(busy: float) -> str:
-    return "gpu" if busy >= GPU_BOUND_BUSY else ("host" if busy <= HOST_BOUND_BUSY else "mixed")
-
-
 def verdicts(predicted_path: str, gpu_path: str, truths: list) -> None:
     """Print the predicted verdict against each step's measured one where it is clear in every timing run."""
+    import kernelcast  # noqa: F401  (before torch)
+    from kernelcast.predict import step_verdict  # the thresholds the prediction's own verdict uses
+
     predicted = {w["name"]: w["predicted"] for w in _load(predicted_path)["workloads"] if "predicted" in w}
     gpu_us = {w["name"]: w["measured"].get("gpu_time_us") for w in _load(gpu_path)["workloads"] if "measured" in w}
     clear, wrong = 0, []
@@ -85,7 +81,7 @@ def verdicts(predicted_path: str, gpu_path: str, truths: list) -> None:
         steps = [t[name] for _, t in truths if name in t]
         if not gpu_us.get(name) or len(steps) < len(truths):
             continue
-        measured = {_verdict(gpu_us[name] / step) for step in steps}
+        measured = {step_verdict(gpu_us[name], step) for step in steps}
         if len(measured) == 1 and measured != {"mixed"}:
             clear += 1
             if pred.get("bound") != next(iter(measured)):

@@ -100,7 +100,8 @@ def main() -> int:
                 for _ in range(WARMUP):
                     fn()
                 rows.append({"case": name, "shape": shape_name, "dims": list(shape),
-                             "lone_call_us": round(lone_call_us(fn), 2), "host_per_call_us": round(host_per_call_us(fn), 2)})
+                             "lone_call_us": round(lone_call_us(fn), 2),
+                             "host_per_call_us": round(host_per_call_us(fn), 2)})
         # kernels last: a profiler run slows the host of the process after it (validation/host_spread)
         for row in rows:
             a, b = torch.randn(*row["dims"], device="cuda"), torch.randn(*row["dims"], device="cuda")

@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from .microbench import _record_batch_norm, _record_row_kernels
+from .microbench import record_batch_norm, record_row_kernels
 from .timing import DEV, aten, flush_l2, randn, record
 from .triton_grid import triton_grid
 
@@ -144,9 +144,9 @@ def row_grid(results: list, quick: bool) -> None:
         rows = max(total // width, 1)
         x, w, bsz = randn(rows, width, dtype=dtype), randn(width, dtype=dtype), randn(width, dtype=dtype)
         base = {"rows": rows, "width": width, "dtype": str(dtype)[6:]}
-        _record_row_kernels(results, base, x, w, bsz, torch.randn_like(x))
+        record_row_kernels(results, base, x, w, bsz, torch.randn_like(x))
     for (n, c, hw), cl in itertools.product(BN_GRID[::3] if quick else BN_GRID, (True, False)):
-        _record_batch_norm(results, n, c, hw, cl, torch.float32, True)
+        record_batch_norm(results, n, c, hw, cl, torch.float32, True)
     for (rows, width), dtype in itertools.product(CAT_GRID, (torch.bfloat16, torch.float32)):
         a, b = randn(rows, width, dtype=dtype), randn(rows, width, dtype=dtype)
         base = {"rows": rows, "width": width, "dtype": str(dtype)[6:]}
@@ -166,7 +166,7 @@ def bn_grid(results: list, quick: bool) -> None:
     for c, (n, hw), dtype, cl in itertools.product(BN_GRID_CHANNELS[::3] if quick else BN_GRID_CHANNELS,
                                                   BN_GRID_SHAPES, (torch.bfloat16, torch.float32), (False, True)):
         if n * c * hw * hw <= BN_GRID_MAX_ELEMENTS:
-            _record_batch_norm(results, n, c, hw, cl, dtype, True, warm=not cl)
+            record_batch_norm(results, n, c, hw, cl, dtype, True, warm=not cl)
 
 
 # Weight normalization's fused CUDA kernels (aten/src/ATen/native/cuda/WeightNorm.cu), forward and backward: over

@@ -176,7 +176,7 @@ def attention(results: list, quick: bool) -> None:
                    lambda: torch.autograd.grad(sdpa(q, k, v, attn_mask=mask), (q, k, v), grad))
 
 
-def _record_row_kernels(results: list, base: dict, x, w, bsz, g) -> None:
+def record_row_kernels(results: list, base: dict, x, w, bsz, g) -> None:
     """Layer norm and softmax, forward and backward, over the last dim of a rows x width input."""
     width = x.shape[-1]
     record(results, "layer_norm_fwd", base, lambda: aten.native_layer_norm(x, [width], w, bsz, 1e-5))
@@ -188,7 +188,7 @@ def _record_row_kernels(results: list, base: dict, x, w, bsz, g) -> None:
     record(results, "softmax_bwd", base, lambda: aten._softmax_backward_data(g, sm, -1, x.dtype))
 
 
-def _record_batch_norm(results: list, n: int, c: int, hw: int, channels_last: bool, dtype, training: bool,
+def record_batch_norm(results: list, n: int, c: int, hw: int, channels_last: bool, dtype, training: bool,
                        warm: bool = False) -> None:
     """Batch norm of an n x c x hw x hw input (fp32 weights and statistics); its backward when training. warm:
     also timed with L2 left as the previous call left it (kinds BN_WARM_KINDS), as in a model, where the input
@@ -216,7 +216,7 @@ def norms_and_more(results: list, quick: bool) -> None:
     for rows, width, dtype in itertools.product([4096, 16384], [768, 4096], (torch.bfloat16, torch.float32)):
         x, w, bsz = randn(rows, width, dtype=dtype), randn(width, dtype=dtype), randn(width, dtype=dtype)
         base = {"rows": rows, "width": width, "dtype": str(dtype)[6:]}
-        _record_row_kernels(results, base, x, w, bsz, torch.randn_like(x))
+        record_row_kernels(results, base, x, w, bsz, torch.randn_like(x))
         logp = aten._log_softmax(x.float(), -1, False)
         target = torch.randint(0, width, (rows,), device=DEV)
         record(results, "nll_loss_fwd", base, lambda: aten.nll_loss_forward(logp, target, None, 1, -100))
@@ -226,7 +226,7 @@ def norms_and_more(results: list, quick: bool) -> None:
         rows = max(total_elems // cols, 1)
         x, w, bsz = randn(rows, cols, dtype=dtype), randn(cols, dtype=dtype), randn(cols, dtype=dtype)
         base = {"rows": rows, "width": cols, "dtype": str(dtype)[6:]}
-        _record_row_kernels(results, base, x, w, bsz, torch.randn_like(x))
+        record_row_kernels(results, base, x, w, bsz, torch.randn_like(x))
         record(results, "sum_dim0", {"rows": rows, "cols": cols, "dtype": str(dtype)[6:]},
                lambda: aten.sum.dim_IntList(x, [0], True))
     for rows, vocab in [(2048, 32000), (8192, 50304)]:  # LM heads: softmax and loss over a vocabulary
@@ -242,7 +242,7 @@ def norms_and_more(results: list, quick: bool) -> None:
         gl = torch.ones((), device=DEV)
         record(results, "nll_loss_bwd", base, lambda: aten.nll_loss_backward(gl, logp, target, None, 1, -100, total))
     for (n, c, hw), cl, train in itertools.product([(64, 64, 56), (64, 256, 14)], (True, False), (True, False)):
-        _record_batch_norm(results, n, c, hw, cl, torch.bfloat16, train)
+        record_batch_norm(results, n, c, hw, cl, torch.bfloat16, train)
     for n_idx, vocab in [(512, 50257), (3072, 50257), (3073, 50257), (8192, 50257), (4096, 2), (65536, 32000)]:
         g = randn(n_idx, 768, dtype=torch.float32)
         idx = torch.randint(0, vocab, (n_idx,), device=DEV)

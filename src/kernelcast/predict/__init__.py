@@ -488,16 +488,16 @@ def _python_ranges(capture: Capture, host: HostModel, preds: list[PredictedOp], 
     low, high = python_range_factors(capture, host)
     python_us, captured_us = sum(p.python_us for p in preds), sum(captured_python)
     fast, slow = min(host.run_speed_range), max(host.run_speed_range)
+    run_range = tuple(steady_state_step_us(launches, host_scale=f) for f in host.run_speed_range)
 
     def step_at(factor: float, host_scale: float = 1.0) -> float:
         return steady_state_step_us([with_host(lc, lc.host_us + part * (factor - 1.0))
                                      for lc, part in zip(launches, captured_python)], host_scale=host_scale)
 
-    step_range = (step_at(low, fast), step_at(high, slow)) if captured_us else \
-        tuple(steady_state_step_us(launches, host_scale=f) for f in (fast, slow))
+    step_range = (step_at(low, fast), step_at(high, slow)) if captured_us else (min(run_range), max(run_range))
     return {"python_time_range_us": (python_us + captured_us * (low - 1.0), python_us + captured_us * (high - 1.0)),
             "step_time_range_us": (step_at(low), step_at(high)) if captured_us else (0.0, 0.0),
-            "step_range_us": step_range,
+            "step_time_run_range_us": run_range, "step_range_us": step_range,
             "capture_cpu": host.capture_cpu, "target_cpu": host.target_cpu,
             "python_timing_steps": capture.settings.python_timing_steps,
             # the lines priced per line: a heavy stretch priced as read is not in the count the report gives
@@ -598,7 +598,6 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
         python_time_us=sum(p.python_us for p in preds), launch_bound_ops=sum(p.launch_bound for p in preds),
         **_python_ranges(capture, host, preds, launches, captured_python),
         step_time_by_host_speed=tuple((f, steady_state_step_us(launches, host_scale=f)) for f in HOST_SPEED_FACTORS),
-        step_time_run_range_us=tuple(steady_state_step_us(launches, host_scale=f) for f in host.run_speed_range),
         host_run_speed_range=host.run_speed_range,
         comm=comm_summary(capture.ops, [p.time_us for p in preds], launches, step_us, link, capture.world_size)
         if link is not None else None,
