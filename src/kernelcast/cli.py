@@ -8,9 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
-import textwrap
 import warnings
 from typing import NoReturn
 from pathlib import Path
@@ -24,120 +22,11 @@ EXIT_BAD_INPUT = 2
 
 
 def _cmd_devices(args: argparse.Namespace) -> int:
-    from kernelcast.report import console_for_output, wrap_lines
+    from kernelcast.report import console_for_output
+    from kernelcast.report.devices import print_devices
 
-    console = console_for_output()
-    if args.interconnects:
-        console.print(_interconnects_table())
-        return 0
-    table = _gpus_table(console.width)
-    console.print(table)
-    if "aliases" not in [c.header for c in table.columns]:  # dropped for the width: one GPU a line, wrapped
-        from kernelcast.devices import all_gpus
-        # a no-break space inside an alias keeps "nvidia h100 80gb hbm3" on one line
-        lines = [textwrap.fill(f"{g.id}: {', '.join(a.replace(' ', NBSP) for a in g.aliases)}", console.width,
-                               initial_indent="  ", subsequent_indent="      ", break_long_words=False)
-                 for g in all_gpus().values() if g.aliases]
-        console.print("\n".join(["aliases (any of them works as --gpu):", *lines]), markup=False)
-    console.print(wrap_lines(DEVICES_LEGEND, console.width), markup=False)
+    print_devices(console_for_output(), interconnects=args.interconnects)
     return 0
-
-
-NBSP = "\u00a0"
-DEVICES_LEGEND = ("kernel times: calibrated = measured on this GPU (its own profile); fitted (\"rates fitted to "
-                  "published timings\") = the H200's profile carried over by datasheet ratios and factors of this "
-                  "GPU's own, fitted to KernelBench's published timings; arch (\"its architecture's fitted rates\") "
-                  "= the same with its architecture's factors (no published timings of its own); unvalidated = "
-                  "another vendor's GPU. Held-out error (in brackets where the column is narrow): the median error "
-                  "of one call's time over KernelBench's GPU-busy programs, held out (fitted: each program left out "
-                  "of its own fit; arch: each GPU of the architecture predicted from the others'), from "
-                  "scripts/fit_gpu_rates.py; none shown: not measured. GPU-to-GPU links: `kernelcast devices "
-                  "--interconnects`.")
-# `kernelcast devices` columns, dropped from the last while the table is wider than the output (the id, the
-# model's source and the peaks stay); below WIDE_DEVICES_FROM the model's source reads in a word or two.
-DEVICE_COLUMNS = ("id", "kernel times", "bf16 TF/s", "fp32 TF/s", "TB/s", "SMs", "mem GB", "name", "L2 MB",
-                  "ridge bf16", "aliases")
-DEVICE_COLUMNS_MIN = 6
-WIDE_DEVICES_FROM = 150
-
-
-def _short_model_label(label: str) -> str:
-    """kernel_model_label in a word or two: "calibrated", "fitted (12%)", "arch (25%)", "unvalidated",
-    "datasheet"."""
-    held = re.search(r"held-out error (\d+%)", label)
-    tail = f" ({held.group(1)})" if held else ""
-    if "rates fitted" in label:
-        return "fitted" + tail
-    if "architecture" in label:
-        return "arch" + tail
-    return "unvalidated" if "unvalidated" in label else label.split(";")[0]
-
-
-def _gpus_table(width: int = 10_000):
-    from rich.console import Console
-    from rich.measure import Measurement
-    from rich.table import Table
-
-    from kernelcast.devices import all_gpus
-    from kernelcast.predict import kernel_model_label
-
-    rows = []
-    for gpu in all_gpus().values():
-        bf16 = gpu.matmul_peak("bfloat16", False)[0]  # the roof bf16 GEMMs meet (CUDA cores without bf16 tensor cores)
-        label = kernel_model_label(gpu)
-        if width >= WIDE_DEVICES_FROM:
-            model = label + ("" if gpu.vendor == "nvidia" else f"; {gpu.vendor.upper()}: CUDA kernels")
-        else:
-            model = _short_model_label(label) + ("" if gpu.vendor == "nvidia" else f" ({gpu.vendor.upper()})")
-        rows.append({"id": gpu.id, "name": gpu.name, "kernel times": model,
-                     "bf16 TF/s": f"{bf16 / 1e12:.0f}" if bf16 else "-",
-                     "fp32 TF/s": f"{gpu.peak_flops['fp32'] / 1e12:.1f}",
-                     "TB/s": f"{gpu.mem_bw_bytes_per_s / 1e12:.2f}",
-                     "L2 MB": f"{gpu.l2_bytes / 1e6:.0f}", "SMs": str(gpu.sm_count),
-                     "mem GB": f"{gpu.memory_bytes / 1e9:.0f}",
-                     "ridge bf16": f"{bf16 / gpu.mem_bw_bytes_per_s:.0f} FLOP/B" if bf16 else "-",
-                     "aliases": ", ".join(gpu.aliases)})
-
-    def table(columns):
-        t = Table(title="GPUs kernelcast knows (datasheet peaks: gpus.toml)", title_justify="left")
-        for col in columns:
-            wraps = col in ("name", "aliases", "kernel times")
-            t.add_column(col, justify="left" if col in ("id", "name", "kernel times", "aliases") else "right",
-                         overflow="fold" if wraps else "ellipsis", no_wrap=not wraps)
-        for row in rows:
-            t.add_row(*(row[c] for c in columns))
-        return t
-
-    columns = list(DEVICE_COLUMNS)
-    measure = Console(width=10_000)
-    while len(columns) > DEVICE_COLUMNS_MIN and \
-            Measurement.get(measure, measure.options, table(columns)).maximum > width:
-        columns.pop()
-    return table(columns)
-
-
-def _interconnects_table():
-    from rich.table import Table
-
-    from kernelcast.devices import all_gpus
-    from kernelcast.devices.interconnects import all_interconnects, natural_interconnect
-    from kernelcast.errors import UnknownInterconnectError
-
-    natural_for: dict[str, list[str]] = {}  # link id -> GPUs whose collectives use it when no --interconnect
-    for gpu in all_gpus().values():
-        try:
-            natural_for.setdefault(natural_interconnect(gpu).id, []).append(gpu.id)
-        except UnknownInterconnectError:  # no link data (e.g. an AMD part): --interconnect is required
-            pass
-    table = Table(title="GPU-to-GPU links for --interconnect (datasheet bandwidths; see interconnects.toml)")
-    for col in ("id", "name", "GB/s per direction", "bus efficiency", "NCCL class", "default for", "aliases"):
-        table.add_column(col, justify="right" if col in ("GB/s per direction", "bus efficiency") else "left",
-                         overflow="fold")
-    for link in all_interconnects().values():
-        table.add_row(link.id, link.name, f"{link.bw_bytes_per_s / 1e9:.0f}",
-                      f"{link.bus_efficiency:.0%} ({link.efficiency_source})", link.nccl_hw,
-                      ", ".join(natural_for.get(link.id, ())) or "-", ", ".join(link.aliases))
-    return table
 
 
 def _world_size(args: argparse.Namespace) -> int:

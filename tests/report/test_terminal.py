@@ -157,6 +157,24 @@ def test_devices_fits_the_terminal_and_honours_columns_in_a_pipe(columns, monkey
     assert "calibrated" in out and "id" in lines[1] + lines[2]
 
 
+@pytest.mark.parametrize("columns", [80, 120])
+def test_the_link_table_fits_the_terminal_with_its_headers_whole(columns, monkeypatch, capsys):
+    """`kernelcast devices --interconnects` at COLUMNS wide: every line within it, no header folded mid-word (it
+    had read `efficien` over `cy` at 80 columns), every link's id whole, columns dropped from the last."""
+    from kernelcast.devices.interconnects import all_interconnects
+    from kernelcast.report.devices import LINK_COLUMNS
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    assert main(["devices", "--interconnects"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= columns
+    header = next(line for line in lines if line.startswith("┃"))
+    shown = [h.strip() for h in header.strip("┃").split("┃")]
+    assert shown == list(LINK_COLUMNS[:len(shown)]) and "bus efficiency" in shown
+    for link in all_interconnects():
+        assert any(line.lstrip("│ ").startswith(link + " ") for line in lines), link
+
+
 def test_output_width_reads_columns_then_the_pipe_default(monkeypatch):
     from kernelcast.report import PIPE_WIDTH, output_width
     monkeypatch.setenv("COLUMNS", "93")
