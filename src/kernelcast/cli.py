@@ -22,10 +22,13 @@ EXIT_BAD_INPUT = 2
 
 
 def _cmd_devices(args: argparse.Namespace) -> int:
+    from kernelcast.devices import all_gpus
+    from kernelcast.predict import kernel_model_label
     from kernelcast.report import console_for_output
     from kernelcast.report.devices import print_devices
 
-    print_devices(console_for_output(), interconnects=args.interconnects)
+    labels = {} if args.interconnects else {g.id: kernel_model_label(g) for g in all_gpus().values()}
+    print_devices(console_for_output(), labels, interconnects=args.interconnects)
     return 0
 
 

@@ -115,6 +115,53 @@ def test_convolutions_take_the_factor_of_the_cudnn_kernels_they_run():
     assert rates.factor("conv_dgrad:fp32") == 1.0 and rate_class("conv_dgrad", "fp32") == "conv_dgrad:fp32"
 
 
+def test_a_convolution_writing_few_channels_is_its_familys_narrow_class():
+    """costs/matmul.py NARROW_CHANNELS: the channels per group a kernel writes (a forward's C_out, an input
+    gradient's C_in, a transposed forward's C_out) under 32 make a "_narrow" class, whose factor falls back to
+    its family's."""
+    from kernelcast.costs.matmul import NARROW_CHANNELS, kernel_family
+
+    def cost(c_in, c_out, pass_="conv_fwd", transposed=False, groups=1):
+        key = (pass_, "float32", False, c_in, c_out, 3, 2, 32, groups, 16, 3, transposed, 1, 1, 0)
+        return Cost(flops=1.0, bytes_read=1.0, math="conv", dtype="float32", kind="conv", key=key)
+
+    assert kernel_family(cost(3, 16)) == "conv_narrow" and kernel_family(cost(3, 64)) == "conv"
+    assert kernel_family(cost(64, 16, transposed=True)) == "conv_dgrad_narrow"  # KernelBench level 2's kind
+    assert kernel_family(cost(64, NARROW_CHANNELS, transposed=True)) == "conv_dgrad"
+    assert kernel_family(cost(16, 64, "conv_bwd_input")) == "conv_dgrad_narrow"  # writes the 16-channel input's grad
+    assert kernel_family(cost(64, 16, "conv_bwd_input")) == "conv_dgrad"
+    assert kernel_family(cost(256, 256, groups=32)) == "conv_narrow"  # 8 channels per group
+    assert kernel_family(cost(16, 16, "conv_bwd_weight")) == "conv_wgrad"
+    rates = dataclasses.replace(DATASHEET, factors={"conv_dgrad:tf32_tensor": 1.2, "conv:tf32_tensor": 0.9})
+    assert rates.factor("conv_dgrad_narrow:tf32_tensor") == 1.2 and rates.factor("conv_narrow:tf32_tensor") == 0.9
+
+
+def test_the_fit_splits_a_narrow_class_only_where_its_programs_differ():
+    """calibrate/gpu_rates.py fit_factors in two levels: the families with their narrow classes merged, then each
+    class its programs speak for, drawn toward its family's factor by PRIOR_WEIGHT. Narrow data-gradient programs
+    made at 3.0 beside wide ones at 1.2 give each its own factor; made alike, the split keeps them alike."""
+    from kernelcast.calibrate import gpu_rates as fit
+
+    def programs(narrow, wide):
+        out = []
+        for i in range(6):
+            out.append(fit.Observation(f"n{i}", {"conv_dgrad_narrow:tf32_tensor": 100.0 + 20 * i}, 10.0,
+                                       10.0 + (100.0 + 20 * i) * narrow))
+            out.append(fit.Observation(f"w{i}", {"conv_dgrad:tf32_tensor": 80.0 + 30 * i}, 10.0,
+                                       10.0 + (80.0 + 30 * i) * wide))
+        return out
+
+    split = fit.fit_factors(programs(3.0, 1.2))
+    assert split["conv_dgrad_narrow:tf32_tensor"] == pytest.approx(3.0, rel=0.02)
+    assert split["conv_dgrad:tf32_tensor"] == pytest.approx(1.2, rel=0.02)
+    alike = fit.fit_factors(programs(1.5, 1.5))
+    assert alike["conv_dgrad_narrow:tf32_tensor"] == pytest.approx(1.5, rel=0.02)
+    assert alike["conv_dgrad:tf32_tensor"] == pytest.approx(1.5, rel=0.02)
+    # too few narrow programs: the class folds into its family, which takes every program
+    thin = [o for o in programs(1.5, 1.5) if o.program not in ("n0", "n1", "n2", "n3")]
+    assert set(fit.fit_factors(thin)) == {"conv_dgrad:tf32_tensor"}
+
+
 def test_the_fit_folds_a_class_too_few_programs_speak_for_into_its_parent():
     """calibrate/gpu_rates.py: a class that takes MIN_SHARE of fewer than MIN_PROGRAMS programs is fitted with its
     parent family's (the factor AchievedRates.factor then finds for it), not held at 1.0."""

@@ -22,7 +22,9 @@ from __future__ import annotations
 import statistics
 from typing import Callable, NamedTuple
 
-from kernelcast.devices.achieved import AchievedRates, capability_prior, nearest_capability, parent_class
+from kernelcast.costs.matmul import NARROW_SUFFIX
+from kernelcast.devices.achieved import (AchievedRates, capability_prior, fitted_class, nearest_capability,
+                                        parent_class)
 
 REFERENCE = "h200"  # the calibrated GPU every other one is carried from
 MIN_SHARE = 0.2  # of a program's predicted GPU time, for the program to speak for a class
@@ -36,6 +38,11 @@ MIN_PROGRAMS = 3  # fewer: the class takes its parent's factor, else the datashe
 MAX_REFERENCE_ERROR = 0.25
 IRLS_ROUNDS = 20  # reweightings of the least-absolute-deviations fit
 L1_FLOOR = 0.02  # relative residual below which a program's weight stops growing
+# The second level's pull toward the first (fit_factors): a class split off its family (a narrow class, and the
+# family left without it) is fitted on fewer programs, and a few with leverage swung it (the T4's wide
+# data-gradient factor 3.34 fitted on all, 1.44 with one program left out); one pseudo-program's weight keeps a
+# split that the programs do not carry near its family's factor.
+PRIOR_WEIGHT = 0.5
 
 
 class Observation(NamedTuple):
@@ -100,24 +107,49 @@ def _merged(by_class: dict[str, float], fold: dict[str, str]) -> dict[str, float
     return out
 
 
+def general(observations: list[Observation]) -> list[Observation]:
+    """The observations with every narrow class (costs.matmul NARROW_SUFFIX) merged into its family's."""
+    fold = {c: parent_class(c) for o in observations for c in o.by_class if NARROW_SUFFIX in c.partition(":")[0]}
+    return [o._replace(by_class=_merged(o.by_class, fold)) for o in observations] if fold else observations
+
+
 def fit_factors(observations: list[Observation], leave_out: str | None = None) -> dict[str, float]:
     """{class: factor} fitted jointly over every observation (but leave_out's program's): predicted call time, each
     class's GPU time times its factor plus the rest, against the target, on relative error, non-negative, by least
     absolute deviations (iteratively reweighted least squares: a few programs torch 2.5 ran several times faster
-    than the reference's torch 2.11 must not pull a factor). Classes with fewer than MIN_PROGRAMS programs after
-    folding are left out (the datasheet's 1.0). Needs numpy and scipy."""
+    than the reference's torch 2.11 must not pull a factor). In two levels: the families with their narrow
+    classes merged in (general), then every class its programs speak for, a class too thin for its own factor
+    held at the first level's (a family whose programs are nearly all narrow keeps the factor they gave it).
+    Classes with fewer than MIN_PROGRAMS programs after folding and no first-level factor are left out (the
+    datasheet's 1.0). Needs numpy and scipy."""
+    used = [o for o in observations if o.program != leave_out]
+    first = _fit(folded(general(used)), {})
+    return {**first, **_fit(folded(used), first, prior_weight=PRIOR_WEIGHT)}
+
+
+def _fit(used: list[Observation], held: dict[str, float], prior_weight: float = 0.0) -> dict[str, float]:
+    """The factors of the classes at least MIN_PROGRAMS programs speak for; every other class's time at its
+    factor in `held` (or its nearest ancestor's there, else 1.0). With a prior_weight, each fitted class is drawn
+    toward its factor in `held` (a narrow class toward its family's) by one pseudo-program of that weight."""
     import numpy as np
     from scipy.optimize import nnls
 
-    used = folded([o for o in observations if o.program != leave_out])
     counts = class_programs(used)
     classes = sorted(c for c, n in counts.items() if n >= MIN_PROGRAMS)
     if not classes:
         return {}
+    fixed = AchievedRates("", held)
     a = np.array([[o.by_class.get(c, 0.0) / o.target_us for c in classes] for o in used])
-    b = np.array([1.0 - (o.rest_us + sum(t for c, t in o.by_class.items() if c not in classes)) / o.target_us
-                  for o in used])
-    weights = np.ones(len(used))
+    b = np.array([1.0 - (o.rest_us + sum(t * fixed.factor(c) for c, t in o.by_class.items() if c not in classes))
+                  / o.target_us for o in used])
+    if prior_weight > 0:  # a pseudo-program per class: its factor at the prior's, at prior_weight programs' weight
+        priors = [(i, fixed.factor(c)) for i, c in enumerate(classes) if fitted_class(c, held) in held]
+        rows = np.zeros((len(priors), len(classes)))
+        for row, (i, _) in enumerate(priors):
+            rows[row, i] = prior_weight
+        a = np.vstack([a, rows])
+        b = np.concatenate([b, [prior_weight * f for _, f in priors]])
+    weights = np.ones(len(b))
     for _ in range(IRLS_ROUNDS):
         coef, _ = nnls(a * weights[:, None], b * weights)
         residual = np.abs(a @ coef - b)

@@ -208,8 +208,10 @@ def kernel_family(cost: Cost) -> str:
     """The kernel family an op's main kernel belongs to: cost.math, except a convolution by the cuDNN kernels
     its pass runs (conv_key's pass and transposed flag): "conv" (forward kernels: a forward, or a transposed
     convolution's input gradient), "conv_dgrad" (data-gradient kernels: a transposed forward, or an input
-    gradient), "conv_wgrad" (weight gradient). Both gradients in one call (conv_bwd) stay "conv". A kernel of one
-    block per slice (common.blocks_key) is "blocks" (devices/achieved.py BLOCKS)."""
+    gradient), "conv_wgrad" (weight gradient). Both gradients in one call (conv_bwd) stay "conv". A forward or
+    data-gradient kernel writing fewer than NARROW_CHANNELS channels per group takes NARROW_SUFFIX ("conv_narrow",
+    "conv_dgrad_narrow"). A kernel of one block per slice (common.blocks_key) is "blocks" (devices/achieved.py
+    BLOCKS)."""
     key = cost.key
     if is_blocks_key(key):
         return "blocks"
@@ -218,9 +220,26 @@ def kernel_family(cost: Cost) -> str:
     pass_, transposed = key[0], bool(key[11])
     if pass_ == "conv_bwd_weight":
         return "conv_wgrad"
-    if (pass_ == "conv_fwd") == transposed and pass_ != "conv_bwd":
-        return "conv_dgrad"
-    return "conv"
+    family = "conv_dgrad" if (pass_ == "conv_fwd") == transposed and pass_ != "conv_bwd" else "conv"
+    return family + NARROW_SUFFIX if pass_ != "conv_bwd" and written_channels(key) < NARROW_CHANNELS else family
+
+
+# A convolution kernel whose output has fewer channels per group than this is its own rate class ("_narrow"):
+# the channels it writes are its implicit GEMM's N, and an N narrower than a library's smallest tile leaves
+# tensor-core lanes idle in a share that differs by architecture. On KernelBench level 2's 3-D transposed
+# convolutions (stride 2, one shape family), the A100s ran those of 16 output channels 3.5-5.2x the H200's time
+# and those of 32 or 64 1.8-2.4x, where the H100 ran both near 1.0x (scripts/fit_gpu_rates.py; 16 and 32 are the
+# only widths there, so the threshold is the gap between them). Whether the narrow class's factor differs from its
+# family's is fitted per GPU; one with too few programs folds into its family (devices/achieved.py).
+NARROW_CHANNELS = 32
+NARROW_SUFFIX = "_narrow"
+
+
+def written_channels(key: tuple) -> float:
+    """The channels per group a convolution kernel writes, from conv_key: the output's (C_out) for a forward pass,
+    the input gradient's (C_in) for a backward pass; a transposed convolution's forward writes its C_out too."""
+    channels = key[4] if key[0] == "conv_fwd" else key[3]
+    return channels / max(int(key[8]), 1)
 
 
 # conv_key's fields: the first 12 say which kernels run (launch tables, backend, kernel family); the last three

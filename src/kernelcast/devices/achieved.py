@@ -44,11 +44,14 @@ MEMORY = "memory"
 # as its clock: on KernelBench level 1 #33 (64 channels of 1 M fp32 values, one wave on either GPU) the A100 ran
 # 2.3x the H200's time where the clocks say 1.4x. Its own class, BLOCKS, takes the memory factor where it has none.
 BLOCKS = "blocks"
+# A forward or data-gradient kernel writing few channels (costs.matmul NARROW_CHANNELS) has a "_narrow" class of its
+# own under its family: its implicit GEMM's narrow N fills another share of each architecture's smallest tile.
 RATE_CLASSES = (MEMORY, BLOCKS, "matmul:fp32", "conv:tf32_tensor", "conv:fp32", "conv_dgrad:tf32_tensor",
-                "conv_dgrad:fp32")
+                "conv_dgrad:fp32", "conv_narrow:tf32_tensor", "conv_narrow:fp32", "conv_dgrad_narrow:tf32_tensor",
+                "conv_dgrad_narrow:fp32")
 # A family without a factor of its own takes its parent's (the weight gradient, which KernelBench's forward-only
-# programs never run, and the data gradient where too few programs speak for it).
-PARENT_FAMILY = {"conv_dgrad": "conv", "conv_wgrad": "conv"}
+# programs never run, the data gradient where too few programs speak for it, a narrow class likewise).
+PARENT_FAMILY = {"conv_dgrad": "conv", "conv_wgrad": "conv", "conv_narrow": "conv", "conv_dgrad_narrow": "conv_dgrad"}
 
 
 def rate_class(math_kind: str, roof: str) -> str:
@@ -136,10 +139,11 @@ def nearest_capability(capability: str, fitted: list[str]) -> str | None:
 
 
 def capability_prior(fitted: dict[str, dict[str, float]]) -> dict[str, float]:
-    """Per class, the geometric mean of the given GPUs' factors (those that have the class)."""
+    """Per class, the geometric mean of the given GPUs' factors for it: a GPU without the class's own factor
+    counts with the one it takes (its nearest ancestor's, AchievedRates.factor), a GPU with neither is left out."""
     classes = sorted({c for factors in fitted.values() for c in factors})
     out = {}
     for c in classes:
-        values = [f[c] for f in fitted.values() if c in f]
+        values = [AchievedRates("", f).factor(c) for f in fitted.values() if fitted_class(c, f) in f]
         out[c] = math.exp(sum(math.log(v) for v in values) / len(values))
     return out

@@ -7,9 +7,10 @@ import re
 import textwrap
 
 
-def print_devices(console, interconnects: bool = False) -> None:
+def print_devices(console, labels: dict[str, str], interconnects: bool = False) -> None:
     """Print the GPU table (or, with `interconnects`, the link table) to a rich Console, fitted to its width; where
-    the aliases column is dropped for the width, the aliases follow one entry a line; then the GPU legend."""
+    the aliases column is dropped for the width, the aliases follow one entry a line; then the GPU legend.
+    labels: {GPU id: how its kernel times are known} (predict.kernel_model_label: report formats, predict knows)."""
     from kernelcast.devices import all_gpus
     from kernelcast.devices.interconnects import all_interconnects
     from kernelcast.report import wrap_lines
@@ -17,7 +18,7 @@ def print_devices(console, interconnects: bool = False) -> None:
     if interconnects:
         table, entries, flag = interconnects_table(console.width), all_interconnects(), "--interconnect"
     else:
-        table, entries, flag = gpus_table(console.width), all_gpus(), "--gpu"
+        table, entries, flag = gpus_table(labels, console.width), all_gpus(), "--gpu"
     console.print(table)
     if "aliases" not in [c.header for c in table.columns]:  # dropped for the width: one entry a line, wrapped
         # a no-break space inside an alias keeps "nvidia h100 80gb hbm3" on one line
@@ -59,16 +60,15 @@ def short_model_label(label: str) -> str:
     return "unvalidated" if "unvalidated" in label else label.split(";")[0]
 
 
-def gpus_table(width: int = 10_000):
+def gpus_table(labels: dict[str, str], width: int = 10_000):
     """The GPU table at most `width` columns wide: DEVICE_COLUMNS, dropped from the last down to
     DEVICE_COLUMNS_MIN; below WIDE_DEVICES_FROM the kernel-time source in a word or two."""
     from kernelcast.devices import all_gpus
-    from kernelcast.predict import kernel_model_label
 
     rows = []
     for gpu in all_gpus().values():
         bf16 = gpu.matmul_peak("bfloat16", False)[0]  # the roof bf16 GEMMs meet (CUDA cores without bf16 tensor cores)
-        label = kernel_model_label(gpu)
+        label = labels[gpu.id]
         if width >= WIDE_DEVICES_FROM:
             model = label + ("" if gpu.vendor == "nvidia" else f"; {gpu.vendor.upper()}: CUDA kernels")
         else:
