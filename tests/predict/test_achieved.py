@@ -132,6 +132,7 @@ def test_a_convolution_writing_few_channels_is_its_familys_narrow_class():
     assert kernel_family(cost(64, 16, "conv_bwd_input")) == "conv_dgrad"
     assert kernel_family(cost(256, 256, groups=32)) == "conv_narrow"  # 8 channels per group
     assert kernel_family(cost(16, 16, "conv_bwd_weight")) == "conv_wgrad"
+    assert kernel_family(cost(64, 64, groups=64)) == "conv"  # depthwise: PyTorch's native kernel, no implicit GEMM
     rates = dataclasses.replace(DATASHEET, factors={"conv_dgrad:tf32_tensor": 1.2, "conv:tf32_tensor": 0.9})
     assert rates.factor("conv_dgrad_narrow:tf32_tensor") == 1.2 and rates.factor("conv_narrow:tf32_tensor") == 0.9
 

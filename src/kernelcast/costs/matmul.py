@@ -209,7 +209,7 @@ def kernel_family(cost: Cost) -> str:
     its pass runs (conv_key's pass and transposed flag): "conv" (forward kernels: a forward, or a transposed
     convolution's input gradient), "conv_dgrad" (data-gradient kernels: a transposed forward, or an input
     gradient), "conv_wgrad" (weight gradient). Both gradients in one call (conv_bwd) stay "conv". A forward or
-    data-gradient kernel writing fewer than NARROW_CHANNELS channels per group takes NARROW_SUFFIX ("conv_narrow",
+    data-gradient cuDNN kernel writing fewer than NARROW_CHANNELS channels per group takes NARROW_SUFFIX ("conv_narrow",
     "conv_dgrad_narrow"). A kernel of one block per slice (common.blocks_key) is "blocks" (devices/achieved.py
     BLOCKS)."""
     key = cost.key
@@ -221,7 +221,8 @@ def kernel_family(cost: Cost) -> str:
     if pass_ == "conv_bwd_weight":
         return "conv_wgrad"
     family = "conv_dgrad" if (pass_ == "conv_fwd") == transposed and pass_ != "conv_bwd" else "conv"
-    return family + NARROW_SUFFIX if pass_ != "conv_bwd" and written_channels(key) < NARROW_CHANNELS else family
+    narrow = pass_ != "conv_bwd" and conv_backend(key) == CUDNN and written_channels(key) < NARROW_CHANNELS
+    return family + NARROW_SUFFIX if narrow else family
 
 
 # A convolution kernel whose output has fewer channels per group than this is its own rate class ("_narrow"):
@@ -230,7 +231,8 @@ def kernel_family(cost: Cost) -> str:
 # convolutions (stride 2, one shape family), the A100s ran those of 16 output channels 3.5-5.2x the H200's time
 # and those of 32 or 64 1.8-2.4x, where the H100 ran both near 1.0x (scripts/fit_gpu_rates.py; 16 and 32 are the
 # only widths there, so the threshold is the gap between them). Whether the narrow class's factor differs from its
-# family's is fitted per GPU; one with too few programs folds into its family (devices/achieved.py).
+# family's is fitted per GPU; one with too few programs folds into its family (devices/achieved.py). cuDNN's
+# kernels only: PyTorch's native depthwise kernels are no implicit GEMM.
 NARROW_CHANNELS = 32
 NARROW_SUFFIX = "_narrow"
 
