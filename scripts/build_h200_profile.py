@@ -111,8 +111,16 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
 - host_python_lines_fit.json: the model's Python per counted line (capture/host_clock.py LineCounter), fitted by
   scripts/fit_python_lines.py to the zoo's host-bound steps measured in separate timing runs on the H200's host
   (calibrate/python_lines.py), the host section's `model python`.
-The host section is the per-case median over the calibration runs so far (validation/host_calibration_runs.json,
-scripts/merge_host_runs.py), kept from the current profile; host-link copies come from the sweep run.
+The host section is built from validation/ too (calibrate/host_merge.py): the per-case median over the host
+calibration runs so far (host_calibration_runs.json), the host-link copies from the sweep run, the host's CPU as
+scripts/zoo_measure.py recorded it (zoo_measured.json.gz), the host µs per cuDNN work item from
+probes/library_launches.json (scripts/probe_library_launches.py).
+
+    python3 scripts/build_h200_profile.py --check   # rebuild in memory; exit 1 unless byte-identical to the shipped
+
+Every float is written to FLOAT_DIGITS significant digits: least-squares fits differ in their last bits between
+runs (18 coefficients of the window, unit-rate, spatial-softmax, generated and sparse fits, 2026-12-05), and the
+rebuild is checked byte for byte.
 Each op in the raw runs is costed again here, so a change to a cost formula reaches the profile without a device.
 """
 
@@ -127,6 +135,7 @@ from kernelcast.calibrate import build_profile, read_raw
 from kernelcast.calibrate.arithmetic_caps import arithmetic_caps
 from kernelcast.calibrate.foreach_blocks import profile_section as foreach_blocks_section
 from kernelcast.calibrate.foreach_blocks import stream_section as foreach_stream_section
+from kernelcast.calibrate.host_merge import LIBRARY_CASE, library_launch_case, merge
 from kernelcast.predict.host import MODEL_PYTHON
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -164,6 +173,58 @@ MODEL_PYTHON_FIT = "validation/host_python_lines_fit.json"
 UNUSED_FROM: dict[str, set[str]] = {"validation/h200_value_index_grid_raw.json.gz": {"amax_dim1"}}
 
 
+SHIPPED = "src/kernelcast/profiles/h200.json"
+HOST_RUNS = "validation/host_calibration_runs.json"
+LIBRARY_PROBE = "validation/probes/library_launches.json"
+ZOO_MEASURED = "validation/zoo_measured.json.gz"  # its run recorded the device host's CPU
+CPU_SOURCE = ("the device machine's /proc/cpuinfo and os.cpu_count() as scripts/zoo_measure.py recorded them on the "
+              "same machine (validation/zoo_measured.json.gz, 2026-11-30); the calibration runs did not record it")
+FLOAT_DIGITS = 12
+
+
+def host_section(copies: dict) -> dict:
+    """The profile's host section from validation/ alone (calibrate/host_merge.py; this module's docstring)."""
+    host = merge(json.loads((ROOT / HOST_RUNS).read_text())["runs"])
+    host["copies"] = copies
+    zoo = read_raw(str(ROOT / ZOO_MEASURED))
+    host["cpu_source"], host["cpu"] = CPU_SOURCE, f"{zoo['cpu']}, {zoo['cpu_count']} cores"
+    host[LIBRARY_CASE] = library_launch_case(json.loads((ROOT / LIBRARY_PROBE).read_text()),
+                                             host["python bench"]["median_us"], LIBRARY_PROBE)
+    return host
+
+
+def rounded(value):
+    """`value` with every float at FLOAT_DIGITS significant digits (nested dicts and lists), but in tree ensembles
+    (a dict with "trees": the fitted regressors and classifiers): their fits are deterministic, and a split
+    threshold rounded onto a feature value sends it down the other branch (KernelBench level 1 #64's transposed
+    1-D convolution moved 3.8%)."""
+    if isinstance(value, float):
+        return float(f"{value:.{FLOAT_DIGITS}g}")
+    if isinstance(value, dict) and "trees" in value:
+        return value
+    if isinstance(value, dict):
+        return {k: rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [rounded(v) for v in value]
+    return value
+
+
+def differences(a, b, path: str = "", limit: int = 10) -> list[str]:
+    """The first `limit` JSON paths where a and b differ."""
+    if type(a) is not type(b) or not isinstance(a, (dict, list)):
+        return [] if a == b else [path or "/"]
+    keys = sorted(set(a) | set(b)) if isinstance(a, dict) else range(max(len(a), len(b)))
+    out: list[str] = []
+    for k in keys:
+        if isinstance(a, dict) and (k not in a or k not in b) or isinstance(a, list) and k >= min(len(a), len(b)):
+            out.append(f"{path}/{k}")
+        else:
+            out += differences(a[k], b[k], f"{path}/{k}", limit)
+        if len(out) >= limit:
+            return out[:limit]
+    return out
+
+
 def merged_raw(paths: list[str]) -> dict:
     runs = [read_raw(str(ROOT / p)) for p in paths]
     for path, run in zip(paths, runs):
@@ -176,7 +237,8 @@ def merged_raw(paths: list[str]) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(ROOT / "src/kernelcast/profiles/h200.json"))
+    parser.add_argument("--out", default=str(ROOT / SHIPPED))
+    parser.add_argument("--check", action="store_true", help="rebuild in memory and compare with the shipped profile")
     args = parser.parse_args()
     raw = merged_raw(list(RAW_RUNS))
     launch_sweep = [c for p in LAUNCH_RUNS for c in read_raw(str(ROOT / p)).get("sweep", ())]
@@ -190,19 +252,21 @@ def main() -> int:
                                                                   FOREACH_STREAM_PROBE)
     profile["timings"]["arithmetic_caps"] = arithmetic_caps(json.loads((ROOT / ARITHMETIC_PROBE).read_text()),
                                                             ARITHMETIC_PROBE)
-    # the host section (merged host runs, scripts/merge_host_runs.py) is kept from the profile being replaced, or
-    # from the shipped one when writing elsewhere: a build to a new file had come out without it
-    shipped = ROOT / "src/kernelcast/profiles/h200.json"
-    previous = Path(args.out) if Path(args.out).exists() else shipped
-    current = json.loads(previous.read_text()) if previous.exists() else {}
-    if current.get("host"):
-        profile["host"] = {**current["host"], "copies": raw["host"]["copies"]}
+    profile["host"] = host_section(raw["host"]["copies"])
     compiled_host = json.loads((ROOT / COMPILED_HOST_FIT).read_text())
     profile["host"]["compiled"] = {**compiled_host["units_us"], "source": COMPILED_HOST_FIT + ": " + compiled_host["command"]}
     lines = json.loads((ROOT / MODEL_PYTHON_FIT).read_text())
     profile["host"][MODEL_PYTHON] = {"per_line_us": lines["per_line_us"], "range": lines["range"],
                                      "held_out": lines["held_out"], "source": MODEL_PYTHON_FIT + ": " + lines["command"]}
-    Path(args.out).write_text(json.dumps(profile, separators=(",", ":")) + "\n")
+    text = json.dumps(rounded(profile), separators=(",", ":")) + "\n"
+    if args.check:
+        shipped = (ROOT / SHIPPED).read_text()
+        if text == shipped:
+            print(f"{SHIPPED}: rebuilt byte-identical from validation/")
+            return 0
+        print(f"{SHIPPED} differs from its rebuild at: " + ", ".join(differences(json.loads(shipped), json.loads(text))))
+        return 1
+    Path(args.out).write_text(text)
     t = profile["timings"]
     print(f"{len(t['gemm'])} GEMM, {len(t['conv'])} conv, {len(t['attention'])} attention rows; memory kinds: "
           + ", ".join(f"{k} {len(v)}" for k, v in sorted(t["memory"].items())) + f"; rnn fit from {RNN_FIT}")

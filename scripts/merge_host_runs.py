@@ -2,6 +2,8 @@
 
     python3 scripts/merge_host_runs.py validation/host_calibration_runs.json src/kernelcast/profiles/h200.json
 
+The arithmetic is kernelcast.calibrate.host_merge (its docstring says how); this edits a profile in place, where
+scripts/build_h200_profile.py builds the same section from validation/ alone.
 Host-side costs on the workplace's H200 machines swing up to 2x between runs (the same case, minutes apart:
 validation/host_calibration_runs.json), far more than kernel times. One run's host section is one draw from
 that spread; the median over runs is the typical host, and the profile keeps every run's values beside it.
@@ -22,56 +24,14 @@ The last run added (session 17): validation/h200_host_costs_run2.json.gz, made o
 
 import gzip
 import json
-import statistics
 import sys
 from pathlib import Path
 
+from kernelcast.calibrate.host_merge import merge
 
-REFERENCE_CASE = "add (1 kernel)"
-ONE_RUN_KEYS = ("cpu bench",)
 # Kept from the profile as it is: the host's CPU (recorded by the zoo run, not a calibration) and the host-link
 # copy curves (scripts/build_h200_profile.py takes them from the sweep run).
 KEPT_KEYS = ("cpu", "cpu_source", "copies", "library launch")  # the last: scripts/fit_library_launches.py
-
-
-def _scaled(case: dict, factor: float) -> dict:
-    return {k: (v * factor if k in ("median_us", "min_us", "max_us") else v) for k, v in case.items()}
-
-
-def merge(runs: list[dict]) -> dict:
-    hosts = [r["host"] for r in runs]
-    reference = statistics.median(h[REFERENCE_CASE]["median_us"] for h in hosts)
-    merged: dict = {}
-    for name, value in hosts[-1].items():
-        if name in ONE_RUN_KEYS:
-            continue
-        cases = [h[name] for h in hosts if isinstance(h.get(name), dict)]
-        if len(cases) < len(hosts) and isinstance(value, dict) and "median_us" in value:
-            cases = [_scaled(h[name], reference / h[REFERENCE_CASE]["median_us"]) for h in hosts
-                     if isinstance(h.get(name), dict)]
-        if name == "mixed chain":  # only newer runs have it (and its parts); their op lists are the same chain
-            merged[name] = {**value, **{part: {"median_us": statistics.median(c[part]["median_us"] for c in cases
-                                                                              if part in c)}
-                                        for part in ("forward", "backward", "forward_no_grad") if part in value}}
-        elif isinstance(value, dict) and "median_us" in value:
-            merged[name] = {"median_us": statistics.median(c["median_us"] for c in cases),
-                            "min_us": statistics.median(c["min_us"] for c in cases),
-                            "max_us": statistics.median(c["max_us"] for c in cases),
-                            "per_run_median_us": [round(c["median_us"], 3) for c in cases]}
-        elif isinstance(value, dict):  # copy bandwidths: runs that measured them the way the last run did
-            same = [c for c in cases if c.get("method") == value.get("method")]
-            merged[name] = {k: (statistics.median(c[k] for c in same if k in c) if isinstance(v, float) else
-                                _median_curve([c[k] for c in same if k in c]) if isinstance(v, list) else v)
-                            for k, v in value.items()}
-        else:
-            merged[name] = value
-    merged["runs"] = [r["run"] for r in runs]
-    return merged
-
-
-def _median_curve(curves: list[list]) -> list:
-    """[[size, rate], ...] per run -> the per-size median rate."""
-    return [[size, statistics.median(c[i][1] for c in curves)] for i, (size, _) in enumerate(curves[0])]
 
 
 def main() -> None:

@@ -2,7 +2,6 @@
 the host-run merge that scales a case only some runs measured."""
 
 import dataclasses
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -77,8 +76,8 @@ def test_a_fitted_profile_section_is_rebuilt_from_the_committed_device_run():
     shipped = load_profile("h200").data["timings"]["generated"]
     fits = grid_fits(raw, get_gpu("h200").l2_bytes)
     assert set(fits) == {"triton_pointwise", "triton_reduction", "triton_persistent_reduction", "atomics"}
-    for kind, fit in fits.items():  # to the last bits, which move with numpy's summation order between releases
-        assert fit == pytest.approx(shipped[kind], rel=1e-12, abs=0)
+    for kind, fit in fits.items():  # to the 12 digits the profile keeps (scripts/build_h200_profile.py rounded)
+        assert fit == pytest.approx(shipped[kind], rel=1e-11, abs=0)
     measured = json.loads(gzip.open(ROOT / "validation/compile/compile_measured.json.gz").read())
     assert generated_fits(measured)["triton_pointwise"] != shipped["triton_pointwise"]
 
@@ -135,15 +134,8 @@ def test_a_kernel_storing_into_part_of_a_buffer_writes_what_inductor_counts():
     assert cost.bytes_written + cost.bytes_read == 4210688.0
 
 
-def _merge_module():
-    spec = importlib.util.spec_from_file_location("merge_host_runs", ROOT / "scripts/merge_host_runs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_a_case_only_one_run_measured_is_carried_to_the_typical_host():
-    merge = _merge_module().merge
+    from kernelcast.calibrate.host_merge import merge
 
     def case(us):
         return {"median_us": us, "min_us": us, "max_us": us}
