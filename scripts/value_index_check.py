@@ -4,7 +4,8 @@ microbenchmark section value_index_grid (validation/h200_value_index_grid_raw.js
     python3 scripts/value_index_check.py                        # the shipped profile
     python3 scripts/value_index_check.py --profile /tmp/x.json  # a rebuilt one
     python3 scripts/value_index_check.py --holdout              # factors fitted on alternate shapes only
-    python3 scripts/value_index_check.py --raw validation/h200_middle_reduce_grid_raw.json.gz   # another section
+    python3 scripts/value_index_check.py --raw validation/h100/h100_middle_reduce_grid_raw.json.gz --gpu h100
+                                                                # another section, measured on another GPU
 
 Each case's ops are costed and timed by the calibrated model as a captured op would be; per case kind
 (max_dim1, max_dim0, argmax_dim1, argmax_all, amax_dim1 beside them) the median of predicted / measured kernel
@@ -28,8 +29,9 @@ RAW = ROOT / "validation" / "h200_value_index_grid_raw.json.gz"
 WITHIN = 0.15
 
 
-def case_times(profile: dict, cases: list[dict]) -> list[tuple[str, float, float]]:
-    """(case kind, predicted µs, measured µs) per case: the case's costed ops summed on the H200."""
+def case_times(profile: dict, cases: list[dict], gpu_id: str = "h200") -> list[tuple[str, float, float]]:
+    """(case kind, predicted µs, measured µs) per case: the case's costed ops summed on `gpu_id` (the H200
+    profile carried to it as predict does, where it is another GPU)."""
     import kernelcast  # noqa: F401  (before torch: the fake CUDA shim)
     from kernelcast.costs import cost_of
     from kernelcast.devices import get_gpu
@@ -37,8 +39,8 @@ def case_times(profile: dict, cases: list[dict]) -> list[tuple[str, float, float
     from kernelcast.predict import cost_context
     from kernelcast.records import Capture, CaptureSettings, OpRecord
 
-    gpu = get_gpu("h200")
-    model = CalibratedModel(gpu, CaptureSettings(), profile, gpu)
+    gpu = get_gpu(gpu_id)
+    model = CalibratedModel(gpu, CaptureSettings(), profile, get_gpu("h200"))
     ctx = cost_context(gpu, Capture(ops=()))
     out = []
     for case in cases:
@@ -85,6 +87,8 @@ def main() -> int:
     parser.add_argument("--holdout", action="store_true", help="fit the factors on alternate shapes, price the rest")
     parser.add_argument("--raw", default=str(RAW), help="a microbenchmark section's raw results (any section: the "
                         "model against its cases, by case kind)")
+    parser.add_argument("--gpu", default="h200", help="the GPU the raw section was measured on (its meta's device): "
+                        "the H200 profile is carried to it as `kernelcast predict --gpu` carries it")
     args = parser.parse_args()
     from kernelcast.calibrate import read_raw
 
@@ -94,7 +98,7 @@ def main() -> int:
         holdout(profile, cases)
         return 0
     print(f"{'case kind':<14} {'n':>4} {'pred/meas':>10} {'median |err|':>13} {'within 15%':>11}")
-    for kind, s in summary(case_times(profile, cases)).items():
+    for kind, s in summary(case_times(profile, cases, args.gpu)).items():
         print(f"{kind:<14} {s['n']:>4} {s['median_ratio']:>10.2f} {s['median_error']:>13.1%} {s['within_15']:>11.0%}")
     return 0
 

@@ -889,6 +889,23 @@ def _value_index_time(model: CalibratedModel, cost: Cost, l2_warm: float) -> Tim
         MEMORY_CURVE_UNCERTAINTY
 
 
+# A cuFFT kernel's time at the smallest transforms: the median per kernel of the single-kernel and two-kernel
+# transforms of at most 64 K points on the cuFFT grid (calibrate/grids.py fft_grid), 3.0 µs (2.4-4.7 but two
+# large single kernels), where a pointwise kernel of those bytes runs near 1.6. Measured on an H100
+# (validation/h100/h100_fft_grid_raw.json.gz: no H200 was lent that day); a kernel this small is bound by the
+# SMs' clock and latency, which the H100 and H200 share (132 SMs at the same clock), not by DRAM.
+CUFFT_KERNEL_FLOOR_US = 3.0
+
+
+def _fft_time(model: CalibratedModel, cost: Cost, l2_warm: float) -> Timed:
+    """cuFFT's kernels (costs/fft.py: a pass over the data per kernel): the passes' bytes on the memory curves,
+    each kernel at least CUFFT_KERNEL_FLOOR_US."""
+    time_us = model._memory_estimate_us(cost, l2_warm)
+    if time_us is None:
+        return None, "", MEMORY_CURVE_UNCERTAINTY
+    return max(time_us, cost.kernels * CUFFT_KERNEL_FLOOR_US), "interpolated (cuFFT passes)", MEMORY_CURVE_UNCERTAINTY
+
+
 def _fitted(method: Callable[[CalibratedModel, Cost], "float | None"], source: str,
             uncertainty: float = MEMORY_CURVE_UNCERTAINTY) -> Callable[[CalibratedModel, Cost, float], Timed]:
     """A time function from a CalibratedModel method of one Cost, labelled with its source."""
@@ -933,5 +950,6 @@ KERNEL_TIME_MODELS = (
               _linalg_time),
     TimeModel("value_index", lambda m, c: c.kind.endswith(INDEX_SUFFIX) and "value_index" in _timings(m),
               _value_index_time),
+    TimeModel("fft", lambda m, c: c.kind == "fft", _fft_time),
     TimeModel("memory_curves", lambda m, c: c.kind not in COMPUTE_KINDS, _with_l2(CalibratedModel._memory_estimate_us)),
 )
