@@ -239,3 +239,18 @@ def test_a_carried_prediction_says_its_held_out_error():
     assert "held-out error" in model.source and "kernelcast devices" in model.source
     own = CalibratedModel(get_gpu("h200"), CaptureSettings(), profile.data, get_gpu("h200"))
     assert "held-out" not in own.source
+
+
+def test_a_prior_carried_across_the_tf32_line_keeps_its_convolution_factors():
+    """devices/achieved.py for_architecture: a T4 (no TF32) given Ampere's prior runs the same fp32 convolutions
+    on its FP32 units; their factors come along under that roof, a matmul's and a bf16 convolution's do not."""
+    from kernelcast.devices.achieved import for_architecture
+
+    ampere = {"conv:tf32_tensor": 1.2, "conv_dgrad:tf32_tensor": 3.0, "matmul:fp32": 1.4, "memory": 1.1}
+    turing = for_architecture(ampere, "7.5")
+    assert turing["conv:fp32"] == 1.2 and turing["conv_dgrad:fp32"] == 3.0
+    assert "matmul:tf32_tensor" not in turing and turing["memory"] == 1.1
+    assert for_architecture({"conv:fp32": 1.9}, "8.6") == {"conv:fp32": 1.9, "conv:tf32_tensor": 1.9}
+    assert for_architecture(ampere, "8.9") == ampere  # the same roofs: nothing added
+    assert achieved_rates("t4-like", "7.5", {"priors": {"8.6": {"factors": ampere, "from": ["a"]}}}).factor(
+        "conv_dgrad:fp32") == 3.0

@@ -23,8 +23,8 @@ import statistics
 from typing import Callable, NamedTuple
 
 from kernelcast.costs.matmul import NARROW_SUFFIX
-from kernelcast.devices.achieved import (AchievedRates, capability_prior, fitted_class, nearest_capability,
-                                        parent_class)
+from kernelcast.devices.achieved import (AchievedRates, capability_prior, fitted_class, for_architecture,
+                                        nearest_capability, parent_class)
 
 REFERENCE = "h200"  # the calibrated GPU every other one is carried from
 MIN_SHARE = 0.2  # of a program's predicted GPU time, for the program to speak for a class
@@ -221,7 +221,8 @@ def fit_all(predicted: dict, measured: dict, reference: dict, busy: Busy,
             {g: fitted[g]["factors"] for g in members}).items()}, "from": members}
     for gpu in gpus:  # each GPU as if unseen: the prior achieved_rates would give it without its own timings
         siblings = unseen_prior_members(gpu, gpus, capability_of)
-        prior = capability_prior({g: fitted[g]["factors"] for g in siblings}) if siblings else {}
+        prior = for_architecture(capability_prior({g: fitted[g]["factors"] for g in siblings}),
+                                 capability_of(gpu)) if siblings else {}
         held = errors(predicted, measured, reference, gpu, busy, lambda name, p=prior: p)
         fitted[gpu]["held_out_gpu"] = {"by": "GPU (the prior it would get without its own timings" + (
             f": {', '.join(siblings)})" if siblings else "; none: the datasheet)"), **_summary(held)}

@@ -119,9 +119,32 @@ def achieved_rates(gpu_id: str, capability: str, data: dict | None = None) -> Ac
         detail = f"compute capability {nearest}: the geometric mean of {', '.join(prior['from'])}"
         if nearest != capability:
             detail = f"no fitted GPU of compute capability {capability}; the nearest one's, {detail}"
-        return AchievedRates(gpu_id, dict(prior["factors"]), "prior", detail,
+        return AchievedRates(gpu_id, for_architecture(prior["factors"], capability), "prior", detail,
                              prior.get("held_out", {}).get("median_error"))
     return AchievedRates(gpu_id, {}, "datasheet", "no published timings of this GPU or its architecture")
+
+
+# An fp32 convolution runs on TF32 tensor cores where the GPU has them (compute capability 8.0 on, cuDNN's
+# default) and on the FP32 units where it has none (Turing, Volta): the same program under another roof. A prior
+# carried across that line (a T4 given the Ampere GPUs') holds only the roof its members ran the program under;
+# each convolution class stands in for the other roof's (as an unseen GPU, the T4's median error went 36% -> 29%:
+# scripts/fit_gpu_rates.py fit). Matmuls are left as they are (PyTorch leaves TF32 off for them: an fp32 GEMM
+# is an sgemm on every architecture), and so is a bf16 convolution, another program.
+SAME_PROGRAM_ROOF = {"fp32": "tf32_tensor", "tf32_tensor": "fp32"}
+TF32_FROM_MAJOR = 8
+
+
+def for_architecture(factors: dict[str, float], capability: str) -> dict[str, float]:
+    """A prior's factors for a GPU of `capability`: on a GPU without TF32, each convolution "<family>:tf32_tensor"
+    class also as "<family>:fp32" where the prior lacks it; on one with TF32, the reverse."""
+    major = int(capability.partition(".")[0]) if capability and capability[0].isdigit() else TF32_FROM_MAJOR
+    missing = "tf32_tensor" if major >= TF32_FROM_MAJOR else "fp32"
+    out = dict(factors)
+    for rate, value in factors.items():
+        family, _, roof = rate.partition(":")
+        if family.startswith("conv") and roof == SAME_PROGRAM_ROOF.get(missing):
+            out.setdefault(f"{family}:{missing}", value)
+    return out
 
 
 def nearest_capability(capability: str, fitted: list[str]) -> str | None:
