@@ -3,7 +3,7 @@ of tiny ops, host-to-device copies (pinned or pageable) and work on a side strea
 
     kernelcast predict examples/host_steps.py:item_loop --gpu h200
 
-Used by scripts/validate_host.py next to GPU-bound steps of the validation suite.
+Used by scripts/device/validate_host.py next to GPU-bound steps of the validation suite.
 """
 
 import torch

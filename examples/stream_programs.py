@@ -1,6 +1,6 @@
 """Small programs on CUDA streams, racy and correct, with the hazards each has written beside it: what
 tests/predict/test_hazards.py checks kernelcast's analysis against (predict/hazards.py), and what
-scripts/sanitizer_compare.py runs under PyTorch's CUDA Stream Sanitizer on a GPU. Each takes (x, w, host): two
+scripts/device/sanitizer_compare.py runs under PyTorch's CUDA Stream Sanitizer on a GPU. Each takes (x, w, host): two
 512 x 512 fp32 CUDA tensors and a pinned host tensor of the same shape.
 
 An expected hazard is (kind, line of the first access, line of the second, first stream, second stream), lines

@@ -1,7 +1,7 @@
 """A small CNN training step that logs `loss.item()` into a list every step (build), the same without the log
 (log_every_step=False): issue 32's graph break at an `.item()`. Run compiled: `kernelcast predict
 benchmarks/cases/compiled_cnn_logs_item.py --compile default`, and measured on the device by
-scripts/measure_workloads.py with --compile default (validation/cases_measured.json)."""
+scripts/device/measure_workloads.py with --compile default (validation/cases_measured.json)."""
 
 import torch
 import torch.nn as nn

@@ -1,7 +1,7 @@
 """The validation zoo: workloads chosen as a user base would bring them, by model family.
 
-Each entry is (name, family, workload spec relative to the repository root). scripts/zoo_measure.py measures them
-on a GPU; scripts/zoo_validate.py re-captures them here and compares. Families are reported separately.
+Each entry is (name, family, workload spec relative to the repository root). scripts/device/zoo_measure.py measures them
+on a GPU; scripts/eval/zoo_validate.py re-captures them here and compares. Families are reported separately.
 """
 
 from __future__ import annotations

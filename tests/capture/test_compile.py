@@ -108,7 +108,7 @@ def test_host_side_of_compiled_code():
     assert host.dispatch_us(graph, None) == host.compiled_graph_us + 5 * host.compiled_input_us
     assert host.dispatch_us(alloc, cost_of(alloc)) == host.compiled_view_us
     # a graph's call and a replay are priced by units: the Python timed before them at capture (Dynamo's guards
-    # and AOTAutograd's wrapper on fake tensors, 2-4x the H200 host's time: scripts/probe_compiled_host.py) is
+    # and AOTAutograd's wrapper on fake tensors, 2-4x the H200 host's time: scripts/device/probe_compiled_host.py) is
     # left out; Inductor's wrapper Python between its ops and the caller's own stay
     assert host.python_us(graph) == host.python_us(replay) == 0.0
     assert (host.python_us(launch), host.python_us(alloc), host.python_us(caller)) == (3.0, 20.0, 7.0)
@@ -148,7 +148,7 @@ def _kernels(cap):
 @needs_triton
 def test_a_compiled_step_counts_no_lines_and_is_priced_as_timed():
     """A compiled step is recorded once; a line tracer in that one step would be in its timed reading, and
-    Inductor's wrapper is priced as timed beside its per-unit costs (scripts/fit_compiled_host.py): its capture
+    Inductor's wrapper is priced as timed beside its per-unit costs (scripts/fit/fit_compiled_host.py): its capture
     counts no lines and the host model keeps the reading (capture/api.py _run_steps)."""
     from kernelcast.capture import capture_workload
     from kernelcast.devices import get_gpu
@@ -379,7 +379,7 @@ def test_device_script_measures_enough_zoo_workloads_forward_and_training():
     registry = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(registry)
     ZOO = registry.ZOO
-    script = root / "scripts" / "compile_measure.py"
+    script = root / "scripts" / "device" / "compile_measure.py"
     values = {node.targets[0].id: ast.literal_eval(node.value) for node in ast.parse(script.read_text()).body
               if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") in ("COMPILE_ZOO", "MODES")}
     names = values["COMPILE_ZOO"]
@@ -404,7 +404,7 @@ def test_max_autotune_predicts_the_extern_gemm_and_says_so():
 
 
 def test_the_profiles_compiled_host_costs_come_from_the_committed_probe_fit():
-    """The H200 profile's host costs of compiled code are scripts/fit_compiled_host.py's fit of the device probe
+    """The H200 profile's host costs of compiled code are scripts/fit/fit_compiled_host.py's fit of the device probe
     (validation/probes/compiled_host.json), and the host model reads them."""
     import json
     from pathlib import Path

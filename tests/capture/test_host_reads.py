@@ -2,7 +2,7 @@
 decide the read, says where it guessed, and takes the user's statement (--assume).
 
 Expected values come from the H200 (torch 2.11, transformers 5.17): validation/zoo_issue31_measured.json.gz,
-`PYTHONPATH=src python3 scripts/zoo_measure.py --only gpt2_generate_greedy gpt2_generate_beam ...`: greedy
+`PYTHONPATH=src python3 scripts/device/zoo_measure.py --only gpt2_generate_greedy gpt2_generate_beam ...`: greedy
 generation of 16 new tokens ran 2401 work items per call, beam search 3937, both matched by the capture with the
 device's torch version (validation/zoo_issue31_repredicted.json). The tests here check the same mechanism on
 models small enough for a unit test: one decode step per new token.

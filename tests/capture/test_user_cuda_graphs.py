@@ -1,8 +1,8 @@
 """A user's own CUDA graphs (torch.cuda.CUDAGraph, torch.cuda.graph) captured and replayed in a step.
 
 Expected values are the H200's (torch 2.11, 2026-12-04): benchmarks/cases/cuda_graph_*.py measured by
-scripts/measure_workloads.py (validation/cases/cuda_graph_cases_run*.json) and their GPU work listed by
-scripts/probe_graph_launch.py --kernels (validation/cases/cuda_graph_kernels.json).
+scripts/device/measure_workloads.py (validation/cases/cuda_graph_cases_run*.json) and their GPU work listed by
+scripts/device/probe_graph_launch.py --kernels (validation/cases/cuda_graph_kernels.json).
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ def test_stored_conv_trees_give_scikit_learns_classes():
     clf = launch_model.new_classifier(launch_model.CONV_BOOSTING_ITERATIONS, launch_model.CONV_MAX_LEAF_NODES).fit(x, [conv_label(r) for r in rows])
     stored = TreeClassifier.from_dict(launch_model.export_classifier(clf, CONV_FEATURES).to_dict())
     assert [stored.predict(list(v)) for v in x] == list(clf.predict(x))
-    # the class probabilities too (scripts/probe_conv_launches.py weighs them into an expected count)
+    # the class probabilities too (scripts/device/probe_conv_launches.py weighs them into an expected count)
     probabilities = [stored.probabilities(list(v)) for v in x[:50]]
     assert np.allclose([[p[c] for c in clf.classes_] for p in probabilities], clf.predict_proba(x[:50]), atol=1e-6)
 

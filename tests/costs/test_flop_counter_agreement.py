@@ -1,7 +1,7 @@
 """kernelcast's FLOPs equal torch.utils.flop_counter's on the same captured ops wherever flop_counter has a
 formula, except a grouped convolution's weight gradient, which flop_counter counts `groups` times
 (costs/matmul.py, conv_backward_flops), and causal attention, where kernelcast counts the attended pairs only
-(costs/attention.py). scripts/opinfo_sweep.py runs the same comparison over every OpInfo."""
+(costs/attention.py). scripts/eval/opinfo_sweep.py runs the same comparison over every OpInfo."""
 
 import collections
 

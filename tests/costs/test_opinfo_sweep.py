@@ -1,4 +1,4 @@
-"""scripts/opinfo_sweep.py: bad input is one line and exit 2; a one-OpInfo sweep writes its JSON and summary."""
+"""scripts/eval/opinfo_sweep.py: bad input is one line and exit 2; a one-OpInfo sweep writes its JSON and summary."""
 
 import json
 import os
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "opinfo_sweep.py"
+SCRIPT = ROOT / "scripts" / "eval" / "opinfo_sweep.py"
 
 
 def _run(*args):

@@ -1,7 +1,7 @@
 """Sparse COO gradients (nn.Embedding / nn.EmbeddingBag with sparse=True) captured as CUDA runs them.
 
 Expected work items come from the H200 (torch 2.11, CUDA 13): the op-by-op probe
-validation/probes/sparse_probe.json (`PYTHONPATH=src python3 scripts/probe_sparse.py --out ...`) and the zoo's
+validation/probes/sparse_probe.json (`PYTHONPATH=src python3 scripts/device/probe_sparse.py --out ...`) and the zoo's
 sparse recommenders in validation/zoo_measured.json.gz (sparse_embedding_sgd, sparse_bag_adagrad,
 sparse_embedding_sparse_adam, examples/zoo/recsys_moe_graph.py).
 """
@@ -158,7 +158,7 @@ def test_dense_plus_sparse_out_of_place_copies_then_adds():
 
 def test_coalesce_and_embedding_bag_times_from_the_shipped_fits():
     """The profile's sparse fits (calibrate/sparse_fit.py on calibrate's sparse_grid) against H200 measurements
-    they were not fitted on: scripts/probe_sparse.py's coalesce of 32768 rows x 16 fp32 (kernels summed: 66.2 µs)
+    they were not fitted on: scripts/device/probe_sparse.py's coalesce of 32768 rows x 16 fp32 (kernels summed: 66.2 µs)
     and zoo sparse_bag_adagrad's EmbeddingBag forward (16384 indices in 1024 bags of 64 fp32: 6.7 µs a table)."""
     from kernelcast.predict.sparse_time import coalesce_us, embedding_bag_bytes, embedding_bag_us
     from kernelcast.profiles import load_profile

@@ -1,7 +1,7 @@
 """cuDNN convolution workspaces in the predicted peak (predict/conv_workspace.py), against the H200's allocator.
 
 Expected values are the H200's (torch 2.11, cuDNN 9.19): validation/probes/h200_conv_workspace.json.gz
-(scripts/probe_conv_workspace.py) and ../shared/kernelbench/timing/H200_ours (KernelBench level 2 #100).
+(scripts/device/probe_conv_workspace.py) and ../shared/kernelbench/timing/H200_ours (KernelBench level 2 #100).
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ def test_a_fitted_profile_section_is_rebuilt_from_the_committed_device_run():
     shipped = load_profile("h200").data["timings"]["generated"]
     fits = grid_fits(raw, get_gpu("h200").l2_bytes)
     assert set(fits) == {"triton_pointwise", "triton_reduction", "triton_persistent_reduction", "atomics"}
-    for kind, fit in fits.items():  # to the 12 digits the profile keeps (scripts/build_h200_profile.py rounded)
+    for kind, fit in fits.items():  # to the 12 digits the profile keeps (scripts/fit/build_h200_profile.py rounded)
         assert fit == pytest.approx(shipped[kind], rel=1e-11, abs=0)
     measured = json.loads(gzip.open(ROOT / "validation/compile/compile_measured.json.gz").read())
     assert generated_fits(measured)["triton_pointwise"] != shipped["triton_pointwise"]

@@ -222,7 +222,7 @@ def test_a_calibrated_library_call_is_priced_at_its_case_not_as_a_launch():
 
 def test_a_cudnn_rnn_call_pays_for_each_kernel_it_launches_beyond_its_case():
     """cuDNN launches an RNN's per-step kernels from the host inside one op: past the case's own items, each
-    costs the probe's per-item host time (scripts/probe_library_launches.py); a convolution's do not."""
+    costs the probe's per-item host time (scripts/device/probe_library_launches.py); a convolution's do not."""
     from kernelcast.costs import Cost
     from kernelcast.predict.host import LIBRARY_CASE_ITEMS, LIBRARY_CASES, LIBRARY_LAUNCH_CASE
 

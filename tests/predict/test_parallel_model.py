@@ -115,7 +115,7 @@ def test_measured_link_times_collectives_from_its_fit():
     from kernelcast.devices.interconnects import get_interconnect
     from kernelcast.predict.comm import call_host_us, collective_time, host_issue_us
 
-    link = get_interconnect("nvlink4")  # [nvlink4.measured]: 2 H200s, fitted by scripts/fit_parallel.py
+    link = get_interconnect("nvlink4")  # [nvlink4.measured]: 2 H200s, fitted by scripts/fit/fit_parallel.py
     fit = link.measured.collectives["all_gather"]
     est = collective_time("all_gather", 88088576, 2, link)  # a Llama layer's bf16 parameters, gathered
     # latency + S/2 / busbw: 4.6 + 44044288 / 265.4 GB/s = 4.6 + 165.95 = 170.6 us; the device's profiled
@@ -139,7 +139,7 @@ def test_measured_link_times_collectives_from_its_fit():
 
 @pytest.mark.slow
 def test_interconnect_fit_is_the_fit_of_the_committed_device_run():
-    """devices/interconnects.toml [nvlink4.measured] holds what scripts/fit_parallel.py fits to
+    """devices/interconnects.toml [nvlink4.measured] holds what scripts/fit/fit_parallel.py fits to
     validation/distributed (so the data and the script that made it stay together)."""
     import gzip
     import json
@@ -149,7 +149,7 @@ def test_interconnect_fit_is_the_fit_of_the_committed_device_run():
     from kernelcast.devices.interconnects import get_interconnect
 
     root = pathlib.Path(__file__).resolve().parents[2]
-    sys.path.insert(0, str(root / "scripts"))
+    sys.path.insert(0, str(root / "scripts" / "fit"))
     import fit_parallel
 
     folder = root / "validation" / "distributed"
@@ -234,7 +234,7 @@ def test_ddp_reducer_copies_are_found_by_the_bucket_they_touch():
 
 
 def _compact(events, threads=("thread 1 (python3)", "thread 2 (pt_autograd_0)")):
-    """A compact profile (scripts/validate_distributed.py compact_trace) from (table, name, ts, dur, thread,
+    """A compact profile (scripts/device/validate_distributed.py compact_trace) from (table, name, ts, dur, thread,
     input_dims) rows."""
     strings, rows = [], {"cpu_ops": [], "ranges": [], "runtime": [], "gpu": [], "gpu_ranges": []}
 

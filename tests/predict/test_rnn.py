@@ -2,7 +2,7 @@
 
 Expected work items come from the H200 (torch 2.11, cuDNN 9.19): validation/zoo_measured.json.gz, the zoo's
 rnn family (examples/zoo/recurrent.py), counted per launch chain, and validation/probes/probe_rnn.json
-(scripts/probe_rnn.py: 67 cuDNN RNN configurations).
+(scripts/device/probe_rnn.py: 67 cuDNN RNN configurations).
 """
 
 import json
@@ -282,7 +282,7 @@ def test_autocast_runs_cudnn_rnns_in_fp16_on_a_recast_weight_buffer():
     assert sum(o.outputs[0].dtype == "float32" for o in after) == 4
 
 
-# -- the time model (predict/rnn_time.py, fitted by scripts/fit_rnn_times.py on probe_rnn.json) -----------------
+# -- the time model (predict/rnn_time.py, fitted by scripts/fit/fit_rnn_times.py on probe_rnn.json) -----------------
 def test_step_features_pick_the_kernel_regime_by_batch_and_gate_width():
     from kernelcast.predict.rnn_time import regime, step_features
 
@@ -308,7 +308,7 @@ def test_the_fit_is_the_profiles_rnn_section_and_reproducible_from_the_probe(tmp
     assert load_profile("h200").data["timings"]["rnn"] == shipped
     assert "probe_rnn.json" in shipped["fitted_on"] and "H200" in shipped["fitted_on"]
     root = PROBE_RNN.parent.parent.parent
-    subprocess.run([sys.executable, str(root / "scripts/fit_rnn_times.py"), "--out", str(tmp_path / "fit.json")],
+    subprocess.run([sys.executable, str(root / "scripts/fit/fit_rnn_times.py"), "--out", str(tmp_path / "fit.json")],
                    capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(root / "src")})
     refit = json.loads((tmp_path / "fit.json").read_text())
     assert refit["step"] == shipped["step"] and refit["persist"] == shipped["persist"]

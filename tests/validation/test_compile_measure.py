@@ -1,4 +1,4 @@
-"""The device script for compiled steps (scripts/compile_measure.py): what keeps one run's measurements honest
+"""The device script for compiled steps (scripts/device/compile_measure.py): what keeps one run's measurements honest
 when the device gives one call of a few minutes."""
 
 import importlib.util
@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("compile_measure", ROOT / "scripts" / "compile_measure.py")
+    spec = importlib.util.spec_from_file_location("compile_measure", ROOT / "scripts" / "device" / "compile_measure.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

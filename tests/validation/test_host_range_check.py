@@ -1,4 +1,4 @@
-"""scripts/host_range_check.py: which printed ranges hold each measured step, and the verdicts against the runs."""
+"""scripts/eval/host_range_check.py: which printed ranges hold each measured step, and the verdicts against the runs."""
 
 import gzip
 import json
@@ -28,7 +28,7 @@ def test_ranges_and_verdicts_are_counted_against_every_run(tmp_path):
     gpu = _write(tmp_path / "gpu.json.gz", {"workloads": [
         {"name": "small_mlp", "measured": {"gpu_time_us": 20.0}},  # busy 14-20%: host in every run
         {"name": "big_gemm", "measured": {"gpu_time_us": 990.0}}]})  # busy 99%: gpu
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "host_range_check.py"), str(tmp_path / "pred.json"),
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "eval" / "host_range_check.py"), str(tmp_path / "pred.json"),
                           *runs, "--gpu-times", gpu], capture_output=True, text=True, check=True).stdout
     median_line = next(line for line in out.splitlines() if line.startswith("median of the 3 runs"))
     # the median run, 120 us: outside the model-Python range (90-110), inside the run range and the step's range

@@ -1,4 +1,4 @@
-"""The shipped H200 profile is rebuilt from validation/ alone (scripts/build_h200_profile.py, issue 35)."""
+"""The shipped H200 profile is rebuilt from validation/ alone (scripts/fit/build_h200_profile.py, issue 35)."""
 
 import json
 import math
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "scripts" / "fit"))
 
 RELATIVE = 1e-9  # the rebuild here is byte-identical (--check); another CPU's vector paths may move a last bit
 
@@ -35,7 +35,7 @@ def test_the_shipped_profile_is_rebuilt_from_validation_alone(tmp_path):
     """Every section, the host's included (it had been carried forward from the profile being replaced), comes
     out of the raw runs and fits in validation/; about 2.5 minutes on two cores."""
     out = tmp_path / "h200.json"
-    result = subprocess.run([sys.executable, str(ROOT / "scripts/build_h200_profile.py"), "--out", str(out)],
+    result = subprocess.run([sys.executable, str(ROOT / "scripts/fit/build_h200_profile.py"), "--out", str(out)],
                             capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     shipped = json.loads((ROOT / "src/kernelcast/profiles/h200.json").read_text())

@@ -1,4 +1,4 @@
-"""scripts/validate_distributed.py on a CPU: its profile records and comparison on small hand-made inputs, and
+"""scripts/device/validate_distributed.py on a CPU: its profile records and comparison on small hand-made inputs, and
 its measuring path end to end under torchrun with gloo (--dry-run-cpu)."""
 
 import gzip
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("validate_distributed", ROOT / "scripts" / "validate_distributed.py")
+_spec = importlib.util.spec_from_file_location("validate_distributed", ROOT / "scripts" / "device" / "validate_distributed.py")
 vd = importlib.util.module_from_spec(_spec)
 sys.modules["validate_distributed"] = vd  # dataclasses look their module up there
 _spec.loader.exec_module(vd)
@@ -145,7 +145,7 @@ def test_dry_run_on_cpu_under_torchrun(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))}
     only = ["llama_fsdp.noop_comm", "gpt_ddp.noop_hook", "gpt"]
     done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                           str(ROOT / "scripts" / "validate_distributed.py"), "--dry-run-cpu", "--out", str(tmp_path),
+                           str(ROOT / "scripts" / "device" / "validate_distributed.py"), "--dry-run-cpu", "--out", str(tmp_path),
                            "--only", *only], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     measured = json.loads((tmp_path / vd.MEASURED_FILE).read_text())

@@ -1,11 +1,11 @@
-"""scripts/wall_validate.py: the measured verdict, what counts as right, and the per-family summary."""
+"""scripts/eval/wall_validate.py: the measured verdict, what counts as right, and the per-family summary."""
 
 import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+sys.path[:0] = [str(Path(__file__).resolve().parents[2] / "scripts" / d) for d in ("device", "fit", "eval")]
 
 import wall_validate as wv  # noqa: E402
 

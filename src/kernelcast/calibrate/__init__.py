@@ -71,7 +71,7 @@ def calibrate(out: str, gpu: str, quick: bool = False, raw_out: str | None = Non
 
     t0 = time.perf_counter()
     # Host costs first, before any torch.profiler session in this process: one leaves every later op's host cost
-    # about 1.4x higher in the process (scripts/host_spread_probe.py --isolate profiler, H200 host: a 20-op chain
+    # about 1.4x higher in the process (scripts/device/host_spread_probe.py --isolate profiler, H200 host: a 20-op chain
     # 0.160 -> 0.226 and 0.162 -> 0.233 ms; validation/host_spread/), and the microbenchmarks profile their kernels.
     progress.stage("host costs (dispatch and launch per kind of op)")
     host = host_costs() if sections is None else {}

@@ -1,6 +1,6 @@
 """Per-element arithmetic rates of the pointwise ops that their math can bound (the profile's `arithmetic_caps`).
 
-Read off scripts/probe_pointwise_math.py's run (validation/probes/pointwise_math_probe.json): each op at its
+Read off scripts/device/probe_pointwise_math.py's run (validation/probes/pointwise_math_probe.json): each op at its
 largest size in bf16 and fp16, where 4 bytes move per element and an op with enough math per element runs
 below the streaming rate; the cap is its elements per second there (the median of the two dtypes). The math
 is done in fp32 whatever the storage dtype, so the cap holds for every dtype; in fp32 (8 bytes per element)

@@ -1,7 +1,7 @@
 """Fit the host cost of torch.compile'd code per unit from a device probe of compiled calls (issue 32).
 
-scripts/probe_compiled_host.py measures, on a GPU's host, the CPU time per call of small compiled functions
-(eager, default, reduce-overhead) whose kernels never fill the GPU queue; scripts/fit_compiled_host.py captures
+scripts/device/probe_compiled_host.py measures, on a GPU's host, the CPU time per call of small compiled functions
+(eager, default, reduce-overhead) whose kernels never fill the GPU queue; scripts/fit/fit_compiled_host.py captures
 the same cases here and calls `fit`. Each case's compiled units are counted from its capture (units_of): graph
 calls and their tensor inputs (host.compiled_graph), Triton launches, allocations and reinterpretations in
 Inductor's wrapper, CUDA graph replays and their inputs (host.cudagraph_replay). The rest of each call's host

@@ -1,4 +1,4 @@
-"""One thread block's time per multi_tensor_apply chunk, fitted on the device probe scripts/probe_foreach.py (the
+"""One thread block's time per multi_tensor_apply chunk, fitted on the device probe scripts/device/probe_foreach.py (the
 profile's `timings.foreach_blocks`, read by predict/calibrated.py).
 
 The fit uses the probe's single launches of at most MAX_CHUNKS chunks (every block runs at once, so the launch
@@ -37,7 +37,7 @@ def profile_section(probe: dict, probe_path: str) -> dict:
     return {**fit(probe["rows"]), "source": f"{probe_path} ({probe['command']}, {probe['date']})"}
 
 
-# The lists each op of scripts/probe_foreach_stream.py streams, distinct reads plus the write (addcmul_ reads its
+# The lists each op of scripts/device/probe_foreach_stream.py streams, distinct reads plus the write (addcmul_ reads its
 # gradient list twice: once from memory); lists of at least STREAM_MIN_BYTES, where launches are full and the rate
 # is flat.
 STREAM_LISTS = {"_foreach_mul_": 2, "_foreach_div_": 2, "_foreach_add_": 2, "_foreach_sqrt": 2,

@@ -3,9 +3,9 @@
 The profile's `timings.generated` comes from the designed grid of compiled microbenchmarks (calibrate section
 `triton_grid`, calibrate/triton_grid.py): per kernel class a launch floor and a sustained bandwidth
 (grid_fits), and for kernels that add atomically a time per element added and per index (atomics_fit). The
-compiled zoo steps are the held-out check (scripts/triton_rates_eval.py), read by the functions below.
+compiled zoo steps are the held-out check (scripts/eval/triton_rates_eval.py), read by the functions below.
 
-scripts/compile_measure.py profiles compiled zoo workloads on the GPU: every kernel of one step with its name and
+scripts/device/compile_measure.py profiles compiled zoo workloads on the GPU: every kernel of one step with its name and
 duration, and Inductor's own byte count per generated kernel (`triton_bytes`: the `kernel_num_gb` its codegen
 writes into each kernel, the figure the capture also costs them by, costs/generated.py). A kernel's class is in
 its name, as Inductor names them (torch/_inductor/codegen/triton.py: `triton_` + `poi` / `red` / `per` ...), so
@@ -80,7 +80,7 @@ def fit_launch_and_bandwidth(rows: list) -> tuple[float, float, float]:
     bytes / (time - floor) over the points above the floor, and the floor whose line has the smallest median
     relative error is kept. Two parameters a class, not a curve through every point: Inductor's byte count
     differs from what a kernel moves by its broadcasts and reuse, so neighbouring points scatter, and a curve
-    through them generalised worse to held-out workloads (scripts/triton_rates_eval.py).
+    through them generalised worse to held-out workloads (scripts/eval/triton_rates_eval.py).
     Raises ValueError with fewer than MIN_FIT_POINTS points."""
     if len(rows) < MIN_FIT_POINTS:
         raise ValueError(f"a fit needs {MIN_FIT_POINTS} points, got {len(rows)}")

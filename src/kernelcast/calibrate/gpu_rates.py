@@ -1,5 +1,5 @@
 """Fit each GPU's achieved-rate factors (devices/achieved.py) to published timings, with their held-out errors
-(issue 30). scripts/fit_gpu_rates.py is the command line over this: it predicts KernelBench's captures and reads
+(issue 30). scripts/fit/fit_gpu_rates.py is the command line over this: it predicts KernelBench's captures and reads
 the published timings; the arithmetic is here.
 
 The input, per program and GPU (a `row`): the predicted first-step µs with every factor 1 and `by_class`, the part

@@ -61,7 +61,7 @@ def value_index_grid(results: list, quick: bool) -> None:
 # Reductions over a middle dim of (B, R, C), the kept inner dim C contiguous (torch.sum(x, dim=1), x.max(1)):
 # TensorIterator keeps B x C outputs and reduces R rows strided by C. KernelBench level 1 #47 (a sum over dim 1 of
 # 16 x 256 x 256 fp32) ran 5.3 us on the H200 where the column-sum curve, keyed by its 4096 outputs as a (256,
-# 4096) column sum, priced 12.0 (scripts/kernelbench_kernels.py compare); the grid measures the kind.
+# 4096) column sum, priced 12.0 (scripts/device/kernelbench_kernels.py compare); the grid measures the kind.
 MIDDLE_REDUCE_BATCHES = (1, 4, 16, 64, 256)
 MIDDLE_REDUCE_ROWS = (16, 64, 256, 1024, 4096)
 MIDDLE_REDUCE_COLS = (16, 64, 256, 1024, 4096)

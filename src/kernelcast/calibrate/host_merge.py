@@ -12,7 +12,7 @@ three CPU benchmarks ("cpu bench") are left out for the same reason: one run rea
 scaling reads the merged "python bench" instead (predict/host.py calibration_bench).
 
 The host µs per kernel a cuDNN call launches ("library launch", predict/host.py) comes from the device probe
-scripts/probe_library_launches.py: per probe row with at least LIBRARY_MIN_ITEMS work items (where the call's
+scripts/device/probe_library_launches.py: per probe row with at least LIBRARY_MIN_ITEMS work items (where the call's
 fixed part is a few percent of it), the host CPU time of the call over its items, their median, carried to the
 typical host by the ratio of the Python benchmarks (the merged "python bench" over the mean of the probe's before
 and after).

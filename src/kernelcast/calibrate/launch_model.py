@@ -5,7 +5,7 @@ How many work items one cuBLAS GEMM launches (1: one kernel; 2: split-K with a r
 memset; 4: memset, scale, "largek" kernel and bias epilogue for a small fp32 output) depends on cuBLAS's closed
 heuristics. A gradient-boosted tree classifier over gemm_features (dtype, layout, log2 sizes and their ratios,
 leading-dimension alignment) holds better than the nearest measured shape. Fitted on the designed sweep's 3995
-GEMMs and tested on 2000 held-out GEMMs at log-uniform sizes (`python3 scripts/probe_gemm_launches.py --evaluate
+GEMMs and tested on 2000 held-out GEMMs at log-uniform sizes (`python3 scripts/device/probe_gemm_launches.py --evaluate
 validation/h200_gemm_log_uniform_raw.json.gz`, validation/gemm_launch_model.json): 17.2% of them wrong against
 23.0% for the nearest row (bf16 11.5% vs 15.7%, fp16 11.4 vs 18.6, tf32 21.7 vs 38.9, fp32 23.4 vs 24.2).
 The profile's model is fitted on every measured GEMM; its 10-fold error beside the nearest row's on the same

@@ -1,6 +1,6 @@
 """Fit the model of collectives and of FSDP2's / DDP's host work to one device run of
-scripts/validate_distributed.py (--measure-only): its collective sweep and its rank-0 profiles. Pure
-functions of the measured record and the compact profiles (no torch, no GPU); scripts/fit_parallel.py writes
+scripts/device/validate_distributed.py (--measure-only): its collective sweep and its rank-0 profiles. Pure
+functions of the measured record and the compact profiles (no torch, no GPU); scripts/fit/fit_parallel.py writes
 what they return.
 
 Collectives. The sweep times each call with a CUDA-event pair from an idle GPU: the CPU issuing the

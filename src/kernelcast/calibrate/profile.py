@@ -61,7 +61,7 @@ def _sweep_rows(sweep: list[dict]) -> tuple[list, list, list]:
     Work items are the kernels, memsets and memcpys one profiled call launched. An attention backward case
     times a forward and its backward together; the forward case with the same parameters is taken out. Where a
     case of the same parameters was timed by its backward kernels alone (pass "backward_kernels",
-    scripts/probe_attention_backward.py), that one is used: at small shapes the events measured the host (every
+    scripts/device/probe_attention_backward.py), that one is used: at small shapes the events measured the host (every
     sweep backward took 90-670 µs, up to 61x its forward). A forward row is its kernels' durations where the case
     recorded them: around a decode call of 4 µs of kernels (one query, 128 keys) the events read 6-475 µs, the host
     and not the GPU, and the profile priced greedy generate()'s decode attention at 27.7 µs a call against 3.1
@@ -181,8 +181,8 @@ def _linalg_rows(cases: list[dict]) -> dict[str, list[list]]:
 
 
 def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = (), time_sweep: list[dict] = ()) -> dict:
-    """The profile of a calibration run. launch_sweep: more sweep cases (scripts/probe_gemm_launches.py,
-    scripts/probe_conv_launches.py) whose GEMMs and convolutions join the launch counts and their classifiers;
+    """The profile of a calibration run. launch_sweep: more sweep cases (scripts/device/probe_gemm_launches.py,
+    scripts/device/probe_conv_launches.py) whose GEMMs and convolutions join the launch counts and their classifiers;
     of the time tables, only convolutions of kinds the designed sweep lacks (_uncovered). IDW over the time
     tables priced the zoo's GEMMs worse with the log-uniform GEMMs in them (median per-op error 13.8% -> 19.8%;
     odd sizes run slower tiles than the round ones models use, and became the nearest points of round shapes).

@@ -3,7 +3,7 @@
 The capture counts the Python lines the model runs (capture/host_clock.py LineCounter) instead of relying on
 the CPU time it reads for them, which moved 12-24% between idle processes on the same machine. The host model
 prices a line at `per_line_us` on the calibrated host (predict/host.py HostModel.python_line_us). This module
-fits it; scripts/fit_python_lines.py captures the zoo's workloads and makes the rows.
+fits it; scripts/fit/fit_python_lines.py captures the zoo's workloads and makes the rows.
 
 A row is one host-bound workload measured on the device: its predicted step with no model Python priced
 (`step0_us`), how much the step grows per µs of per-line cost (`slope`: the step predicted at a trial per-line

@@ -1,7 +1,7 @@
 """Fit cuDNN's RNN workspace size, and check the reserve-space rule, on a GPU probe's allocator events (issue 35:
-the fit's maths in the library; scripts/fit_rnn_memory.py runs it on validation/probes/probe_rnn_memory.json).
+the fit's maths in the library; scripts/fit/fit_rnn_memory.py runs it on validation/probes/probe_rnn_memory.json).
 
-Per configuration of scripts/probe_rnn_memory.py: the workspace is the largest allocation `_cudnn_rnn` freed before
+Per configuration of scripts/device/probe_rnn_memory.py: the workspace is the largest allocation `_cudnn_rnn` freed before
 returning; the reserve, in training, the largest it kept besides its outputs. The workspace is fitted as a sum of
 the buffers cuDNN's kernels plausibly need (predict/memory.py cudnn_rnn_workspace_terms), each term a size in
 bytes with a non-negative coefficient, by least squares on relative error (scipy's NNLS); its held-out error over

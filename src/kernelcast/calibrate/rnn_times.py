@@ -1,8 +1,8 @@
 """Fit the cuDNN RNN time model (predict/rnn_time.py) to a GPU probe's kernel times (issue 35: the fit's maths in the
-library; scripts/fit_rnn_times.py runs it on validation/probes/probe_rnn.json and writes the profile's `rnn`
+library; scripts/fit/fit_rnn_times.py runs it on validation/probes/probe_rnn.json and writes the profile's `rnn`
 section).
 
-From every configuration scripts/probe_rnn.py measured (kernels by name, count and total µs per pass):
+From every configuration scripts/device/probe_rnn.py measured (kernels by name, count and total µs per pass):
 - per pass, the per-step kernels of the STANDARD algorithm (forward: recurrent GEMM, split-K reduction where
   cuBLAS adds one, cell; backward: cell backward, data GEMM, its split-K memset) by least squares, linear in
   rnn_time.step_features, over fp32 rows; a packed row contributes the sum over its steps (its batch per step is
@@ -38,13 +38,13 @@ def _contiguous(shape, dtype) -> TensorMeta:
 
 
 def packed_lengths(steps: int, batch: int) -> list[int]:
-    """The sequence lengths of a packed batch as scripts/probe_rnn.py and probe_rnn_memory.py draw them: spaced
+    """The sequence lengths of a packed batch as scripts/device/probe_rnn.py and probe_rnn_memory.py draw them: spaced
     evenly from `steps` down to steps // 4 (torch.linspace, truncated to integers), longest first."""
     return torch.linspace(steps, max(steps // 4, 1), batch).long().tolist()
 
 
 def probe_shape(c: dict) -> RnnShape:
-    """The _cudnn_rnn call scripts/probe_rnn.py made for one configuration (batch-first input; a packed one's
+    """The _cudnn_rnn call scripts/device/probe_rnn.py made for one configuration (batch-first input; a packed one's
     lengths by packed_lengths)."""
     steps, batch = c["steps"], c["batch"]
     if c["packed"]:
@@ -196,7 +196,7 @@ def fit_bias_grad(rows: list) -> dict:
 def fit_all(probe: dict, probe_name: str) -> dict:
     """The profile's `rnn` section from a probe document (its `rows`, `device`, `torch`, `cudnn`)."""
     rows = probe["rows"]
-    return {"source": "scripts/fit_rnn_times.py", "fitted_on": f"{probe_name}: {probe['device']}, torch "
+    return {"source": "scripts/fit/fit_rnn_times.py", "fitted_on": f"{probe_name}: {probe['device']}, torch "
             f"{probe['torch']}, cuDNN {probe['cudnn']}, {len(rows)} configurations",
             "model": "kernelcast/predict/rnn_time.py", "step": fit_steps(rows), "persist": fit_persist(rows),
             "bias_grad": fit_bias_grad(rows)}

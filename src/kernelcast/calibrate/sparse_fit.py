@@ -1,6 +1,6 @@
 """Time models of the sparse-gradient kernels (the profile's `timings.sparse`, read by predict/calibrated.py),
 fitted on calibrate's sparse_grid cases (microbenchmarks only; the zoo's sparse recommenders and
-scripts/probe_sparse.py's cases are the check, scripts/sparse_check.py).
+scripts/device/probe_sparse.py's cases are the check, scripts/eval/sparse_check.py).
 
 - coalesce (_coalesce_sparse_cuda, costs/sparse.py): a fixed chain of small kernels, then CUB's merge sort, whose
   passes are each a partition and a merge kernel at a latency-bound time, and whose keys cost a little per key

@@ -702,7 +702,7 @@ def drawn_section(name: str, draw: int) -> str:
 
 SECTIONS = {"gemm": lambda dev, scale: gemm_cases(Pool(dev), scale),
             "conv": conv_cases, "attention": attention_cases}
-# Not in the default design: run by name (scripts/probe_gemm_launches.py, scripts/probe_conv_launches.py).
+# Not in the default design: run by name (scripts/device/probe_gemm_launches.py, scripts/device/probe_conv_launches.py).
 EXTRA_SECTIONS = {
     "gemm_fp32_round": lambda dev, scale: gemm_fp32_round_cases(Pool(dev), scale),
     "attention_decode": attention_decode_cases,

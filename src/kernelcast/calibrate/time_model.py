@@ -8,11 +8,11 @@ sizes, implicit-GEMM sizes of a convolution, backend and pass of attention, log2
 every measured shape. Near a measured shape the measurement still decides (calibrated.py).
 
 Which kinds use it (FITTED_KINDS) was decided on two held-out sets. Held out by region of the sweep (whole
-3-octave blocks of sizes left out together; `python3 scripts/shape_model_eval.py`), the regressor's median error
+3-octave blocks of sizes left out together; `python3 scripts/eval/shape_model_eval.py`), the regressor's median error
 beat the nearest points' for every kind: GEMM 8.6% vs 12.0%, convolution 26.9% vs 44.1%, attention 23.2% vs 36.8%
 (attention before its backward rows were re-timed by their kernels; after: 15.0% vs 25.3%).
 On the zoo's real steps (validation/zoo_measured.json.gz, per workload and op; run when the GEMM tables still
-held the log-uniform GEMMs of scripts/probe_gemm_launches.py), it did so for convolutions only (summed |error|
+held the log-uniform GEMMs of scripts/device/probe_gemm_launches.py), it did so for convolutions only (summed |error|
 over the zoo 19.5% against 58.1%, median 11.4% against 27.6%), while GEMMs (20.6% vs 18.4%) and attention
 (78.1% vs 52.0%) got worse. A likely reason (not measured): the sweep's size pools hold the widths
 real models use, so a real GEMM or attention shape often has a close measured one, where the nearest points are
@@ -37,7 +37,7 @@ MAX_LEAF_NODES = 15
 LEARNING_RATE = 0.1
 FOLDS = 10
 FITTED_KINDS = ("conv",)
-OCTAVES_PER_REGION = 3  # the held-out blocks: as scripts/shape_model_eval.py
+OCTAVES_PER_REGION = 3  # the held-out blocks: as scripts/eval/shape_model_eval.py
 # The stated uncertainty of a fitted estimate: this quantile of the held-out |log error| (about one standard
 # deviation's worth of the errors, as the nearest points' spread is).
 UNCERTAINTY_QUANTILE = 0.68

@@ -11,7 +11,7 @@ its codegen write, the figure the capture costs generated kernels by: costs/gene
 
 One raw row per case: {"kind": "triton_grid", "case", "shape", "dtype", "kernels": [[name, median µs, bytes
 or None, all µs], ...], "n_items", "device_us"}. calibrate/generated.py turns them into the profile's
-per-class fits. The compiled zoo steps (scripts/compile_measure.py) stay out of the fit: they are the check.
+per-class fits. The compiled zoo steps (scripts/device/compile_measure.py) stay out of the fit: they are the check.
 `atomic_kernels` / `tiled_kernels`: the case's kernels that store with tl.atomic_add / iterate a 2-D tile.
 """
 

@@ -5,14 +5,14 @@ Such a reduce kernel carries a (value, int64 index) pair per thread and writes i
 in aten/src/ATen/native/SharedReduceOps.h), on the same launch geometry as the value-only reduction of its shape
 (aten/src/ATen/native/cuda/Reduce.cuh). So each "_index" kind (costs/elementwise.py VALUE_INDEX_REDUCTIONS) is
 priced as its value-only kind's curve times a factor per value-only kind and input item size, the median over
-the grid's cases of measured / that curve's time. Held out (`python3 scripts/value_index_check.py --holdout`:
+the grid's cases of measured / that curve's time. Held out (`python3 scripts/eval/value_index_check.py --holdout`:
 factors fitted on alternate shapes of the grid, the other half priced), median |error| with these factors against
 the value-only kinds: argmax to one value 4.4% vs 26.9%, argmax over the last dim 7.4% vs 25.8%, max across rows
 19.2% vs 43.5%, max over the last dim 5.8% vs 33.3%. Chosen over curves of their own for the "_index" kinds,
 which the same split held out at 19.6%, 36.1%, 33.8% and 28.4% (that variant's code is not kept).
 Held out of the fit: zoo gpt2_generate_greedy's argmax over the vocabulary 0.72 -> 0.88 of its measured kernels
 (16 calls, 13.4 µs each); KernelBench's max / min / argmax over a middle dim (H200, `python3
-scripts/kernelbench_kernels.py compare ... --all`, median predicted / measured) 0.74-0.82 -> 1.22-1.35: those
+scripts/device/kernelbench_kernels.py compare ... --all`, median predicted / measured) 0.74-0.82 -> 1.22-1.35: those
 shapes' value-only curve already over-prices their sums (level 1 #47, a sum over dim 1 of 16 x 256 x 256: 12.0
 µs against 5.3), and the factor rides on it (their max measured 2.75x their sum, as the grid's column
 reductions ran 1.5-2.5x theirs).

@@ -1,6 +1,6 @@
 """Fit the cuDNN convolution workspace model from a device probe's rows (scikit-learn, at calibration only).
 
-What the probe (scripts/probe_conv_workspace.py) found on the H200 (torch 2.11, cuDNN 9.19, 7110 convolution
+What the probe (scripts/device/probe_conv_workspace.py) found on the H200 (torch 2.11, cuDNN 9.19, 7110 convolution
 passes of the calibration sweep's designs): a cuDNN convolution's workspace is, in nearly every case, one of
 three sizes relative to the bytes of the pass's three operands (input, weight, output; for a gradient, the
 gradient of the output in the output's place):

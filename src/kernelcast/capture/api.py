@@ -77,7 +77,7 @@ def _run_steps(session: CaptureSession, step: Callable, args: tuple, timing_step
         # repeated step would add to (its Python is Inductor's wrapper, not the model's).
         timing_steps = 1
         # and its lines are not counted: a line tracer would run in that one timed step, and Inductor's wrapper,
-        # whose per-unit host costs were fitted beside its timed Python (scripts/fit_compiled_host.py), is priced
+        # whose per-unit host costs were fitted beside its timed Python (scripts/fit/fit_compiled_host.py), is priced
         # as timed (the step's default-mode time on the compiled zoo went from 33.5% to 43.9% off, counted)
         session.end_line_count()
     progress.stage("recording the step")

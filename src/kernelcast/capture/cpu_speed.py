@@ -8,7 +8,7 @@ far they disagree is how uncertain the carried host time is (predict/host.py giv
 - python: a fixed workload mixing what model code does: attribute lookups, calls, small dicts and lists;
 - dispatch: 2000 `torch.add` on 4-element CPU tensors (no GPU needed, and the same on every machine);
 - module: 5000 calls of an `nn.Identity` module (hooks machinery, no tensor work).
-scripts/zoo_measure.py records the same three on the device host, with the same names.
+scripts/device/zoo_measure.py records the same three on the device host, with the same names.
 
 Each is timed in CPU time of the calling thread (time.thread_time_ns), not wall time: time the thread waits
 for a core while other processes run is not in it, so a loaded machine reads its own speed. The fastest of

@@ -2,7 +2,7 @@
 
 `data/cuda_ops_torch<major.minor>.json` lists, for every aten op (name.overload) of a CUDA build, the dispatch
 keys it has a kernel for (CUDA, CPU, Meta, CompositeImplicitAutograd, CompositeExplicitAutograd, ...), read off
-that build's dispatcher with the command the file names (scripts/cuda_op_table.py). The capture reads the
+that build's dispatcher with the command the file names (scripts/device/cuda_op_table.py). The capture reads the
 table of the torch it runs under, or the nearest version recorded (and says so in the capture's notes).
 
 Kept whole: an op that has a CUDA kernel in the CUDA build and a CompositeImplicitAutograd formula here, but
@@ -99,7 +99,7 @@ def load_op_table(torch_version: str = torch.__version__, data_dir: Path = DATA_
         raise CaptureError(
             f"no CUDA op table in {data_dir} (cuda_ops_torch<version>.json): kernelcast needs one to follow the "
             "CUDA build's dispatch; make it on a machine with a CUDA build of torch with "
-            "`python3 scripts/cuda_op_table.py --out <that folder>/cuda_ops_torch<major.minor>.json`")
+            "`python3 scripts/device/cuda_op_table.py --out <that folder>/cuda_ops_torch<major.minor>.json`")
     want = _version(torch_version)
     chosen = nearest_version(want, list(versions))
     doc = json.loads(versions[chosen].read_text())

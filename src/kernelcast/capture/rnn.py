@@ -258,7 +258,7 @@ def _cpu_tensor(values: list[int]) -> torch.Tensor:
 # cuDNN's reserve space in training (cudnnGetRNNTempSpaceSizes; _cudnn_rnn returns it and autograd keeps it for
 # the backward): (factor x layers - 1) x directions x rows x hidden x item size + 256 bytes, rows the time steps
 # times the batch (a packed input: the sum of its batch sizes). Torch's meta kernel gives it 0 bytes. Measured on
-# the H200 (cuDNN 9.19, scripts/probe_rnn_memory.py; scripts/fit_rnn_memory.py checks it): exact on 102 of 108
+# the H200 (cuDNN 9.19, scripts/device/probe_rnn_memory.py; scripts/fit/fit_rnn_memory.py checks it): exact on 102 of 108
 # training configurations (12 of them packed); 6 bf16 ones with batches of 1-8 or 8 time steps had reserves
 # 20-630% larger than it.
 RESERVE_FACTOR = {RNN_RELU: 2, RNN_TANH: 2, LSTM: 6, GRU: 7}  # per layer, by cudnnRNNMode_t

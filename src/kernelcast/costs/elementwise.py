@@ -29,7 +29,7 @@ SOFTMAX_BACKWARD_FLOPS_PER_ELEMENT = 4.0  # dot(grad, out), subtract, multiply (
 
 # Pointwise ops whose arithmetic, not their memory traffic, can bound them: on the H200 in bf16 / fp16 (4 bytes
 # moved per element) these ran at 2.1-3.8 TB/s where relu, exp, rsqrt and the like stream at 4.1
-# (validation/probes/pointwise_math_probe.json, scripts/probe_pointwise_math.py); in fp32 all of them stream.
+# (validation/probes/pointwise_math_probe.json, scripts/device/probe_pointwise_math.py); in fp32 all of them stream.
 # Their kind carries the op (its arithmetic rate is the profile's `arithmetic_caps`, per element, any dtype), so
 # that their times neither set the streaming curve of the other pointwise ops nor are read off it alone.
 ARITHMETIC_KIND = "pointwise_math"
@@ -91,7 +91,7 @@ def reduction(op: OpRecord, ctx: CostContext) -> Cost:
 # value_index_grid, validation/h200_value_index_grid_raw.json.gz) max over the last dim ran 1.23x (fp32) and
 # 1.38x (bf16) the time of amax over the same rows at the median, argmax 1.23x, max across rows 1.5-2.7x the
 # sum of the same shape; priced as the value-only kinds they came out at 0.56-0.77 of measured
-# (scripts/value_index_check.py).
+# (scripts/eval/value_index_check.py).
 VALUE_INDEX_REDUCTIONS = frozenset({"aten.max.dim", "aten.min.dim", "aten.argmax.default", "aten.argmin.default",
                                    "aten.max.dim_max", "aten.min.dim_min", "aten.argmax.out", "aten.argmin.out"})
 INDEX_SUFFIX = "_index"

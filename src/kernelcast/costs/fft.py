@@ -27,7 +27,7 @@ Bytes: each cuFFT kernel is a pass over the transform's data. The first reads th
 output; each further one reads and writes the complex buffer (the output of an r2c or c2c, the input of a c2r).
 A c2r's clone of its input and the normalization's mul_ are kernels of their own kinds (parts: a copy and a
 pointwise pass). On the grid the passes ran at 2.2-2.9 TB/s of these bytes on the H100 at 16 MB and more, where
-one pass over the op's bytes had priced them at 0.41-0.57 of their time (scripts/value_index_check.py --raw ...
+one pass over the op's bytes had priced them at 0.41-0.57 of their time (scripts/eval/value_index_check.py --raw ...
 --gpu h100).
 """
 

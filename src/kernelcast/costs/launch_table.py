@@ -159,7 +159,7 @@ class LaunchTable:
         layout; None where none was measured.
 
         The likeliest class, not the classifier's expected count: on a second held-out draw of 2700 passes the
-        expectation summed better over random convolutions (scripts/probe_conv_launches.py: 40 dense passes
+        expectation summed better over random convolutions (scripts/device/probe_conv_launches.py: 40 dense passes
         5.0% off median against 10.5%), but on the zoo's models, whose common shapes the classifier names with
         confidence, it put 257 work items off in all against 238 (validation/conv_launch_model_2.json, 2026-12-01)."""
         key = tuple(key)

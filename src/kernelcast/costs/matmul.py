@@ -229,7 +229,7 @@ def kernel_family(cost: Cost) -> str:
 # the channels it writes are its implicit GEMM's N, and an N narrower than a library's smallest tile leaves
 # tensor-core lanes idle in a share that differs by architecture. On KernelBench level 2's 3-D transposed
 # convolutions (stride 2, one shape family), the A100s ran those of 16 output channels 3.5-5.2x the H200's time
-# and those of 32 or 64 1.8-2.4x, where the H100 ran both near 1.0x (scripts/fit_gpu_rates.py; 16 and 32 are the
+# and those of 32 or 64 1.8-2.4x, where the H100 ran both near 1.0x (scripts/fit/fit_gpu_rates.py; 16 and 32 are the
 # only widths there, so the threshold is the gap between them). Whether the narrow class's factor differs from its
 # family's is fitted per GPU; one with too few programs folds into its family (devices/achieved.py). cuDNN's
 # kernels only: PyTorch's native depthwise kernels are no implicit GEMM.

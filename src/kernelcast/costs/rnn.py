@@ -9,7 +9,7 @@ cuDNN (`_cudnn_rnn`, `_cudnn_rnn_backward`). PyTorch picks the algorithm per cal
 backward: 256 and 128) on unpacked, non-double input; PERSIST_STATIC for fp16 one-layer unidirectional RNNs
 whose sizes are multiples of 128 on large GPUs; STANDARD otherwise, and always with projections or packed input.
 cuDNN is closed source: what it launches is read off the H200 (torch 2.11, cuDNN 9.19) and stated here as
-observed. Measured by scripts/probe_rnn.py (validation/probes/probe_rnn.json, 67 configurations: LSTM at
+observed. Measured by scripts/device/probe_rnn.py (validation/probes/probe_rnn.json, 67 configurations: LSTM at
 hidden 64-1024, 1-4 layers, 8-512 steps, batch 1-128, fp32/fp16/bf16, packed or not, dropout 0 or 0.2; GRU and
 RNN_TANH at hidden 64-512 over 1-2 layers, both directions, packed or not), and by the zoo's rnn family
 (validation/zoo_measured.json.gz). Outside those ranges the rules below extrapolate.
@@ -49,7 +49,7 @@ extra input GEMMs.
 
 Time (predict/calibrated.py, kind "cudnn_rnn"): each call's cost carries its launches as parts (RnnPart, in
 Cost.key); the GEMMs are priced as GEMMs, the per-step kernels, the persistent kernels and the bias reduction by
-the fit in the profile's `rnn` section (predict/rnn_time.py; scripts/fit_rnn_times.py, from probe_rnn.json). On
+the fit in the profile's `rnn` section (predict/rnn_time.py; scripts/fit/fit_rnn_times.py, from probe_rnn.json). On
 the probe's own calls the whole pass is within 1.9% (forward) and 5.6% (backward) median, 18% and 26% worst; on
 the zoo's cuDNN workloads, not used by the fit, within 0-6% (zoo lstm_train has the probe's base configuration).
 """

@@ -10,7 +10,7 @@ other kernels per architecture. An AchievedRates holds, per GPU and per class of
 factor its time takes on top of the datasheet ratio: 1.0 is the datasheet, 2.0 twice as slow as the ratio
 says.
 
-Where the factors come from (achieved.json, written by scripts/fit_gpu_rates.py, which says how):
+Where the factors come from (achieved.json, written by scripts/fit/fit_gpu_rates.py, which says how):
 - "fitted": the GPU's own published timings of KernelBench levels 1-2 (../shared/kernelbench: torch 2.5,
   fp32), all classes fitted jointly over the GPU-busy programs, each program's published time with the H200
   kernel model's own error on it divided out (so what remains is this GPU's);
@@ -38,7 +38,7 @@ MEMORY = "memory"
 # its own kernels and its own efficiency per architecture: a transposed convolution's forward and a
 # convolution's input gradient are data-gradient kernels (cudnn_convolution_transpose_forward calls the
 # backward-data path, aten/src/ATen/native/cudnn/ConvShared.cpp). On KernelBench the A100 ran forward 3-D
-# convolutions near 1.0x the carried H200 time and transposed ones near 2.0x (scripts/fit_gpu_rates.py).
+# convolutions near 1.0x the carried H200 time and transposed ones near 2.0x (scripts/fit/fit_gpu_rates.py).
 # A kernel that runs one block per slice (batch norm's block per channel, weight norm's, the slice sorts: costs
 # keyed common.blocks_key) walks its slice at one SM's pace, which its memory latency and parallelism set as much
 # as its clock: on KernelBench level 1 #33 (64 channels of 1 M fp32 values, one wave on either GPU) the A100 ran
@@ -128,7 +128,7 @@ def achieved_rates(gpu_id: str, capability: str, data: dict | None = None) -> Ac
 # default) and on the FP32 units where it has none (Turing, Volta): the same program under another roof. A prior
 # carried across that line (a T4 given the Ampere GPUs') holds only the roof its members ran the program under;
 # each convolution class stands in for the other roof's (as an unseen GPU, the T4's median error went 36% -> 29%:
-# scripts/fit_gpu_rates.py fit). Matmuls are left as they are (PyTorch leaves TF32 off for them: an fp32 GEMM
+# scripts/fit/fit_gpu_rates.py fit). Matmuls are left as they are (PyTorch leaves TF32 off for them: an fp32 GEMM
 # is an sgemm on every architecture), and so is a bf16 convolution, another program.
 SAME_PROGRAM_ROOF = {"fp32": "tf32_tensor", "tf32_tensor": "fp32"}
 TF32_FROM_MAJOR = 8

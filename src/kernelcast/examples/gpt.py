@@ -3,7 +3,7 @@
     kernelcast predict example:gpt --gpu h100
 
 The sizes are keyword arguments with GPT-2 small's values as defaults, so scripts can build a tiny copy
-(scripts/validate_distributed.py --dry-run-cpu); build() uses the defaults.
+(scripts/device/validate_distributed.py --dry-run-cpu); build() uses the defaults.
 """
 
 import contextlib

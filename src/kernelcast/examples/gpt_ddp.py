@@ -3,7 +3,7 @@
 
     kernelcast predict example:gpt_ddp --world-size 8 --interconnect nvlink
 
-Under torchrun on GPUs the same build() runs for real; scripts/validate_distributed.py measures it through
+Under torchrun on GPUs the same build() runs for real; scripts/device/validate_distributed.py measures it through
 wrap() and example:gpt's make_model and training_step, the functions build() calls.
 """
 

@@ -4,7 +4,7 @@ Parameters stay fp32 (all-gathered as fp32); bf16 comes from example:gpt's autoc
 
     kernelcast predict example:gpt_fsdp --world-size 8 --interconnect nvlink
 
-Under torchrun on GPUs the same build() runs for real; scripts/validate_distributed.py measures it through
+Under torchrun on GPUs the same build() runs for real; scripts/device/validate_distributed.py measures it through
 wrap() and example:gpt's make_model and training_step, the functions build() calls.
 """
 

@@ -5,7 +5,7 @@ to 8 layers, 483M parameters; bf16 autocast, fused AdamW. Needs transformers (th
     kernelcast predict example:llama --gpu h200
 
 The sizes are keyword arguments with these values as defaults, so scripts can build a tiny copy
-(scripts/validate_distributed.py --dry-run-cpu); build() uses the defaults.
+(scripts/device/validate_distributed.py --dry-run-cpu); build() uses the defaults.
 """
 
 import contextlib

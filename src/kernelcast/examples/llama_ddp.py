@@ -4,7 +4,7 @@ each forward). Needs transformers.
 
     kernelcast predict example:llama_ddp --world-size 8 --interconnect nvlink
 
-Under torchrun on GPUs the same build() runs for real; scripts/validate_distributed.py measures it through
+Under torchrun on GPUs the same build() runs for real; scripts/device/validate_distributed.py measures it through
 wrap() and example:llama's make_model and training_step, the functions build() calls.
 """
 

@@ -5,7 +5,7 @@ casts. One rank's step. Needs transformers.
 
     kernelcast predict example:llama_fsdp --world-size 8 --interconnect nvlink
 
-Under torchrun on GPUs the same build() runs for real; scripts/validate_distributed.py measures it through
+Under torchrun on GPUs the same build() runs for real; scripts/device/validate_distributed.py measures it through
 wrap() and example:llama's make_model and training_step, the functions build() calls.
 """
 

@@ -244,7 +244,7 @@ def synced_ms(call: Callable[[], object], n: int) -> list[float]:
 
 
 def measure_memory(step: Callable, args: tuple) -> MeasuredMemory:
-    """One more step between reset_peak_memory_stats() and max_memory_allocated() (as scripts/zoo_measure.py)."""
+    """One more step between reset_peak_memory_stats() and max_memory_allocated() (as scripts/device/zoo_measure.py)."""
     import torch
 
     torch.cuda.synchronize()

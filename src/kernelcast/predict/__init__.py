@@ -174,7 +174,7 @@ class Prediction:
 GPU_BOUND_BUSY_FRACTION = 0.85
 # ... and host-bound when they keep it busy for at most this share (it waits for launches or syncs). In
 # between, both sides are near the step: a faster CPU and faster kernels would each shorten it. The same
-# thresholds classify measured steps in the validation (scripts/report_validation.py).
+# thresholds classify measured steps in the validation (scripts/eval/report_validation.py).
 HOST_BOUND_BUSY_FRACTION = 0.6
 
 
@@ -484,7 +484,7 @@ def _python_ranges(capture: Capture, host: HostModel, preds: list[PredictedOp], 
     fitted µs per line; how fast the target host runs this process against its other runs), so the step's
     range takes each at its own end: the Python's low factor on the fastest run speed, its high on the slowest.
     Either alone held the measured median of the zoo's host-bound steps on 61% and 59% of them
-    (scripts/host_range_check.py, docs/validation.md "Ranges that hold")."""
+    (scripts/eval/host_range_check.py, docs/validation.md "Ranges that hold")."""
     low, high = python_range_factors(capture, host)
     python_us, captured_us = sum(p.python_us for p in preds), sum(captured_python)
     fast, slow = min(host.run_speed_range), max(host.run_speed_range)

@@ -92,18 +92,18 @@ def _blend(candidates: list[tuple[float, float]]) -> float:
 
 SOURCE_ORDER = ("measured-near", "fitted", "interpolated", "extrapolated", "datasheet")
 # Relative uncertainty of a memory-bound kernel read off its class's size curve: the calibration's own
-# left-one-out median error for these classes was 3-16% (scripts/loo_calibration.py); the datasheet's is
+# left-one-out median error for these classes was 3-16% (scripts/eval/loo_calibration.py); the datasheet's is
 # unknown, so wide.
 MEMORY_CURVE_UNCERTAINTY = 0.15
 # A cuDNN RNN call priced by the probe fit (predict/rnn_time.py): the fit's own median error on the probe's rows
-# was 2-3% a pass, the zoo's held-out RNN workloads within about 10-20% (scripts/fit_rnn_times.py, docs).
+# was 2-3% a pass, the zoo's held-out RNN workloads within about 10-20% (scripts/fit/fit_rnn_times.py, docs).
 RNN_FIT_UNCERTAINTY = 0.15
 DATASHEET_UNCERTAINTY = 0.5
 # A kernel within this share of its launch floor is latency-bound: its work is too small to show a roof.
 LATENCY_BOUND_MARGIN = 1.05
 # An Inductor-generated kernel timed by its class's launch floor and bandwidth fitted to the grid of compiled
 # microbenchmarks: on the H200's compiled zoo (none of it fitted on) per-kernel median error was 23-31% by class,
-# the summed generated time per workload 20% (scripts/triton_rates_eval.py).
+# the summed generated time per workload 20% (scripts/eval/triton_rates_eval.py).
 GENERATED_FIT_UNCERTAINTY = 0.3
 # A multi_tensor_apply launch's bytes are read off the pointwise curve's 4-byte points (optimizer state is fp32
 # in the zoo's steps; the foreach cost key carries chunking, not an item size).
@@ -298,7 +298,7 @@ def _along_bytes(points: list["_MemoryPoint"], log_bytes: float, log_itemsize: f
     For streaming kinds, whose rate depends on size alone, this beats blending the nearest points: over the
     calibration's own points, left out one at a time, the median error fell from 15% to 10% (pointwise),
     45% to 8% (copy_cast) and 28% to 3% (pointwise_cast) on the profile of the day
-    (scripts/loo_calibration.py prints the current figures). Reductions keep the blend, which did better."""
+    (scripts/eval/loo_calibration.py prints the current figures). Reductions keep the blend, which did better."""
     same = [p for p in points if p.log_itemsize == log_itemsize]
     low = min((p.log_bytes for p in same), default=0.0)
     high = max((p.log_bytes for p in same), default=0.0)
@@ -434,7 +434,7 @@ class CalibratedModel:
         est = table.estimate(coords, shape_kind) if table is not None else None
         if fitted is not None and (est is None or est.source != "measured-near"):
             # away from a measured shape, the regressor fitted over the whole sweep holds out better than the
-            # nearest points (calibrate/time_model.py; scripts/shape_model_eval.py compares the two)
+            # nearest points (calibrate/time_model.py; scripts/eval/shape_model_eval.py compares the two)
             regressor, uncertainty = fitted
             fit_key = key if kind != "gemm" or key[0] != "float32" or not self.settings.matmul_allow_tf32 \
                 else ("tf32", *key[1:])
@@ -492,7 +492,7 @@ class CalibratedModel:
         list of few chunks leaves most SMs idle, and its launch lasts that long: validation/probes/
         foreach_probe.json, 15 µs for any number of 65536-element chunks up to 64 on the H200) and the
         launch's bytes at the pointwise curve's streaming rate. The block time is launch_us + elements x
-        us_per_element, fitted by scripts/fit_foreach_blocks.py on that probe with the lists read from HBM.
+        us_per_element, fitted by scripts/fit/fit_foreach_blocks.py on that probe with the lists read from HBM.
         The probe's L2-resident line (7.5 µs a chunk: the same list launched back to back) is a best case a
         step does not see: an optimizer's lists were last touched by other kernels, and a block waits on memory
         latency. Checked on the zoo, per family: the HBM line put optimizers at 1.9% median (the L2 line,
@@ -677,7 +677,7 @@ class CalibratedModel:
         never faster than this GPU streams the bytes (the profiled GPU's streaming rate times the bandwidths'
         ratio: 64 channels of batch norm fill two waves on a T4's 40 SMs, and its 320 GB/s, not the blocks, set
         the time); times this GPU's factor for such kernels (devices/achieved.py BLOCKS: its memory-bound factor
-        where it has none), as scripts/fit_gpu_rates.py fits it, on the kernel's whole time. The launch floor
+        where it has none), as scripts/fit/fit_gpu_rates.py fits it, on the kernel's whole time. The launch floor
         stays."""
         work_us = max(time_us - self.floor_us, 0.0)
         here, there = self.gpu.boost_clock_hz, self.profiled_gpu.boost_clock_hz

@@ -53,7 +53,7 @@ LIBRARY_CASES = {
 # A cuDNN RNN call launches its kernels from inside the library, one GEMM and pointwise kernels per time step,
 # layer and direction unless a persistent kernel runs the steps: its host time grows with them. Host µs per work
 # item beyond the RNN case's own (LIBRARY_CASE_ITEMS, as costs/rnn.py counts that case): the profile's "library
-# launch" (scripts/fit_library_launches.py from the device probe scripts/probe_library_launches.py: 12 RNN calls
+# launch" (scripts/fit/fit_library_launches.py from the device probe scripts/device/probe_library_launches.py: 12 RNN calls
 # of 3 to 1609 items, 5.8-8.8 µs per item past the first few). The zoo's bidirectional GRU forward launches 1607
 # items and measured 16.7 ms per step for 3.8 ms of kernels. Only the RNN ops were probed: a convolution's extra
 # cuDNN launches (a layout transform, a split-K reduction) keep the call's case cost alone.
@@ -63,10 +63,10 @@ LIBRARY_LAUNCH_CASE = "library launch"
 RANGE_MARKERS = (RANGE_BEGIN_OP, RANGE_END_OP)
 # torch.compile'd code (capture/inductor.py). A compiled graph's call is priced by units, not by the Python
 # timed before it at capture (Dynamo's guards and AOTAutograd's wrapper on fake tensors: 2-4x the H200 host's
-# time on scripts/probe_compiled_host.py's cases): a fixed cost and one per tensor input; a CUDA graph replay
+# time on scripts/device/probe_compiled_host.py's cases): a fixed cost and one per tensor input; a CUDA graph replay
 # likewise. Inductor's wrapper Python between its ops is timed as the model's is; a Triton launch and an
 # allocation or reinterpretation in the wrapper add a unit cost each. The defaults below are stand-ins for a
-# profile without its `host.compiled` fit (scripts/fit_compiled_host.py).
+# profile without its `host.compiled` fit (scripts/fit/fit_compiled_host.py).
 GENERATED_LAUNCH_US = 6.0
 CUDAGRAPH_REPLAY_US = 25.0
 COMPILED_GRAPH_US = 20.0
@@ -76,7 +76,7 @@ REPLAY_INPUT_US = 2.0
 TRITON_OP_PREFIX = "triton."
 CUDAGRAPH_REPLAY_OP = HOST_OP_PREFIX + "cudagraph_replay"
 # A user's own torch.cuda.CUDAGraph.replay() (capture/cuda_facade.py): one cudaGraphLaunch from Python, a fixed
-# part and a part per kernel node. Measured on the H200's host (scripts/probe_graph_launch.py, three processes,
+# part and a part per kernel node. Measured on the H200's host (scripts/device/probe_graph_launch.py, three processes,
 # graphs of 1-1024 adds, median of 200 replays each: validation/probes/graph_launch_run*.json): 4.8 µs + 0.0115
 # µs per kernel (4.7-5.3 µs at 1-4 kernels, 8.6-27.5 at 1024), beside 11.7 µs for one eager add.
 USER_GRAPH_REPLAY_OP = HOST_OP_PREFIX + "user_graph_replay"
@@ -88,7 +88,7 @@ COMPILED_TAG = "compiled"
 MODEL_PYTHON = "model python"  # the profile's host-section fit of the model's Python per counted line
 HEAVY_STRETCH_FACTOR = 4.0  # a stretch read at more than this x its lines' price, plus HEAVY_STRETCH_MIN_US,
 HEAVY_STRETCH_MIN_US = 1000.0  # is priced as read (HostModel.priced_by_lines)
-# The HostModel fields a profile's `host.compiled` fit sets (scripts/fit_compiled_host.py).
+# The HostModel fields a profile's `host.compiled` fit sets (scripts/fit/fit_compiled_host.py).
 COMPILED_HOST_FIELDS = ("generated_launch_us", "cudagraph_replay_us", "replay_input_us", "compiled_graph_us",
                         "compiled_input_us", "compiled_view_us")
 
@@ -190,11 +190,11 @@ class HostModel:
         if (v := us(LIBRARY_LAUNCH_CASE)) is not None:
             values["library_launch_us"] = v
         lines = section.get(MODEL_PYTHON)
-        if isinstance(lines, dict) and lines.get("per_line_us"):  # scripts/fit_python_lines.py
+        if isinstance(lines, dict) and lines.get("per_line_us"):  # scripts/fit/fit_python_lines.py
             values["python_line_us"] = float(lines["per_line_us"])
             values["python_line_range"] = tuple(float(v) for v in lines.get("range", (1.0, 1.0)))
         compiled = section.get("compiled")
-        if isinstance(compiled, dict):  # scripts/fit_compiled_host.py
+        if isinstance(compiled, dict):  # scripts/fit/fit_compiled_host.py
             values.update({k: float(v) for k, v in compiled.items() if k in COMPILED_HOST_FIELDS})
         chain = section.get("mixed chain")
         if isinstance(chain, dict) and chain.get("ops"):
@@ -326,7 +326,7 @@ SINGLE_BENCHMARK_SPREAD = 0.09
 # runs, the median over the cost kinds; the step is also given at the 10th and 90th percentile of those runs'
 # speeds. The H200's 18 runs (profiles/h200.json host.runs, separate processes over four days) spread 0.75-1.82,
 # 10th-90th percentile 0.88-1.46; a run right after torch.profiler had run in its process was about 1.4x slower
-# (scripts/host_spread_probe.py --isolate profiler: validation/host_spread/).
+# (scripts/device/host_spread_probe.py --isolate profiler: validation/host_spread/).
 RUN_SPREAD_QUANTILES = (0.1, 0.9)
 MIN_RUNS_FOR_SPREAD = 3
 

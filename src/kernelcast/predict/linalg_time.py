@@ -14,7 +14,7 @@ import math
 # Beyond the largest measured n, time grows as it did between the last two measured sizes, at least linearly and
 # at most as a factorization's FLOPs do (n^3, LAPACK's counts): left out, the largest size of each batch was
 # priced 42-134% off (median per op) by n^3 alone, small solves being far from their FLOPs
-# (scripts/linalg_holdout.py).
+# (scripts/eval/linalg_holdout.py).
 MIN_EXPONENT, FLOPS_EXPONENT = 1.0, 3.0
 
 

@@ -47,7 +47,7 @@ CUBLASLT_OPS = {"_addmm_activation", "_scaled_mm", "_scaled_mm_v2"}
 # The CUDA context's own device memory (the driver's context, PyTorch's kernels as they are loaded lazily, the
 # cuBLAS/cuDNN handles' internal buffers), outside torch.cuda's counters. ASSUMPTION, not measured here: about
 # 500 MB on H100/H200 class GPUs with lazy module loading (PyTorch PR #86509 measured 287 MB for a bare context
-# with CUDA_MODULE_LOADING=LAZY, 667 MB without). scripts/fit_check.py measures it on a device.
+# with CUDA_MODULE_LOADING=LAZY, 667 MB without). scripts/device/fit_check.py measures it on a device.
 CUDA_CONTEXT_BYTES = 512 * 1024 * 1024
 CONTEXT_NOTE = ("the CUDA context's own memory (not in torch.cuda's counters) is taken as {mib:.0f} MiB "
                 "(an assumption, not measured)")
@@ -193,7 +193,7 @@ def _softmax_backward_tmp(op: OpRecord) -> list[int]:
 
 # cuDNN's RNN workspace (cudnnGetRNNTempSpaceSizes; _cudnn_rnn and _cudnn_rnn_backward take one from the caching
 # allocator per call and free it as they return; the backward's was the forward's size in 105 of 108 training
-# calls): coefficients of cudnn_rnn_workspace_terms, fitted by scripts/fit_rnn_memory.py on the H200's allocator
+# calls): coefficients of cudnn_rnn_workspace_terms, fitted by scripts/fit/fit_rnn_memory.py on the H200's allocator
 # events (cuDNN 9.19, validation/probes/rnn_memory_fit.json: 146 calls, 10-fold median error 25%, 90th percentile
 # 59%); other GPUs and cuDNN versions are assumed to ask the same.
 CUDNN_RNN_WORKSPACE_TERMS = (1.378e7, 0.962, 0.1378, 72.9, 1.674, 1.917)
@@ -492,7 +492,7 @@ def _fit(step: _Step, gpu: GPU, expandable: bool, context_bytes: int,
 
 @dataclass
 class Process:
-    """One process running workloads one after another, as scripts/zoo_measure.py does: the allocator's state
+    """One process running workloads one after another, as scripts/device/zoo_measure.py does: the allocator's state
     and the library workspaces it keeps (keyed by kind, thread and stream) carry from one to the next."""
 
     allocator: CachingAllocator = field(default_factory=CachingAllocator)
@@ -524,7 +524,7 @@ def predict_memory(capture: Capture, gpu: GPU, expandable_segments: bool = False
                    context_bytes: int = CUDA_CONTEXT_BYTES, limit_bytes: int | None = None) -> MemoryPrediction | None:
     """The step's memory on `gpu` (None for a capture saved without a memory trace). limit_bytes: judge the fit
     against that many bytes for the allocator instead of the GPU's memory less the context (what
-    torch.cuda.set_per_process_memory_fraction allows; scripts/fit_check.py checks the verdict so)."""
+    torch.cuda.set_per_process_memory_fraction allows; scripts/device/fit_check.py checks the verdict so)."""
     trace = capture.memory
     if trace is None:
         return None

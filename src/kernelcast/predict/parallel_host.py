@@ -1,5 +1,5 @@
 """Host (CPU) cost of FSDP2's and DDP's machinery, from the structure of the step and costs calibrated on the
-device (profiles/<gpu>_parallel.json, fitted by scripts/fit_parallel.py to scripts/validate_distributed.py's
+device (profiles/<gpu>_parallel.json, fitted by scripts/fit/fit_parallel.py to scripts/device/validate_distributed.py's
 profiles).
 
 What the machinery does on the CPU, per step, as PyTorch's code does it:

@@ -1,5 +1,5 @@
 """Kernel time of cuDNN's per-step RNN kernels and persistent RNN kernels: the feature functions and the
-predictions of the fit scripts/fit_rnn_times.py makes from validation/probes/probe_rnn.json (the profile's
+predictions of the fit scripts/fit/fit_rnn_times.py makes from validation/probes/probe_rnn.json (the profile's
 `rnn` section). Pure functions of a part's shape (costs/rnn.py RnnPart) and the fitted numbers.
 
 One step of the STANDARD algorithm runs the recurrent GEMM (batch x gates*hidden x hidden) and the elementwise

@@ -92,7 +92,7 @@ def conv_point(key: tuple) -> tuple[tuple, tuple]:
     """A convolution as the implicit GEMM cuDNN runs per group: M = batch x output positions, N = C_out / G,
     K = C_in / G x kernel taps, and G groups (log2 each). Points with other batch and image sizes but the same
     GEMM shape then inform each other, where comparing batch, channels and size one by one kept them apart
-    (held out by region, scripts/shape_model_eval.py)."""
+    (held out by region, scripts/eval/shape_model_eval.py)."""
     _, _, _, c_in, c_out, kernel, stride, size, groups, batch, dims, transposed = key[:12]
     out = conv_output_size(key)
     groups = max(groups, 1)

@@ -6,7 +6,7 @@ from the nearest measured shapes of the same kind of kernel: an inverse-distance
 corrections of the NEAREST points, distance in log2 of the sizes. Interpolating the correction rather than the
 achieved FLOP/s keeps the roofline's regimes (memory-bound at small M, compute-bound at large) out of what has to
 be interpolated: on the H200 sweep, held out by region of the shape space (blocks of 3 octaves in M, N and K),
-the median GEMM error fell from 27.6% (nearest achieved FLOP/s) to 10.1% (scripts/shape_model_eval.py prints the
+the median GEMM error fell from 27.6% (nearest achieved FLOP/s) to 10.1% (scripts/eval/shape_model_eval.py prints the
 current figures).
 
 Every estimate says where it came from (SOURCES) and how sure it is: the relative uncertainty is the weighted
@@ -23,7 +23,7 @@ NEAREST = 4
 # Within this distance (log2 units) of a measured shape the estimate is "measured-near".
 NEAR_OCTAVES = 0.35
 # Relative uncertainty added per octave of distance to the nearest measured shape (a modelling assumption; the
-# held-out-by-region evaluation in scripts/shape_model_eval.py reports how well it covers the real errors).
+# held-out-by-region evaluation in scripts/eval/shape_model_eval.py reports how well it covers the real errors).
 UNCERTAINTY_PER_OCTAVE = 0.10
 SOURCES = ("measured-near", "interpolated", "extrapolated", "datasheet")
 

@@ -38,7 +38,7 @@ DEVICES_LEGEND = ("kernel times: calibrated = measured on this GPU (its own prof
                   "another vendor's GPU. Held-out error (in brackets where the column is narrow): the median error "
                   "of one call's time over KernelBench's GPU-busy programs, held out (fitted: each program left out "
                   "of its own fit; arch: each GPU of the architecture predicted from the others'), from "
-                  "scripts/fit_gpu_rates.py; none shown: not measured. GPU-to-GPU links: `kernelcast devices "
+                  "scripts/fit/fit_gpu_rates.py; none shown: not measured. GPU-to-GPU links: `kernelcast devices "
                   "--interconnects`.")
 # `kernelcast devices` columns, dropped from the last while the table is wider than the output (the id, the
 # model's source and the peaks stay); below WIDE_DEVICES_FROM the model's source reads in a word or two.

@@ -3,7 +3,7 @@
 A device run (`kernelcast measure --json`, `kernelcast validate --json`, or the zoo's
 validation/zoo_measured.json.gz) lists each GPU work item with its duration and the aten ops on its launch stack.
 Each kernel is attributed to the outermost op of that chain that the capture recorded as an op the step called
-(the innermost op when none is: scripts/zoo_validate.py attributes the same way), then matched to the predicted
+(the innermost op when none is: scripts/eval/zoo_validate.py attributes the same way), then matched to the predicted
 ops of that op family (in-place and out-of-place variants launch the same kernels: "add_" is "add") in launch
 order, each predicted op taking as many kernels as it predicts (validate.compare does the same per op class).
 A predicted op then has a measured time: the sum of its matched kernels' durations.

@@ -78,7 +78,7 @@ class Advice:
 
 def prepared_fixes() -> dict[str, Callable]:
     """The fixes made by changing what build() made (a `prepare` each), by name: advise applies them on fake
-    tensors, scripts/advise_check.py on the GPU."""
+    tensors, scripts/device/advise_check.py on the GPU."""
     from .transforms import channels_last, fused_optimizers, under_autocast
 
     return {"bf16 autocast": under_autocast, "fused optimizer": fused_optimizers, "channels_last": channels_last}

@@ -1,7 +1,7 @@
 """The changes the what-ifs make to a workload: each a `prepare` for capture_workload (it runs after build(),
 inside the capture, on the fake tensors build() made, and returns the step to run), never a change to the user's
 own objects; and how to find what build() made (its models, optimizers, its batch argument). The memory fixes
-(memory_fixes.py), the speed fixes (advise.py) and the device checks of both (scripts/advise_check.py) share them.
+(memory_fixes.py), the speed fixes (advise.py) and the device checks of both (scripts/device/advise_check.py) share them.
 """
 
 from __future__ import annotations

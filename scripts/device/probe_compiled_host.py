@@ -1,0 +1,125 @@
+"""Host time of torch.compile'd calls against what their generated code does (device probe).
+
+A compiled call's host side is Dynamo's guard checks on its inputs, AOTAutograd's runtime wrapper, and the
+generated wrapper: allocations and tensor reinterpretations (C++ helpers on CUDA), extern kernel calls
+(cuBLAS through aten) and Triton launches (the launcher's Python); under mode="reduce-overhead" the graph
+replay instead, after copying inputs that are not static into the graph's buffers. These cases vary one of
+those counts at a time, with kernels too small to fill the GPU queue, so each call's time is its host side:
+
+- mm_relu_chain k: k cuBLAS mm calls, k Triton kernels (relu), k + 1 inputs;
+- sum_inputs n: one Triton kernel reading n inputs;
+- many_outputs k: one Triton kernel writing k outputs (k allocations);
+each eager, compiled (default) and compiled (reduce-overhead). Per case: the CPU time of the calling thread
+per call (median of REPEATS loops of CALLS calls, no synchronization inside a loop) and the wall time, with the
+host's CPU benchmarks. scripts/fit/fit_compiled_host.py captures the same cases here and fits per-unit costs.
+
+    PYTHONPATH=src python3 scripts/device/probe_compiled_host.py --out $OUT/compiled_host.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import json
+import operator
+import statistics
+import sys
+import time
+
+import torch
+
+CALLS = 200
+REPEATS = 5
+WARMUP = 5
+MODES = ("eager", "default", "reduce-overhead")
+CASES = [("mm_relu_chain", k) for k in (1, 4, 16, 32)] + [("sum_inputs", n) for n in (1, 8, 32, 128)] + \
+        [("many_outputs", k) for k in (1, 8, 32)]
+
+
+def _mm_relu_chain(x, *weights):
+    for w in weights:
+        x = torch.relu(x @ w)
+    return x
+
+
+def _sum_inputs(*xs):
+    return functools.reduce(operator.add, xs) * 0.5
+
+
+def _many_outputs(k: int):
+    def outputs(x):
+        return tuple(x + float(i) for i in range(k))
+
+    return outputs
+
+
+def case(name: str, size: int, device: str = "cuda"):
+    """(function, args) of one probe case; `device` "cuda" on the GPU, any for a capture."""
+    if name == "mm_relu_chain":
+        return _mm_relu_chain, (torch.randn(64, 64, device=device), *[torch.randn(64, 64, device=device)
+                                                                      for _ in range(size)])
+    if name == "sum_inputs":
+        return _sum_inputs, tuple(torch.randn(256, device=device) for _ in range(size))
+    if name == "many_outputs":
+        return _many_outputs(size), (torch.randn(256, device=device),)
+    raise ValueError(name)
+
+
+def host_per_call(call) -> tuple[float, float]:
+    """(CPU µs of this thread, wall µs) per call: medians over REPEATS loops of CALLS calls."""
+    from kernelcast.capture.cpu_speed import thread_cpu_ns
+
+    cpu, wall = [], []
+    for _ in range(REPEATS):
+        torch.cuda.synchronize()
+        c0, w0 = thread_cpu_ns(), time.perf_counter_ns()
+        for _ in range(CALLS):
+            call()
+        cpu.append((thread_cpu_ns() - c0) / 1e3 / CALLS)
+        wall.append((time.perf_counter_ns() - w0) / 1e3 / CALLS)
+        torch.cuda.synchronize()
+    return statistics.median(cpu), statistics.median(wall)
+
+
+def probe(name: str, size: int, mode: str) -> dict:
+    torch._dynamo.reset()
+    fn, args = case(name, size)
+    step = fn if mode == "eager" else torch.compile(fn, mode=mode)
+
+    def call():
+        if mode == "reduce-overhead":
+            torch.compiler.cudagraph_mark_step_begin()
+        return step(*args)
+
+    with torch.no_grad():
+        for _ in range(WARMUP):
+            call()
+        cpu_us, wall_us = host_per_call(call)
+    return {"case": name, "size": size, "mode": mode, "cpu_us": round(cpu_us, 3), "wall_us": round(wall_us, 3)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    from kernelcast.capture.cpu_speed import measure_cpu_bench
+
+    rows = []
+    for name, size in CASES:
+        for mode in MODES:
+            try:
+                rows.append(probe(name, size, mode))
+            except Exception as exc:  # one case failing keeps the rest
+                rows.append({"case": name, "size": size, "mode": mode, "error": f"{type(exc).__name__}: {exc}"[:300]})
+            print(json.dumps(rows[-1]), flush=True)
+    doc = {"command": "PYTHONPATH=src python3 scripts/device/probe_compiled_host.py " + " ".join(sys.argv[1:]),
+           "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__, "device": torch.cuda.get_device_name(),
+           "calls": CALLS, "repeats": REPEATS, "cpu_bench": dataclasses.asdict(measure_cpu_bench()), "rows": rows}
+    with open(args.out, "w") as f:
+        json.dump(doc, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""Fit the host cost of torch.compile'd code per unit, from the device probe of compiled calls.
+
+    PYTHONPATH=src python3 scripts/fit/fit_compiled_host.py validation/probes/compiled_host.json \
+        [--out validation/probes/compiled_host_fit.json]
+
+scripts/device/probe_compiled_host.py measured, on the H200's host, the CPU time per call of small compiled functions
+(eager, default, reduce-overhead) whose kernels never fill the GPU queue. Each case is captured here as
+`kernelcast predict --compile MODE` does and its compiled units counted from the capture: graph calls and their
+tensor inputs (host.compiled_graph), Triton launches, allocations and reinterpretations in Inductor's wrapper,
+CUDA graph replays and their inputs (host.cudagraph_replay). The rest of each call's host time (extern kernels
+such as cuBLAS, the static-input copies) is priced by the profile's eager host model, corrected by that model's
+miss on the same case run eagerly where the extern kernels are GEMMs (the eager model prices a 64x64 mm's
+launch at 13 µs, the probe's eager rows measured about 25: that miss is not the compiled code's); what the
+measurement leaves is fitted as units x per-unit costs, non-negative, by least squares on relative error
+(scipy's NNLS), default and reduce-overhead apart: calibrate/compiled_host.py does the fitting; this script
+captures the probe's cases and writes the fit, which scripts/fit/build_h200_profile.py puts into the profile's host
+section as `compiled`, read by predict/host.py's HostModel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import kernelcast  # noqa: F401  (before torch)
+
+from kernelcast.calibrate.compiled_host import fit
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT / "scripts" / d) for d in ("device", "fit", "eval")]  # sibling scripts
+
+
+def _capture(name: str, size: int, mode: str | None):
+    """One probe case (scripts/device/probe_compiled_host.py) captured as `kernelcast predict --compile MODE` does."""
+    import torch
+
+    from kernelcast.capture import capture_workload
+    from probe_compiled_host import case
+
+    def build():
+        fn, args = case(name, size)
+
+        def step(*a):
+            with torch.no_grad():
+                return fn(*a)
+
+        return step, args
+
+    return capture_workload(build, "h200", workload=f"{name} {size}", compile_mode=mode)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("probe")
+    parser.add_argument("--out", default=str(ROOT / "validation/probes/compiled_host_fit.json"))
+    args = parser.parse_args()
+    doc = json.loads(Path(args.probe).read_text())
+    units, rows = fit(doc, _capture)
+    errors = {}
+    for r in rows:
+        e = r["fitted_us"] / r["cpu_us"] - 1
+        errors.setdefault(r["mode"], []).append(abs(e))
+        print(f"{r['case']:14s} {r['size']:4d} {r['mode']:16s} measured {r['cpu_us']:8.1f} fitted {r['fitted_us']:8.1f} "
+              f"({e:+.0%})")
+    print("per-unit µs:", units)
+    for mode, e in errors.items():
+        print(f"{mode}: median |error| {statistics.median(e):.1%}, worst {max(e):.1%} over {len(e)} cases")
+    Path(args.out).write_text(json.dumps({
+        "command": "python3 scripts/fit/fit_compiled_host.py " + args.probe, "probe": doc["command"],
+        "units_us": units, "median_error": {m: round(statistics.median(e), 4) for m, e in errors.items()},
+        "rows": rows}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
