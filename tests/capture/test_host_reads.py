@@ -196,3 +196,39 @@ def test_generate_runs_one_forward_per_new_token(kwargs):
     cap = capture_workload(_tiny_gpt2(**kwargs), "h200")
     assert _lm_head_calls(cap) == 5  # the prefill's and four decode steps' (the fifth token needs no forward)
     assert not any("assumed False" in n or "assumed True" in n for n in cap.notes)
+
+
+def test_a_librarys_range_check_passes_so_istft_captures():
+    """torch.istft checks `min(|window overlap|) < 1e-11` through ATen's is_scalar_tensor_true (an `equal` with a
+    fresh one): answered True like a user's torch.equal, its check failed and its error message read the fake
+    tensor's data. A one-value comparison against a constant now takes its value at a typical magnitude, and
+    the check passes; a note says so, and the read is a sync point as on the GPU."""
+    def build():
+        spec = torch.randn(2, 201, 50, dtype=torch.complex64, device="cuda")
+        window = torch.hann_window(400, device="cuda")
+
+        def step():
+            with torch.no_grad():
+                torch.istft(spec, 400, hop_length=160, window=window)
+        return step, ()
+
+    cap = capture_workload(build, "h200")
+    assert any("_fft_c2r" in o.op for o in cap.ops) and _syncs(cap) >= 1
+    assert any("range check" in n for n in cap.notes)
+
+
+def test_a_users_comparison_read_keeps_the_unknown_bools_placeholder():
+    """`while loss > tol:` reads an unknown bool: False (the loop ends) as before, not the library check's
+    typical-value answer (True would never leave the loop)."""
+    def build():
+        loss = torch.randn((), device="cuda")
+
+        def step():
+            n = 0
+            while loss > 1e-3 and n < 5:
+                n += 1
+            return n
+        return step, ()
+
+    cap = capture_workload(build, "h200")
+    assert _syncs(cap) == 1

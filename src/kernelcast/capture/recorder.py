@@ -50,6 +50,15 @@ UNRECORDED_NAMESPACES = {"prim", "profiler"}  # device queries and profiler mark
 # What a bool read back from the GPU most likely is, by the op that made it: checks of the form "all tokens
 # valid" / "sum == numel" hold, checks of the form "any NaN" / "a != b" do not. Anything else: False.
 BOOL_HINTS = {aten.all: True, aten.eq: True, aten.any: False, aten.ne: False}
+# A one-value comparison against a constant is a library's or a model's range check (istft's window-overlap
+# `min(|envelope|) < 1e-11`, cov's `min(fweights) >= 0`, a loss's `x > 0`): its placeholder is the comparison
+# at a typical magnitude, TYPICAL_VALUE, the value that passes such a check. ATen asks it through
+# is_scalar_tensor_true (`equal(t, ones)`): answered True, istft's check failed and its error message read the
+# fake tensor's data. Only that path takes it: a user's `while loss > tol:` keeps the unknown bool's False (a
+# placeholder True would never leave the loop).
+TYPICAL_VALUE = 1.0
+SCALAR_COMPARISONS = {aten.lt.Scalar: lambda a, b: a < b, aten.le.Scalar: lambda a, b: a <= b,
+                      aten.gt.Scalar: lambda a, b: a > b, aten.ge.Scalar: lambda a, b: a >= b}
 # What a number read back straight from a random fill is: the fill's mean (the middle of uniform_'s
 # [from, to), normal_'s mean). torchvision's detection transform picks its resize so
 # (`int(torch.empty(1).uniform_(0.0, len(sizes)).item())`), where the placeholder 1.0 indexed past a 1-tuple.
@@ -272,6 +281,7 @@ class Recorder(TorchDispatchMode):
         self._schemas: dict[Any, OpSchema] = {}
         # Which bool tensors came from all()/any(), so .item() on them gets a plausible placeholder.
         self._bool_hint = WeakIdKeyDictionary()
+        self._check_hint = WeakIdKeyDictionary()  # one-value comparisons against a constant (SCALAR_COMPARISONS)
         self.host_reads = HostReads()  # stated values of reads no hint decides (--assume)
         self._fill_mean = WeakIdKeyDictionary()  # one-element random fills: (op, its mean), for .item()
         # Plausible values of small tensors whose data the GPU would compute, and data-dependent sizes.
@@ -369,6 +379,9 @@ class Recorder(TorchDispatchMode):
         hint = BOOL_HINTS.get(func.overloadpacket)
         if hint is not None and isinstance(out, torch.Tensor):
             self._bool_hint[out] = hint
+        if func in SCALAR_COMPARISONS and isinstance(out, torch.Tensor) and out.dim() == 0 and len(args) > 1 \
+                and isinstance(args[1], (int, float)):  # read only by a library check (_equal)
+            self._check_hint[out] = SCALAR_COMPARISONS[func](TYPICAL_VALUE, args[1])
         fill_mean = RANDOM_FILL_MEANS.get(func)
         # not on parameters (nn.init fills them): a weak reference to one makes Module._apply's swap_tensors fail
         if fill_mean is not None and out.numel() == 1 and not isinstance(out, torch.nn.Parameter):
@@ -706,6 +719,7 @@ class Recorder(TorchDispatchMode):
         Module._apply uses, refuses a tensor that has any."""
         self.hints.drop(t)
         self._bool_hint.pop(t, None)
+        self._check_hint.pop(t, None)
         self._fill_mean.pop(t, None)
 
     # -- sync points -----------------------------------------------------------------------------------
@@ -729,6 +743,11 @@ class Recorder(TorchDispatchMode):
         a, b = self.hints.use(args[0]), self.hints.use(args[1])
         if a is not None and b is not None:
             return as_python(a) == as_python(b), ("item" if _on_gpu(args, kwargs) else None)
+        if b is not None and args[0] in self._check_hint:  # ATen's is_scalar_tensor_true(a comparison)
+            value = self._check_hint[args[0]] == bool(as_python(b))
+            self._note(f"a library's range check on GPU values at {current_source() or 'set-up'}: assumed it "
+                       f"passes (a comparison's placeholder at a typical value, {TYPICAL_VALUE})")
+            return value, ("item" if _on_gpu(args, kwargs) else None)
         source = current_source() or "set-up"
         stated = self._stated_read("torch.equal on GPU tensors", source)
         if stated is None:
