@@ -20,7 +20,8 @@ from pathlib import Path
 
 import torch
 
-sys.path[:0] = [str(Path(__file__).resolve().parents[1] / d) for d in ("device", "fit", "eval")]  # sibling scripts
+SCRIPTS = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(SCRIPTS / d) for d in ("device", "fit", "eval")]  # sibling scripts
 import zoo_measure  # noqa: E402
 
 from kernelcast.capture.workload import load_build, on_sys_path  # noqa: E402

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import torch
 
-sys.path[:0] = [str(Path(__file__).resolve().parents[1] / d) for d in ("device", "fit", "eval")]  # sibling scripts
+SCRIPTS = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(SCRIPTS / d) for d in ("device", "fit", "eval")]  # sibling scripts
 from probe_rnn import MODES, configs  # noqa: E402
 
 WARMUP = 2

@@ -19,7 +19,8 @@ import sys
 import time
 import traceback
 
-sys.path[:0] = [os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), d) for d in ("device", "fit", "eval")]  # sibling scripts
+SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [os.path.join(SCRIPTS, d) for d in ("device", "fit", "eval")]  # sibling scripts
 
 import kernelcast  # noqa: F401  (before torch)
 

@@ -9,7 +9,8 @@ import json
 import os
 import sys
 
-sys.path[:0] = [os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), d) for d in ("device", "fit", "eval")]  # sibling scripts
+SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [os.path.join(SCRIPTS, d) for d in ("device", "fit", "eval")]  # sibling scripts
 import validate_suite as suite  # noqa: E402
 
 from kernelcast.api import capture_file  # noqa: E402

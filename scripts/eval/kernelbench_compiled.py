@@ -30,7 +30,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).resolve().parents[1] / d) for d in ("device", "fit", "eval")]  # sibling scripts
+SCRIPTS = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(SCRIPTS / d) for d in ("device", "fit", "eval")]  # sibling scripts
 import kernelbench_validate as kv  # noqa: E402  (the programs, their build and the eager published timings)
 
 MODES = ("default", "reduce-overhead", "max-autotune")

@@ -34,7 +34,8 @@ import time
 import traceback
 from pathlib import Path
 
-sys.path[:0] = [os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), d) for d in ("device", "fit", "eval")]  # sibling scripts
+SCRIPTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [os.path.join(SCRIPTS, d) for d in ("device", "fit", "eval")]  # sibling scripts
 
 import kernelcast  # noqa: F401  (before torch)
 

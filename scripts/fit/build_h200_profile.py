@@ -128,6 +128,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -177,8 +178,9 @@ SHIPPED = "src/kernelcast/profiles/h200.json"
 HOST_RUNS = "validation/host_calibration_runs.json"
 LIBRARY_PROBE = "validation/probes/library_launches.json"
 ZOO_MEASURED = "validation/zoo_measured.json.gz"  # its run recorded the device host's CPU
-CPU_SOURCE = ("the device machine's /proc/cpuinfo and os.cpu_count() as scripts/device/zoo_measure.py recorded them on the "
-              "same machine (validation/zoo_measured.json.gz, 2026-11-30); the calibration runs did not record it")
+CPU_SOURCE = ("the device machine's /proc/cpuinfo and os.cpu_count() as scripts/device/zoo_measure.py recorded "
+              "them on the same machine (validation/zoo_measured.json.gz, 2026-11-30); the calibration runs did not "
+              "record it")
 FLOAT_DIGITS = 12
 
 
@@ -209,8 +211,12 @@ def rounded(value):
     return value
 
 
-def differences(a, b, path: str = "", limit: int = 10) -> list[str]:
-    """The first `limit` JSON paths where a and b differ."""
+def differences(a, b, path: str = "", limit: int = 10, rel_tol: float = 0.0) -> list[str]:
+    """The first `limit` JSON paths where a and b differ (a float within rel_tol of the other number is the same;
+    ints and everything else compare exactly)."""
+    if (isinstance(a, float) or isinstance(b, float)) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                                for v in (a, b)):
+        return [] if math.isclose(a, b, rel_tol=rel_tol, abs_tol=0.0) else [path or "/"]
     if type(a) is not type(b) or not isinstance(a, (dict, list)):
         return [] if a == b else [path or "/"]
     keys = sorted(set(a) | set(b)) if isinstance(a, dict) else range(max(len(a), len(b)))
@@ -219,7 +225,7 @@ def differences(a, b, path: str = "", limit: int = 10) -> list[str]:
         if isinstance(a, dict) and (k not in a or k not in b) or isinstance(a, list) and k >= min(len(a), len(b)):
             out.append(f"{path}/{k}")
         else:
-            out += differences(a[k], b[k], f"{path}/{k}", limit)
+            out += differences(a[k], b[k], f"{path}/{k}", limit, rel_tol)
         if len(out) >= limit:
             return out[:limit]
     return out
@@ -264,7 +270,8 @@ def main() -> int:
         if text == shipped:
             print(f"{SHIPPED}: rebuilt byte-identical from validation/")
             return 0
-        print(f"{SHIPPED} differs from its rebuild at: " + ", ".join(differences(json.loads(shipped), json.loads(text))))
+        where = differences(json.loads(shipped), json.loads(text))
+        print(f"{SHIPPED} differs from its rebuild at: " + ", ".join(where))
         return 1
     Path(args.out).write_text(text)
     t = profile["timings"]

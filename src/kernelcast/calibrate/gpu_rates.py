@@ -40,8 +40,9 @@ IRLS_ROUNDS = 20  # reweightings of the least-absolute-deviations fit
 L1_FLOOR = 0.02  # relative residual below which a program's weight stops growing
 # The second level's pull toward the first (fit_factors): a class split off its family (a narrow class, and the
 # family left without it) is fitted on fewer programs, and a few with leverage swung it (the T4's wide
-# data-gradient factor 3.34 fitted on all, 1.44 with one program left out); one pseudo-program's weight keeps a
-# split that the programs do not carry near its family's factor.
+# data-gradient factor 3.34 fitted on all, 1.44 with one program left out); a pseudo-program of half a program's
+# weight keeps a split that the programs do not carry near its family's factor (0.5 chosen among 0, 0.5, 1, 2
+# and 4 by the nine GPUs' held-out medians, docs/validation.md "Other GPUs").
 PRIOR_WEIGHT = 0.5
 
 
@@ -143,12 +144,9 @@ def _fit(used: list[Observation], held: dict[str, float], prior_weight: float = 
     b = np.array([1.0 - (o.rest_us + sum(t * fixed.factor(c) for c, t in o.by_class.items() if c not in classes))
                   / o.target_us for o in used])
     if prior_weight > 0:  # a pseudo-program per class: its factor at the prior's, at prior_weight programs' weight
-        priors = [(i, fixed.factor(c)) for i, c in enumerate(classes) if fitted_class(c, held) in held]
-        rows = np.zeros((len(priors), len(classes)))
-        for row, (i, _) in enumerate(priors):
-            rows[row, i] = prior_weight
-        a = np.vstack([a, rows])
-        b = np.concatenate([b, [prior_weight * f for _, f in priors]])
+        drawn = [i for i, c in enumerate(classes) if fitted_class(c, held) in held]
+        a = np.vstack([a, prior_weight * np.eye(len(classes))[drawn]])
+        b = np.concatenate([b, [prior_weight * fixed.factor(classes[i]) for i in drawn]])
     weights = np.ones(len(b))
     for _ in range(IRLS_ROUNDS):
         coef, _ = nnls(a * weights[:, None], b * weights)

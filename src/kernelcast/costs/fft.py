@@ -80,6 +80,12 @@ def c2c_kernels(sizes: tuple[int, ...], batch: int) -> int:
     if len(sizes) == 2 and max(sizes) <= CUFFT_2D_SINGLE_KERNEL_MAX_SIDE and sizes[0] == sizes[1] and \
             sizes[0] & (sizes[0] - 1) == 0 and batch >= CUFFT_2D_SINGLE_KERNEL_MIN_BATCH:
         return 1
+    return per_dim_kernels(sizes)
+
+
+def per_dim_kernels(sizes: tuple[int, ...]) -> int:
+    """cuFFT kernels of complex-to-complex passes over these dims one at a time (kernels_per_dim each): a c2c's,
+    and the dims a real transform runs as c2c beside its real one (all but its last)."""
     return sum(kernels_per_dim(n) for n in sizes)
 
 
@@ -129,7 +135,7 @@ def fft_r2c(op: OpRecord, ctx: CostContext) -> Cost:
     extras = _normalization(op, out)
     if not op.args.get("onesided", True):
         extras += (_pass(out.nbytes, "pointwise", out.dtype),) * CONJUGATE_FILL_KERNELS
-    return _transform(op, x, sizes, real_kernels(sizes[-1:]) + c2c_passes(sizes[:-1]), True, out.nbytes, extras)
+    return _transform(op, x, sizes, real_kernels(sizes[-1:]) + per_dim_kernels(sizes[:-1]), True, out.nbytes, extras)
 
 
 @register("aten._fft_c2r")
@@ -140,7 +146,7 @@ def fft_c2r(op: OpRecord, ctx: CostContext) -> Cost:
     sizes = tuple(x.shape[d] for d in dims[:-1]) + ((last,) if dims else ())
     clone = len(dims) == 1 or one_execution(dims)
     extras = (_pass(x.nbytes, "copy", x.dtype),) * (CLONE_KERNELS * clone) + _normalization(op, out)
-    return _transform(op, x, sizes, real_kernels(sizes[-1:]) + c2c_passes(sizes[:-1]), True, x.nbytes, extras)
+    return _transform(op, x, sizes, real_kernels(sizes[-1:]) + per_dim_kernels(sizes[:-1]), True, x.nbytes, extras)
 
 
 @register("aten._fft_c2c")
@@ -156,8 +162,3 @@ def fft_c2c(op: OpRecord, ctx: CostContext) -> Cost:
     # where two kernels' passes over 256 x 256 x 256 (the same bytes) ran 191 (the H100 grid)
     return _transform(op, x, sizes, kernels, False, out.nbytes, _normalization(op, out),
                       byte_passes=max(kernels, len(sizes)))
-
-
-def c2c_passes(sizes: tuple[int, ...]) -> int:
-    """The kernels over the dims a real transform runs as complex-to-complex (all but its last)."""
-    return sum(kernels_per_dim(n) for n in sizes)
