@@ -254,3 +254,26 @@ def test_a_prior_carried_across_the_tf32_line_keeps_its_convolution_factors():
     assert for_architecture(ampere, "8.9") == ampere  # the same roofs: nothing added
     assert achieved_rates("t4-like", "7.5", {"priors": {"8.6": {"factors": ampere, "from": ["a"]}}}).factor(
         "conv_dgrad:fp32") == 3.0
+
+
+def test_a_published_machines_slow_state_is_found_and_left_out_of_the_cards_factors():
+    """calibrate/gpu_rates.py slow_state: programs made from known factors (memory 1.2, matmul 1.5) whose calls of
+    3 ms or more ran 3x slower (as the published RTX 3090 Ti's did beside its sibling's) give that state, and the
+    factors fitted on the other calls are the card's; the same programs without the state give none."""
+    from kernelcast.calibrate import gpu_rates as fit
+
+    def programs(slow: float) -> list:
+        out = []
+        for i in range(30):
+            by_class = {"memory": 150.0 * (i + 1), "matmul:fp32": 200.0 + 40 * (i % 4)}
+            us = 20.0 + 1.2 * by_class["memory"] + 1.5 * by_class["matmul:fp32"]
+            us *= slow if us >= 3000.0 else 1.0
+            out.append(fit.Observation(f"p{i}", by_class, 20.0, us, us))
+        return out
+
+    state = fit.slow_state(programs(3.0))
+    assert state is not None and state.factor == 3.0 and state.from_ms == 3.0 and state.programs == 16
+    normal = fit.normal_state(programs(3.0), state)
+    assert len(normal) == 14
+    assert fit.fit_factors(normal) == pytest.approx({"memory": 1.2, "matmul:fp32": 1.5}, rel=1e-3)
+    assert fit.slow_state(programs(1.0)) is None

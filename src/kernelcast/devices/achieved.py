@@ -13,7 +13,8 @@ says.
 Where the factors come from (achieved.json, written by scripts/fit/fit_gpu_rates.py, which says how):
 - "fitted": the GPU's own published timings of KernelBench levels 1-2 (../shared/kernelbench: torch 2.5,
   fp32), all classes fitted jointly over the GPU-busy programs, each program's published time with the H200
-  kernel model's own error on it divided out (so what remains is this GPU's);
+  kernel model's own error on it divided out (so what remains is this GPU's), the calls a published machine
+  ran in a slow state of its own left out (calibrate/gpu_rates.py slow_state: the RTX 3090 Ti's);
 - "prior": for a GPU with no published timings, the geometric mean of the fitted GPUs of its compute
   capability (one architecture, one instruction set and library kernels), e.g. the RTX 4090 from the L4 and
   the L40S;
@@ -110,8 +111,15 @@ def achieved_rates(gpu_id: str, capability: str, data: dict | None = None) -> Ac
     data = _data() if data is None else data
     fitted = data.get("fitted", {}).get(gpu_id)
     if fitted:
+        held = fitted.get("held_out", {})
+        state = fitted.get("slow_state")
+        if state:  # the card's error: on the calls its published machine ran outside that machine's slow state
+            held = held.get("normal_state", held)
+            detail = (f"{data.get('fitted_on', '')}; its published machine ran calls of {state['from_ms']:g} ms or "
+                      f"more about {state['factor']:g}x slower (a state of that machine), left out")
+            return AchievedRates(gpu_id, dict(fitted["factors"]), "fitted", detail, held.get("median_error"))
         return AchievedRates(gpu_id, dict(fitted["factors"]), "fitted", data.get("fitted_on", ""),
-                             fitted.get("held_out", {}).get("median_error"))
+                             held.get("median_error"))
     priors = data.get("priors", {})
     nearest = nearest_capability(capability, list(priors))
     if nearest is not None:
