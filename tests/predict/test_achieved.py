@@ -277,3 +277,19 @@ def test_a_published_machines_slow_state_is_found_and_left_out_of_the_cards_fact
     assert len(normal) == 14
     assert fit.fit_factors(normal) == pytest.approx({"memory": 1.2, "matmul:fp32": 1.5}, rel=1e-3)
     assert fit.slow_state(programs(1.0)) is None
+
+
+def test_a_prediction_on_a_gpu_whose_published_machine_had_a_slow_state_says_so():
+    """predict.gpu_notes: the RTX 3090 Ti's published machine ran its calls of 3 ms or more 3.5x slower
+    (devices/achieved.json slow_state); a prediction on it says the price is the card's normal rate, one on the
+    A6000 (no state) says nothing of the kind."""
+    from kernelcast.devices import get_gpu
+    from kernelcast.devices.achieved import published_slow_state
+    from kernelcast.predict import gpu_notes
+
+    state = published_slow_state("rtx3090ti")
+    assert state is not None and state["factor"] >= 2.0
+    notes = gpu_notes(get_gpu("rtx3090ti"))
+    assert len(notes) == 1 and "normal rate" in notes[0] and f"{state['from_ms']:g} ms" in notes[0]
+    assert gpu_notes(get_gpu("rtx-a6000")) == ()
+    assert published_slow_state("rtx-a6000") is None

@@ -132,6 +132,13 @@ def achieved_rates(gpu_id: str, capability: str, data: dict | None = None) -> Ac
     return AchievedRates(gpu_id, {}, "datasheet", "no published timings of this GPU or its architecture")
 
 
+def published_slow_state(gpu_id: str, data: dict | None = None) -> dict | None:
+    """The slow state the GPU's published machine ran its longer calls in ({"factor", "from_ms", ...}, as
+    calibrate/gpu_rates.py slow_state found it; left out of its factors and not predicted), or None."""
+    data = _data() if data is None else data
+    return (data.get("fitted", {}).get(gpu_id) or {}).get("slow_state")
+
+
 # An fp32 convolution runs on TF32 tensor cores where the GPU has them (compute capability 8.0 on, cuDNN's
 # default) and on the FP32 units where it has none (Turing, Volta): the same program under another roof. A prior
 # carried across that line (a T4 given the Ampere GPUs') holds only the roof its members ran the program under;

@@ -314,9 +314,22 @@ def launch_count_notes(gpu: GPU, ctx: CostContext, costs: list[Cost | None]) -> 
     return (LIBRARY_LAUNCHES_NOTE.format(name=gpu.name, profiled=profiled),)
 
 
+# A GPU whose published machine ran its longer calls in a slow state of its own (calibrate/gpu_rates.py
+# slow_state): its rates are the card's, fitted on the other calls, so a user measuring on a machine like that one
+# is told why a long step can come out several times slower there.
+SLOW_STATE_NOTE = ("{name}: the published timings its rates are fitted to ran calls of {from_ms:g} ms or more "
+                   "about {factor:g}x slower than its shorter ones (a state of that machine: clocks or cooling); "
+                   "this prediction is for the card at its normal rate")
+
+
 def gpu_notes(gpu: GPU) -> tuple[str, ...]:
     """What a prediction for this GPU must say about itself, whatever the step."""
-    return () if gpu.vendor == "nvidia" else (OTHER_VENDOR_NOTE.format(name=gpu.name),)
+    from kernelcast.devices.achieved import published_slow_state
+
+    if gpu.vendor != "nvidia":
+        return (OTHER_VENDOR_NOTE.format(name=gpu.name),)
+    state = published_slow_state(gpu.id)
+    return (SLOW_STATE_NOTE.format(name=gpu.name, **state),) if state else ()
 
 
 BF16_WITHOUT_TENSOR_CORES_NOTE = (
