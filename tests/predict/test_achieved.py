@@ -293,3 +293,14 @@ def test_a_prediction_on_a_gpu_whose_published_machine_had_a_slow_state_says_so(
     assert len(notes) == 1 and "normal rate" in notes[0] and f"{state['from_ms']:g} ms" in notes[0]
     assert gpu_notes(get_gpu("rtx-a6000")) == ()
     assert published_slow_state("rtx-a6000") is None
+
+
+def test_a_prior_takes_a_class_from_the_members_that_fitted_it():
+    """devices/achieved.py capability_prior: a member that fitted a class of its own outvotes one that only takes
+    its parent's for it; with no member fitting it, the stand-ins' mean."""
+    prior = capability_prior({"a": {"conv:tf32_tensor": 1.0, "conv_dgrad:tf32_tensor": 2.0},
+                              "b": {"conv:tf32_tensor": 0.5}})
+    assert prior["conv_dgrad:tf32_tensor"] == pytest.approx(2.0)
+    assert prior["conv:tf32_tensor"] == pytest.approx(0.5 ** 0.5)
+    alone = capability_prior({"a": {"conv:tf32_tensor": 1.0}, "b": {"conv:tf32_tensor": 4.0}})
+    assert "conv_dgrad:tf32_tensor" not in alone and alone["conv:tf32_tensor"] == pytest.approx(2.0)

@@ -177,11 +177,16 @@ def nearest_capability(capability: str, fitted: list[str]) -> str | None:
 
 
 def capability_prior(fitted: dict[str, dict[str, float]]) -> dict[str, float]:
-    """Per class, the geometric mean of the given GPUs' factors for it: a GPU without the class's own factor
-    counts with the one it takes (its nearest ancestor's, AchievedRates.factor), a GPU with neither is left out."""
+    """Per class, the geometric mean of the factors the given GPUs' own programs fitted for it; where none of them
+    has its own, of the ones they take (their nearest ancestor's, AchievedRates.factor); a GPU with neither is left
+    out. A member's stand-in does not dilute another's evidence: the RTX 3090 Ti's data-gradient convolutions,
+    all run in its published machine's slow state, take its forward factor (0.96) where the RTX A6000 fitted 1.84,
+    and the GA10x prior had been their mean, 1.33; the T4, which takes that prior as an unseen GPU, went 31.9% ->
+    25.4% held out, every other GPU unchanged (scripts/fit/fit_gpu_rates.py fit)."""
     classes = sorted({c for factors in fitted.values() for c in factors})
     out = {}
     for c in classes:
-        values = [AchievedRates("", f).factor(c) for f in fitted.values() if fitted_class(c, f) in f]
+        values = [f[c] for f in fitted.values() if c in f] or [
+            AchievedRates("", f).factor(c) for f in fitted.values() if fitted_class(c, f) in f]
         out[c] = math.exp(sum(math.log(v) for v in values) / len(values))
     return out
