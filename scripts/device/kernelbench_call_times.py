@@ -3,6 +3,8 @@ takes, today, on this machine (issues 30 and 33).
 
     KERNELBENCH_DIR=<a copy of ../shared/kernelbench> PYTHONPATH=src \
         python3 scripts/device/kernelbench_call_times.py --out $OUT/h200_call_times_run1.json   # on the GPU
+    PYTHONPATH=src python3 scripts/device/kernelbench_call_times.py --dir benchmarks/whole_models \
+        --profiled --out $OUT/whole_models.json                                                 # our own programs
 
 Why: most of KernelBench's 200 programs are host-bound single calls, and kernelcast's first-call prediction of
 them on the H200 reads 20% median against `timing/H200_ours` (level 2's chains of six or more kernels -31%
@@ -13,8 +15,11 @@ the day's host and how much the model's.
 Protocol, as KernelBench's (../shared/kernelbench README): seed 42 before get_inputs() and before
 get_init_inputs(), model and inputs on CUDA, torch.no_grad(), WARMUP calls, then TRIALS trials, each one call
 between two CUDA events followed by a synchronize (so each call starts from an idle GPU and carries its launch
-gaps). All programs in order in one process, as H200_ours was taken. Output: {"env", "problems": {name: {mean_ms,
-median_ms, min_ms, max_ms}}}, H200_ours's field names.
+gaps). All programs in order in one process, as H200_ours was taken. With --profiled, then PROFILED calls under
+torch.profiler (the GPU busy time and kernels of a call, their medians) and one call's peak memory over what was
+allocated before it. Output: {"env", "problems": {name: {mean_ms, median_ms, min_ms, max_ms[, gpu_busy_us,
+kernels, mem_before_bytes, mem_peak_bytes]}}}, H200_ours's field names. --dir: the KernelBench-format programs
+of one folder (Model, get_inputs, get_init_inputs), named "<folder>/<file>", instead of levels 1-2.
 """
 
 from __future__ import annotations
@@ -31,9 +36,10 @@ sys.path[:0] = [str(ROOT / "scripts" / d) for d in ("device", "fit", "eval")]  #
 
 WARMUP = 3
 TRIALS = 30  # H200_ours's level-2 count
+PROFILED = 3
 
 
-def time_program(path: Path, trials: int) -> dict:
+def time_program(path: Path, trials: int, profiled: bool = False) -> dict:
     """One program's call times (ms) by KernelBench's protocol."""
     import torch
     from kernelbench_validate import _build_for, _load
@@ -50,8 +56,28 @@ def time_program(path: Path, trials: int) -> dict:
         end.record()
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end))
-    return {"mean_ms": statistics.fmean(times), "median_ms": statistics.median(times), "min_ms": min(times),
-            "max_ms": max(times)}
+    out = {"mean_ms": statistics.fmean(times), "median_ms": statistics.median(times), "min_ms": min(times),
+           "max_ms": max(times)}
+    if profiled:
+        out.update(_profiled(step, inputs))
+    return out
+
+
+def _profiled(step, inputs) -> dict:
+    """GPU busy µs and work items of one call (medians over PROFILED calls, each profiled as zoo_measure.py
+    profiles a step), and one call's peak allocated bytes with what was allocated before it."""
+    import torch
+    from zoo_measure import _profile
+
+    calls = [_profile(step, inputs, module_ranges=False) for _ in range(PROFILED)]
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    step(*inputs)
+    torch.cuda.synchronize()
+    return {"gpu_busy_us": statistics.median(c["work_item_us"] for c in calls),
+            "kernels": statistics.median(c["work_items"] for c in calls), "mem_before_bytes": before,
+            "mem_peak_bytes": torch.cuda.max_memory_allocated()}
 
 
 def main() -> int:
@@ -59,19 +85,24 @@ def main() -> int:
     parser.add_argument("--out", required=True)
     parser.add_argument("--trials", type=int, default=TRIALS)
     parser.add_argument("--only", nargs="*", default=[], help="programs whose name contains one of these")
+    parser.add_argument("--dir", help="a folder of KernelBench-format programs instead of levels 1-2")
+    parser.add_argument("--profiled", action="store_true", help="also GPU busy time, kernels and peak memory")
     args = parser.parse_args()
 
     import torch
     from kernelbench_validate import programs
 
+    listed = ([(f"{Path(args.dir).name}/{p.name}", p) for p in sorted(Path(args.dir).glob("*.py"))] if args.dir
+              else programs())
+
     out = {"env": {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "trials": args.trials,
                    "date": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(sys.argv)}, "problems": {}}
     start = time.perf_counter()
-    for name, path in programs():
+    for name, path in listed:
         if args.only and not any(s in name for s in args.only):
             continue
         try:
-            out["problems"][name] = time_program(path, args.trials)
+            out["problems"][name] = time_program(path, args.trials, args.profiled)
         except Exception as exc:  # noqa: BLE001 - one program's failure is listed, the rest still run
             out["problems"][name] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
         torch.cuda.empty_cache()

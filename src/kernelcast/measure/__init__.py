@@ -177,6 +177,14 @@ def is_work_item(event) -> bool:
             and not event.name.startswith(MODULE_PREFIX))
 
 
+def work_item_us(events) -> float:
+    """The summed durations (µs) of the GPU work items among profiler events (is_work_item), read off the
+    device-side events themselves. The kernels `attribute` hands out can sum to more: a 6-layer bidirectional
+    GRU's (cuDNN, 13 streams; H100, torch 2.11) summed 114.7 ms attributed against 38.2 ms of device events,
+    the same 12310 work items (validation/probes/rnn_programs_two_profilers_h100.json)."""
+    return sum(e.time_range.end - e.time_range.start for e in events if is_work_item(e))
+
+
 def attribute(events, recorded_ops: set[str] | None = None) -> tuple[list[KernelTime], int]:
     """Each GPU work item -> (aten op, module). The op is the outermost aten op on the launch stack that a
     capture records (recorded_ops), or the innermost aten op when none is known."""
