@@ -193,21 +193,25 @@ def _softmax_backward_tmp(op: OpRecord) -> list[int]:
 
 # cuDNN's RNN workspace (cudnnGetRNNTempSpaceSizes; _cudnn_rnn and _cudnn_rnn_backward take one from the caching
 # allocator per call and free it as they return; the backward's was the forward's size in 105 of 108 training
-# calls): coefficients of cudnn_rnn_workspace_terms, fitted by scripts/fit/fit_rnn_memory.py on the H200's allocator
-# events (cuDNN 9.19, validation/probes/rnn_memory_fit.json: 146 calls, 10-fold median error 25%, 90th percentile
-# 59%); other GPUs and cuDNN versions are assumed to ask the same.
-CUDNN_RNN_WORKSPACE_TERMS = (1.378e7, 0.962, 0.1378, 72.9, 1.674, 1.917)
+# calls): coefficients of cudnn_rnn_workspace_terms, fitted by scripts/fit/fit_rnn_memory.py on the allocator
+# events of the H200's probe (1-3 layers) and an H100's of 4-8 layers (cuDNN 9.19 on both, sm_90;
+# validation/probes/rnn_memory_fit.json: 186 calls, 10-fold median error 9.0%, 90th percentile 48%). Without the
+# per-layer term, fitted on 1-3 layers, the deep stacks came out 58% short at the median (10.6% with it), and the
+# 10-fold median over all was 30%; other GPUs and cuDNN versions are assumed to ask the same.
+CUDNN_RNN_WORKSPACE_TERMS = (5.797e5, 1.116, 0.04414, 16.26, 1.794, 1.840, 8.799e6)
 
 
 def cudnn_rnn_workspace_terms(mode: int, hidden: int, layers: int, bidirectional: bool, rows: int, batch: int,
                               input_size: int, itemsize: int) -> list[float]:
     """The sizes (bytes) the workspace is fitted over: a constant; one layer's input projections for every step;
-    every layer's outputs; per-layer states; the recurrent weights; the input."""
+    every layer's outputs; per-layer states; the recurrent weights; the input; and a count of layers x
+    directions, whose coefficient is a fixed buffer per layer and direction (about 8.8 MB at any size: a 6-layer
+    bidirectional tanh RNN of hidden 64 over 32 steps took 99 MiB)."""
     d = 2 if bidirectional else 1
     g = GATES.get(mode, GATES[LSTM])
     return [1.0, d * rows * g * hidden * itemsize, layers * d * rows * hidden * itemsize,
             layers * d * batch * hidden * itemsize, layers * d * g * hidden * hidden * itemsize,
-            d * rows * input_size * itemsize]
+            d * rows * input_size * itemsize, float(layers * d)]
 
 
 def _cudnn_rnn_workspace(op: OpRecord) -> list[int]:
