@@ -4,6 +4,9 @@ each took, so a prediction's miss can be put on the op (and the library kernel) 
     PYTHONPATH=src python3 scripts/device/kernelbench_kernels.py --out $OUT/kernelbench_kernels.json.gz   # on the GPU
     python3 scripts/device/kernelbench_kernels.py compare validation/kernelbench/h200_kernels.json.gz      # here
     python3 scripts/device/kernelbench_kernels.py compare validation/kernelbench/h200_kernels.json.gz --all  # every one
+    PYTHONPATH=src python3 scripts/device/kernelbench_kernels.py --dir benchmarks/whole_models --out $OUT/wm.json.gz
+    python3 scripts/device/kernelbench_kernels.py compare validation/whole_models/h100_kernels.json.gz \
+        --dir benchmarks/whole_models --gpu h100-sxm        # our own whole-model programs (their captures: build/)
 
 Measure (on the GPU): each program built as KernelBench runs it (scripts/eval/kernelbench_validate.py: seed 42, fp32,
 torch.no_grad(), model and inputs on CUDA), WARMUP calls, then PROFILED calls under torch.profiler; every GPU
@@ -36,7 +39,7 @@ PROFILED = 3
 BUSY_ONLY_MS = 0.0  # measure every program; compare reads the busy ones by kernelbench_validate's rule
 
 
-def measure(out: str, only: list[str]) -> int:
+def measure(out: str, only: list[str], folder: str | None = None) -> int:
     import torch
 
     from kernelbench_validate import _build_for, _load, programs
@@ -50,7 +53,8 @@ def measure(out: str, only: list[str]) -> int:
                         "cudnn_benchmark": torch.backends.cudnn.benchmark},
            "command": "PYTHONPATH=src python3 scripts/device/kernelbench_kernels.py " + " ".join(sys.argv[1:]),
            "warmup": WARMUP, "profiled": PROFILED, "programs": {}}
-    for name, path in programs():
+    listed = [(f"{Path(folder).name}/{p.name}", p) for p in sorted(Path(folder).glob("*.py"))] if folder else programs()
+    for name, path in listed:
         if only and not any(o in name for o in only):
             continue
         t0 = time.perf_counter()
@@ -94,7 +98,8 @@ def _measured_by_op(calls: list, captured_ops: set[str]) -> dict[str, float]:
 RATIO_MIN_US = 5.0
 
 
-def compare(path: str, out: str | None, profile_path: str | None = None, every_program: bool = False) -> int:
+def compare(path: str, out: str | None, profile_path: str | None = None, every_program: bool = False,
+            gpu_name: str = "h200", folder: str | None = None) -> int:
     import kernelcast  # noqa: F401  (before torch: the fake CUDA shim)
     from kernelcast.measure import packet
     from kernelcast.devices import get_gpu
@@ -106,7 +111,10 @@ def compare(path: str, out: str | None, profile_path: str | None = None, every_p
     with gzip.open(path, "rt") as f:
         doc = json.load(f)
     ours = _ours()
-    gpu = get_gpu("h200")
+    gpu = get_gpu(gpu_name)
+    if folder:  # our own programs (whole_models_check.py captured them): every one, no H200 reference
+        from whole_models_check import CAPTURES as FOLDER_CAPTURES
+        every_program = True
     model = None
     if profile_path:  # a rebuilt profile tried before it replaces the shipped one
         from kernelcast.predict.calibrated import CalibratedModel
@@ -115,9 +123,10 @@ def compare(path: str, out: str | None, profile_path: str | None = None, every_p
     rows, by_op = {}, collections.defaultdict(lambda: [0.0, 0.0, 0])
     ratios = collections.defaultdict(list)  # op -> predicted / measured per program where it ran RATIO_MIN_US
     for name, entry in sorted(doc["programs"].items()):
-        target = CAPTURES / (name.replace("/", "__") + ".json")
-        ref = ours.get(name)
-        if "calls" not in entry or not target.exists() or ref is None:
+        target = (FOLDER_CAPTURES / (Path(name).stem + ".json") if folder
+                  else CAPTURES / (name.replace("/", "__") + ".json"))
+        ref = ours.get(name, {}) if not folder else {}
+        if "calls" not in entry or not target.exists() or (ref is None or (not ref and not folder)):
             continue
         if not every_program and not _busy({"measured_ms": {"h200": ref["mean_ms"]},
                                             "h200_gpu_busy_us": ref["gpu_busy_us"]}):
@@ -144,7 +153,7 @@ def compare(path: str, out: str | None, profile_path: str | None = None, every_p
     # the summed error follows the op's largest programs; the median of the per-program ratios shows a kind
     # priced off across shapes (how the one-element broadcast operands and 3-D pools' lanes were found)
     which = "programs" if every_program else "GPU-busy programs"
-    print(f"{len(rows)} {which}; kernel time by outermost aten op, summed over them (H200), and the median of "
+    print(f"{len(rows)} {which}; kernel time by outermost aten op, summed over them ({gpu.id}), and the median of "
           f"its per-program predicted / measured (where it ran at least {RATIO_MIN_US:g} us)")
     print(f"{'op':34s} {'programs':>8s} {'predicted ms':>12s} {'measured ms':>12s} {'error':>7s} {'median ratio':>12s}")
     for op, (p, m, n) in sorted(by_op.items(), key=lambda kv: -kv[1][1]):
@@ -166,12 +175,14 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", default=[])
     parser.add_argument("--profile", help="compare: an H200 profile file to use instead of the shipped one")
     parser.add_argument("--all", action="store_true", help="compare: every program, not only the GPU-busy ones")
+    parser.add_argument("--dir", help="KernelBench-format programs of this folder instead of levels 1-2")
+    parser.add_argument("--gpu", default="h200", help="compare: the GPU the measurement ran on (kernelcast's id)")
     args = parser.parse_args()
     if args.what == "compare":
-        return compare(args.path, args.out, args.profile, args.all)
+        return compare(args.path, args.out, args.profile, args.all, args.gpu, args.dir)
     if not args.out:
         parser.error("measure needs --out")
-    return measure(args.out, args.only)
+    return measure(args.out, args.only, args.dir)
 
 
 if __name__ == "__main__":

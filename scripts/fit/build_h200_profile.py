@@ -52,6 +52,11 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
   pooling, wide 2-D average pooling, layer norm over 1-4096 rows of 64K-4M elements, group norm, scans along
   either dim (the microbenchmark section shape_kinds_grid); both by `PYTHONPATH=src python3
   scripts/device/probe_shape_kinds.py --out-dir .` (41 s on the H200), the kinds KernelBench showed missing (issue 30);
+- h100_attention_fp32_raw.json.gz: fp32 scaled_dot_product_attention, forward and backward, 48 shapes, on the
+  memory-efficient backend PyTorch picks for fp32 (the sweep section attention_fp32; `PYTHONPATH=src python3
+  scripts/device/probe_shape_kinds.py --out-dir . --only attention_fp32`, 8 s), measured on an H100 when no H200
+  was lent (2026-12-05): its fp32 kernels (fmha_cutlassF_f32_*) are CUDA-core bound, and the H100 has the H200's
+  SMs and clocks; their rows are the attention table's "_FP32" backends (costs/attention.py FP32_SUFFIX);
 - h200_conv_volumetric_wide_raw.json.gz: a second draw of conv_volumetric's kinds at batches to 128 and sizes to
   2 GiB (`PYTHONPATH=src python3 scripts/device/probe_shape_kinds.py --out-dir . --only conv_wide`, 51 s on the H200), rows
   for the conv time tables only, not the launch counts (TIME_RUNS);
@@ -149,7 +154,8 @@ RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.js
             "validation/h200_gather_grid_raw.json.gz", "validation/h200_gemm_fp32_round_raw.json.gz",
             "validation/h200_attention_decode_raw.json.gz", "validation/h200_norm_layout_linalg_raw.json.gz",
             "validation/h200_conv_volumetric_raw.json.gz", "validation/h200_shape_kinds_grid_raw.json.gz",
-            "validation/h200_channel_grid_raw.json.gz", "validation/h200_value_index_grid_raw.json.gz")
+            "validation/h200_channel_grid_raw.json.gz", "validation/h200_value_index_grid_raw.json.gz",
+            "validation/h100_attention_fp32_raw.json.gz")
 # Sweep runs whose rows join the time tables but not the launch counts (calibrate/profile.py build_profile).
 TIME_RUNS = ("validation/h200_conv_volumetric_wide_raw.json.gz", "validation/h200_conv_pointwise_raw.json.gz")
 # launch counts only (calibrate/profile.py says why)

@@ -335,3 +335,24 @@ def test_a_reduction_over_several_trailing_dims_is_keyed_by_its_row_length():
     last = cost_of(op("aten.sum.dim_IntList", {"self": x, "dim": (4,)}, [contiguous((128, 16, 14, 30))],
                       tags=("reduction",)))
     assert last.key == (30, 4)
+
+
+def test_fp32_attention_is_a_kernel_family_of_its_own_at_the_fp32_roof():
+    """costs/attention.py: an fp32 call runs the memory-efficient backend's CUDA-core kernels, so its key's backend
+    carries FP32_SUFFIX (its own rows in the profile: the sweep section attention_fp32), and its prior is the FP32
+    roof with 4-byte operands (predict/shape_kinds.py _attention_work); a bf16 call keeps its backend and roof."""
+    from kernelcast.costs.attention import FP32_SUFFIX
+    from kernelcast.predict.shape_kinds import SHAPE_WORK
+
+    def sdpa(dtype):
+        q = contiguous((2, 8, 256, 64), dtype)
+        out = contiguous((2, 8, 256, 64), dtype)
+        return cost_of(op("aten._scaled_dot_product_efficient_attention.default",
+                          {"query": q, "key": q, "value": q, "is_causal": True}, [out]))
+
+    fp32, bf16 = sdpa("float32"), sdpa("bfloat16")
+    assert fp32.key[0] == "EFFICIENT_ATTENTION" + FP32_SUFFIX and bf16.key[0] == "EFFICIENT_ATTENTION"
+    assert fp32.key[1:] == bf16.key[1:] and fp32.flops == bf16.flops
+    (f32_flops, f32_bytes, f32_dtype, _), (bf_flops, bf_bytes, bf_dtype, _) = SHAPE_WORK["attention"](fp32.key), \
+        SHAPE_WORK["attention"](bf16.key)
+    assert (f32_dtype, bf_dtype) == ("float32", "bfloat16") and f32_flops == bf_flops and f32_bytes == 2 * bf_bytes

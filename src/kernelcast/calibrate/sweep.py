@@ -653,6 +653,36 @@ def attention_decode_cases(device: str, scale: float = 1.0) -> Iterator[Case]:
         yield Case("attention", params, lambda p=params: _attention_call(p, device))
 
 
+# fp32 attention, forward and backward: PyTorch runs fp32 scaled_dot_product_attention on the memory-efficient
+# backend (flash and cuDNN take fp16 / bf16 only), whose fp32 kernels run on the CUDA cores. The designed draw is
+# bf16 / fp16, and an fp32 call was priced from those at the bf16 roof: on an H100 (torch 2.11) our whole-model
+# programs' fp32 SDPA calls ran 3.5-4.2x their predicted time (benchmarks/whole_models: sdpa_block,
+# transformer_enc, as nn.TransformerEncoder's fast path calls it). costs/attention.py keys them apart.
+ATTENTION_FP32_CASES = 48
+
+
+def attention_fp32_cases(device: str, scale: float = 1.0) -> Iterator[Case]:
+    rng = random.Random(SEED + 5)
+    n = 0
+    while n < max(1, int(ATTENTION_FP32_CASES * scale)):
+        d = rng.choice([32, 64, 64, 80, 96, 128])
+        sk = rng.choice([64, 128, 197, 256, 512, 1024, 2048, 4096])
+        sq = sk if rng.random() < 0.85 else rng.choice([1, 16, 128, 512])
+        heads = rng.choice([4, 8, 12, 16])
+        batch = rng.choice([1, 2, 4, 8, 16, 32])
+        causal = sq == sk and rng.random() < 0.5
+        mask = "none" if causal or rng.random() < 0.7 else rng.choice(["bool", "float"])
+        flops = 4.0 * batch * heads * sq * sk * d
+        if flops > 5e11 or batch * heads * sk * d * 4 * 3 > MAX_BYTES:
+            continue
+        params = {"backend": "EFFICIENT_ATTENTION", "batch": batch, "heads": heads, "kv_heads": heads, "sq": sq,
+                  "sk": sk, "d": d, "causal": causal, "mask": mask, "dropout": 0.0, "dtype": "float32"}
+        for pass_ in ("forward", "backward"):
+            yield Case("attention", {**params, "pass": pass_},
+                       lambda p={**params, "pass": pass_}: _attention_call(p, device))
+        n += 1
+
+
 def attention_inputs(p: dict, device: str, requires_grad: bool) -> tuple:
     """(q, k, v, sdpa keyword arguments, SDPBackend) of one attention case's parameters (attention_cases)."""
     import torch
@@ -706,6 +736,7 @@ SECTIONS = {"gemm": lambda dev, scale: gemm_cases(Pool(dev), scale),
 EXTRA_SECTIONS = {
     "gemm_fp32_round": lambda dev, scale: gemm_fp32_round_cases(Pool(dev), scale),
     "attention_decode": attention_decode_cases,
+    "attention_fp32": attention_fp32_cases,
     "conv_volumetric": conv_volumetric_cases,
     "conv_volumetric_wide": lambda dev, scale: conv_volumetric_cases(dev, scale, wide=True),
     "conv_pointwise": conv_pointwise_cases,

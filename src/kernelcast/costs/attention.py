@@ -62,10 +62,16 @@ def attention_backward_flops(q_shape, k_shape, v_shape, causal: bool) -> float:
 
 
 BACKENDS = {"cudnn": "CUDNN_ATTENTION", "flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION"}
+# An fp32 call is a kernel family of its own: PyTorch runs fp32 attention on the memory-efficient backend, whose
+# fp32 kernels (fmha_cutlassF_f32_*) run on the CUDA cores, not the tensor cores its bf16 / fp16 kernels use.
+# Looked up among bf16 rows at the bf16 roof, our whole-model programs' fp32 calls (an H100, torch 2.11) ran
+# 3.5-4.2x their predicted time. Its rows: the sweep section attention_fp32 (calibrate/sweep.py).
+FP32_SUFFIX = "_FP32"
 
 
 def _backend(op: OpRecord) -> str:
-    return next((name for short, name in BACKENDS.items() if f"_{short}_attention" in op.op), "")
+    name = next((name for short, name in BACKENDS.items() if f"_{short}_attention" in op.op), "")
+    return name + FP32_SUFFIX if name and arg(op, "query").dtype == "float32" else name
 
 
 def _attention_cost(op: OpRecord, flops: float, kernels: int) -> Cost:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from kernelcast.costs.attention import FP32_SUFFIX as ATTENTION_FP32_SUFFIX
 from kernelcast.costs.conv_backend import NATIVE_DEPTHWISE, conv_backend
 from kernelcast.costs.launch_table import gemm_alignment, gemm_features
 from kernelcast.costs.launch_table import log2_size as _log2
@@ -64,13 +65,14 @@ ATTENTION_BACKWARD_BYTES = 2.0
 
 
 def _attention_work(key: tuple) -> tuple[float, float, str, str]:
-    _, pass_, bh, sq, sk, d, causal, _, _ = key
+    backend, pass_, bh, sq, sk, d, causal, _, _ = key
     # the tiles' work: a sequence length that is not a multiple of the tile computes its last tile in full
     flops = 4.0 * bh * attention_padded(sq) * attention_padded(sk) * d * (0.5 if causal and sq == sk else 1.0)
-    nbytes = 2.0 * bh * (2 * sq + 2 * sk) * d
+    fp32 = backend.endswith(ATTENTION_FP32_SUFFIX)  # costs/attention.py: fp32 calls, priced at the FP32 roof
+    nbytes = (4.0 if fp32 else 2.0) * bh * (2 * sq + 2 * sk) * d
     if pass_ == "bwd":
         flops, nbytes = flops * ATTENTION_BACKWARD_FLOPS, nbytes * ATTENTION_BACKWARD_BYTES
-    return flops, nbytes, "bfloat16", "attention"
+    return flops, nbytes, "float32" if fp32 else "bfloat16", "attention"
 
 
 def _gemm_group(key: tuple, settings) -> tuple:
