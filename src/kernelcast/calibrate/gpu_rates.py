@@ -198,7 +198,11 @@ def slow_state(observations: list[Observation]) -> SlowState | None:
     """The state (SLOW_STATE_FACTORS x SLOW_STATE_FROM_MS, at least SLOW_STATE_MIN_PROGRAMS programs on either
     side) whose factors, fitted with its calls' targets divided by its factor, give the lowest median error in
     sample; None unless it also lowers the median error held out by program (each program left out of the fit)
-    below the fit's without a state."""
+    below the fit's without a state. Detecting a state and fitting the card are two models: one factor over all
+    of a state's calls tells whether the machine had one; the card's factors then come from the calls outside it
+    (normal_state), since a state's slowdown is not the same for every class. (Judged with the factors of the
+    calls outside it instead, no GPU shows a state: with no data-gradient program under 3 ms, the 3090 Ti's long
+    transposed convolutions take its forward factor, and its held-out error stays 20%.)"""
     def in_state(state: SlowState) -> list[Observation]:
         return [o._replace(target_us=o.target_us / state.factor) if state.holds(o.published_us) else o
                 for o in observations]
