@@ -2,7 +2,7 @@
 out from every fit (issues 30 and 31).
 
     python3 scripts/eval/whole_models_check.py validation/whole_models/h100_whole_models_run*.json \
-        > validation/whole_models/report.txt
+        validation/whole_models/h100_whole_models_added_run*.json > validation/whole_models/report.txt
 
 The programs are written here in KernelBench's format (Model, get_inputs, get_init_inputs; fp32, one forward
 under torch.no_grad(), as scripts/eval/kernelbench_validate.py builds a program): classic networks (ResNet-18,
@@ -39,7 +39,8 @@ WITHIN = 0.15
 
 
 def _capture_all() -> dict[str, Path]:
-    """{program name: capture file}, capturing those not cached (build/whole_models/captures)."""
+    """{program name: capture file}, each captured again (about 15 s for all; into build/whole_models/captures):
+    a cached capture would keep what an older kernelcast captured."""
     import kernelcast  # noqa: F401  (before torch: the fake CUDA shim)
     from kernelbench_validate import _timeout, capture_program
 
@@ -49,7 +50,7 @@ def _capture_all() -> dict[str, Path]:
     for path in sorted(PROGRAMS.glob("*.py")):
         name = f"{PROGRAMS.name}/{path.name}"
         target = CAPTURES / (path.stem + ".json")
-        if target.exists() or capture_program(name, path, target) is None:
+        if capture_program(name, path, target) is None:
             out[name] = target
     return out
 
@@ -61,7 +62,8 @@ def _summary(errors: list[float]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("measured", nargs="+", help="kernelcast_call_times.py --profiled files of one GPU")
+    parser.add_argument("measured", nargs="+", help="kernelbench_call_times.py --profiled files of one GPU (each a "
+                        "run; a program is averaged over the runs that measured it)")
     args = parser.parse_args()
 
     runs = [json.loads(Path(p).read_text()) for p in args.measured]
@@ -87,8 +89,9 @@ def main() -> int:
     print(f"{'program':22s} {'call ms':>8s} {'pred':>8s} {'err':>6s} {'GPU ms':>8s} {'pred':>8s} {'err':>6s} "
           f"{'kernels':>12s} {'peak growth MiB':>16s}")
     for name, path in captures.items():
-        measured = [r["problems"].get(name, {}) for r in runs]
-        if any("mean_ms" not in m or "gpu_busy_us" not in m for m in measured):
+        # every run (file) that measured the program: programs added later were measured in files of their own
+        measured = [r["problems"][name] for r in runs if "mean_ms" in r["problems"].get(name, {})]
+        if not measured or any("gpu_busy_us" not in m for m in measured):
             print(f"{name:22s} not measured")
             continue
         cap = Capture.load(path)

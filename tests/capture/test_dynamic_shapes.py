@@ -183,3 +183,15 @@ def test_a_random_fill_read_by_the_host_is_its_mean():
     # nn.init fills parameters in place: no hint on them (Module._apply could not swap them later)
     with capture("h200"):
         torch.nn.Linear(4, 4).cuda()
+
+
+def test_fewer_values_than_choices_spread_over_the_whole_range():
+    """capture/dynamic_shapes.py spread: 16 sequence lengths drawn from [5, 40) are assumed to cover the range (a
+    uniform draw's mean, about 22), not to be 5, 6, ..., 20; as many values as choices or more take each equally
+    often."""
+    from kernelcast.capture.dynamic_shapes import spread
+
+    few = spread(16, 35, 5).tolist()
+    assert min(few) >= 5 and max(few) <= 39 and max(few) >= 37 and len(set(few)) == 16
+    assert abs(sum(few) / 16 - 22) < 1
+    assert spread(6, 3).tolist() == [0, 1, 2, 0, 1, 2]

@@ -115,9 +115,17 @@ def as_python(values: torch.Tensor, as_number: bool = False) -> Any:
 
 
 def spread(numel: int, choices: int, offset: int = 0) -> torch.Tensor:
-    """`numel` integers spread evenly over [offset, offset + choices): 0, 1, ..., choices-1, 0, 1, ..."""
+    """`numel` integers spread evenly over [offset, offset + choices): each choice equally often (0, 1, ...,
+    choices-1, 0, 1, ...) where there are at least as many as choices, else one at the middle of each of `numel`
+    equal parts of the range. (Counting 0, 1, 2, ... from the bottom had made 16 sequence lengths drawn from
+    [5, 40) the lengths 5 to 20: a packed 2-layer bidirectional LSTM then ran 20 steps where a uniform draw runs
+    about 39, its cuDNN call 224 work items against 365 measured; benchmarks/whole_models/packed_lstm.py.)"""
+    choices = max(choices, 1)
     with _disable_current_modes():
-        return torch.arange(numel, dtype=torch.int64) % max(choices, 1) + offset
+        index = torch.arange(numel, dtype=torch.int64)
+        if numel >= choices:
+            return index % choices + offset
+        return (2 * index + 1) * choices // (2 * numel) + offset
 
 
 def _rows_along(shape: tuple[int, ...], dim: int) -> tuple[int, int]:
