@@ -56,8 +56,9 @@ def _capture_all() -> dict[str, Path]:
 
 
 def _summary(errors: list[float]) -> str:
-    return (f"median |error| {statistics.median(abs(e) for e in errors):.1%}, within 15% "
-            f"{sum(abs(e) <= WITHIN for e in errors) / len(errors):.0%}, signed median {statistics.median(errors):+.1%}")
+    within = sum(abs(e) <= WITHIN for e in errors) / len(errors)
+    return (f"median |error| {statistics.median(abs(e) for e in errors):.1%}, within 15% {within:.0%}, "
+            f"signed median {statistics.median(errors):+.1%}")
 
 
 def main() -> int:
@@ -110,7 +111,8 @@ def main() -> int:
         if growth > 0:
             errors["memory"].append(pred_growth / growth - 1.0)
         print(f"{Path(name).stem[:22]:22s} {call_us / 1e3:8.3f} {pred.first_step_us / 1e3:8.3f} "
-              f"{errors['call'][-1]:+6.0%} {busy_us / 1e3:8.3f} {pred.gpu_time_us / 1e3:8.3f} {errors['gpu'][-1]:+6.0%} "
+              f"{errors['call'][-1]:+6.0%} {busy_us / 1e3:8.3f} {pred.gpu_time_us / 1e3:8.3f} "
+              f"{errors['gpu'][-1]:+6.0%} "
               f"{pred.kernels:5d}/{items:<6.0f} {pred_growth / 2**20:7.0f}/{growth / 2**20:<8.0f}")
     print()
     for label, key in (("call time (first step)", "call"), ("GPU time", "gpu"),

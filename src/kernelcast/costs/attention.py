@@ -75,7 +75,8 @@ def _backend(op: OpRecord) -> str:
 
 
 def _attention_cost(op: OpRecord, flops: float, kernels: int) -> Cost:
-    """Key for calibrated lookup: (backend, pass, B*H, Sq, Sk, head dim, causal, dropout, mask)."""
+    """Key for calibrated lookup: (backend, pass, B*H, Sq, Sk, head dim, causal, dropout, mask); an fp32 call's backend
+    carries FP32_SUFFIX (its kernels are another family)."""
     q, k = arg(op, "query"), arg(op, "key")
     b, h, sq, d = q.shape
     key = (_backend(op), "bwd" if op.op.endswith("_backward.default") else "fwd", b * h, sq, k.shape[2], d,
