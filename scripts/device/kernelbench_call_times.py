@@ -44,18 +44,13 @@ def time_program(path: Path, trials: int, profiled: bool = False) -> dict:
     import torch
     from kernelbench_validate import _build_for, _load
 
+    from kernelcast.measure import back_to_back_ms
+
     step, inputs = _build_for(_load(path))()
     for _ in range(WARMUP):
         step(*inputs)
     torch.cuda.synchronize()
-    times = []
-    for _ in range(trials):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        step(*inputs)
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
+    times = back_to_back_ms(lambda: step(*inputs), 1, trials)  # one call between two events, then a synchronize
     out = {"mean_ms": statistics.fmean(times), "median_ms": statistics.median(times), "min_ms": min(times),
            "max_ms": max(times)}
     if profiled:

@@ -125,8 +125,8 @@ def compare(path: str, out: str | None, profile_path: str | None = None, every_p
     for name, entry in sorted(doc["programs"].items()):
         target = (FOLDER_CAPTURES / (Path(name).stem + ".json") if folder
                   else CAPTURES / (name.replace("/", "__") + ".json"))
-        ref = ours.get(name, {}) if not folder else {}
-        if "calls" not in entry or not target.exists() or (ref is None or (not ref and not folder)):
+        ref = {} if folder else ours.get(name)
+        if "calls" not in entry or not target.exists() or ref is None:
             continue
         if not every_program and not _busy({"measured_ms": {"h200": ref["mean_ms"]},
                                             "h200_gpu_busy_us": ref["gpu_busy_us"]}):

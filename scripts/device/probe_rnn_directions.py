@@ -47,6 +47,8 @@ def run_case(mode: str, bidir: bool, layers: int, batch: int, train: bool) -> di
     import torch
     from torch.profiler import ProfilerActivity, profile
 
+    from kernelcast.measure import back_to_back_ms
+
     cls = torch.nn.LSTM if mode == "lstm" else torch.nn.GRU
     rnn = cls(INPUT, HIDDEN, layers, batch_first=True, bidirectional=bidir).cuda().train(train)
     x = torch.randn(batch, STEPS, INPUT, device="cuda")
@@ -58,14 +60,7 @@ def run_case(mode: str, bidir: bool, layers: int, batch: int, train: bool) -> di
     for _ in range(3):
         call()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(10):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        call()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0)
+    times = [ms * 1000.0 for ms in back_to_back_ms(call, 1, 10)]  # one call between two events, then a synchronize
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         call()
         torch.cuda.synchronize()

@@ -89,6 +89,8 @@ def measure(modes: list[str], only: list[str], out: str) -> int:
     version here: what the published torch 2.5 timings cannot separate from the host is then visible)."""
     import torch
 
+    from kernelcast.measure import back_to_back_ms
+
     rows = {}
     for name, path in kv.programs():
         if only and not any(o in name for o in only):
@@ -104,14 +106,7 @@ def measure(modes: list[str], only: list[str], out: str) -> int:
                 for _ in range(WARMUP_CALLS):
                     step(*inputs)
                 torch.cuda.synchronize()
-                times = []
-                for _ in range(TRIALS):
-                    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    begin.record()
-                    step(*inputs)
-                    end.record()
-                    torch.cuda.synchronize()
-                    times.append(begin.elapsed_time(end))
+                times = back_to_back_ms(lambda: step(*inputs), 1, TRIALS)  # a call between events, synchronized
                 rows[name][mode] = {"mean_ms": statistics.mean(times), "median_ms": statistics.median(times),
                                     "seconds": round(time.perf_counter() - start, 1)}
             except Exception as exc:  # a program that fails to compile is data too
