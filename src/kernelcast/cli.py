@@ -743,8 +743,20 @@ PROFILE_HELP = ("a device profile from `kernelcast calibrate --out FILE` on your
                 "costs are predicted from it in place of the shipped data")
 
 
-def main(argv: list[str] | None = None) -> int:
+# Commands that capture on fake CUDA and exit: run() switches the automatic cyclic collector off for them
+# (gc_pause.one_shot_process). The GPU commands (calibrate, measure, validate) keep it: their cycles may hold real
+# CUDA memory.
+ONE_SHOT_COMMANDS = ("predict", "capture", "fit", "advise", "sweep", "report")
+
+
+def main(argv: list[str] | None = None, one_shot: bool = False) -> int:
+    """The CLI; one_shot: this process ends after the command (run()), so a capturing command may leave its
+    cycles uncollected."""
     args = build_parser().parse_args(argv)
+    if one_shot and args.command in ONE_SHOT_COMMANDS:
+        from kernelcast.gc_pause import one_shot_process
+
+        one_shot_process()
     try:
         if getattr(args, "profile", None):
             from kernelcast.profiles import use_profile
@@ -768,7 +780,7 @@ def run() -> NoReturn:
     millions of objects (torch's, the model library's, fake tensors) whose one-by-one destruction at exit took
     1.8 s of a 13 s Llama-7B prediction (benchmarks/capture_speed.py); everything kernelcast writes is closed
     by then (outputs are written atomically), so only the standard streams need flushing."""
-    code = main()
+    code = main(one_shot=True)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

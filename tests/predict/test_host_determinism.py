@@ -358,3 +358,25 @@ def test_counted_lines_survive_a_saved_capture_and_an_older_capture_is_priced_as
     saved["settings"].pop("python_lines_counted")  # as a capture made before 2026-12-05 reads
     older = predict_capture(Capture.from_json(saved), "h200")
     assert older.python_lines == 0 and predict_capture(cap, "h200").python_lines > 0
+
+
+def test_no_tracer_runs_inside_the_captures_own_work_and_counting_resumes_after():
+    """A global tracer is called for every frame, FakeTensor's included: inside our own work (ours_begin/ours_end)
+    none is set, and the model's frames count again after it (the line counts are the test above's)."""
+    import sys
+
+    clock = host_clock.HostClock()
+    before = sys.gettrace()
+    clock.count_lines(True)
+    try:
+        assert sys.gettrace() is not None
+        clock.ours_begin()
+        clock.ours_begin()  # nested: still none, and the inner end does not set it back
+        assert sys.gettrace() is None
+        clock.ours_end()
+        assert sys.gettrace() is None
+        clock.ours_end()
+        assert sys.gettrace() is not None
+    finally:
+        clock.count_lines(False)
+    assert sys.gettrace() is before

@@ -10,7 +10,7 @@ import torch
 from kernelcast import progress
 from kernelcast.devices import DEFAULT_GPU, GPU, get_gpu
 from kernelcast.errors import CaptureError
-from kernelcast.gc_pause import cyclic_gc_paused
+from kernelcast.gc_pause import collect_before_capture, cyclic_gc_paused
 from kernelcast.memory_trace import BUILD
 from kernelcast.records import HOST_OP_PREFIX, Capture
 
@@ -42,6 +42,7 @@ def target_device(gpu: GPU) -> TargetDevice:
 
 
 def _session(gpu: str | GPU, compile_mode: str | None = None) -> CaptureSession:
+    collect_before_capture()
     spec = gpu if isinstance(gpu, GPU) else get_gpu(gpu)
     session = CaptureSession(target_device(spec), spec.cuda_arch, compile_mode, spec.id)
     session.cpu_bench = this_machine_bench()  # before the session: its benchmarks run real CPU tensors
