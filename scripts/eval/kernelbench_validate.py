@@ -22,6 +22,7 @@ predicted on every GPU, as `kernelcast capture` then `kernelcast predict --gpu` 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import os
@@ -44,6 +45,12 @@ PUBLISHED = {
     "L4_modal": "l4", "T4_modal": "t4", "A6000_babel": "rtx-a6000", "RTX_3090_Ti": "rtx3090ti",
 }
 OURS = "H200_ours"
+# GPUs we timed ourselves with a current torch (scripts/device/kernelbench_call_times.py: KernelBench's protocol, one
+# call between CUDA events, 30 trials; each run on a fresh device machine): GPU -> (the runs' files, their torch).
+# Their achieved rates are fitted to these runs (scripts/fit/fit_gpu_rates.py), and the report shows them beside the
+# published torch-2.5 timings.
+OWN_RUNS = {"h100-sxm": ("validation/h100/kernelbench_call_times_h100_run*.json", "torch 2.11")}
+PUBLISHED_TORCH = "2.5.1"  # the published timings' torch (KernelBench's README)
 BUSY_SHARE = 0.85  # kernel time over call time, on the H200, for a program to count as GPU-busy
 BUSY_MIN_MS = 0.1
 WITHIN = 0.15
@@ -145,8 +152,21 @@ def _ours() -> dict[str, dict]:
     return out
 
 
+def own_runs(gpu: str) -> tuple[dict[str, float], list[str]]:
+    """({program: mean call ms over our runs}, the run files, relative to the repository) of a GPU in OWN_RUNS."""
+    pattern = OWN_RUNS[gpu][0]
+    paths = sorted(ROOT.glob(pattern))
+    runs = [json.loads(p.read_text())["problems"] for p in paths]
+    names = {n for r in runs for n, v in r.items() if "mean_ms" in v}
+    return ({n: statistics.fmean(r[n]["mean_ms"] for r in runs if "mean_ms" in r.get(n, {})) for n in names},
+            [str(p.relative_to(ROOT)) for p in paths])
+
+
+def own_label(gpu: str) -> str:
+    return f"{gpu} ({OWN_RUNS[gpu][1]})"
+
+
 def predict(out: str) -> int:
-    from kernelcast.devices import get_gpu
     from kernelcast.predict import predict_capture
     from kernelcast.records import Capture
 
@@ -170,12 +190,16 @@ def predict(out: str) -> int:
             # workspace) are in both figures, so the growth is what compares (the timings' README)
             row["h200_peak_growth_bytes"] = h200["mem_peak_bytes"] - h200["mem_before_bytes"]
         row["predicted"] = {}
+        # beside the published timings, a GPU is predicted as for their torch (its achieved rates fitted to the
+        # timings of the torch nearest the capture's: devices/achieved.py); beside our runs of it, as captured
+        published_era = dataclasses.replace(cap, settings=dataclasses.replace(cap.settings,
+                                                                              torch_version=PUBLISHED_TORCH))
         for gpu in gpus:
-            pred = predict_capture(cap, gpu)
-            row["predicted"][gpu] = {"first_step_us": pred.first_step_us, "gpu_time_us": pred.gpu_time_us,
-                                     "kernels": pred.kernels, "uncosted": list(pred.uncosted)}
+            pred = predict_capture(cap if gpu == "h200" else published_era, gpu)
+            row["predicted"][gpu] = _predicted(pred)
             if gpu == "h200" and pred.memory is not None:
                 row["predicted"][gpu]["peak_growth_bytes"] = pred.memory.peak_bytes - pred.memory.resident_bytes
+        row["predicted_as_captured"] = {gpu: _predicted(predict_capture(cap, gpu)) for gpu in OWN_RUNS}
         rows[name] = row
     doc = {"command": "python3 scripts/eval/kernelbench_validate.py predict --out " + out,
            "date": time.strftime("%Y-%m-%d"), "gpus": gpus, "programs": rows,
@@ -184,6 +208,11 @@ def predict(out: str) -> int:
     Path(out).write_text(json.dumps(doc, indent=1, sort_keys=True))
     print(f"wrote {out} ({len(rows)} programs, {len(gpus)} GPUs, {doc['predict_s']} s)")
     return 0
+
+
+def _predicted(pred) -> dict:
+    return {"first_step_us": pred.first_step_us, "gpu_time_us": pred.gpu_time_us, "kernels": pred.kernels,
+            "uncosted": list(pred.uncosted)}
 
 
 def get_gpu_or_none(name: str):
@@ -214,30 +243,40 @@ def slow_states() -> dict[str, dict]:
 
 
 def summarize(doc: dict, busy_only: bool = True, normal_state: bool = False) -> dict[str, dict]:
-    """Per GPU: n, median |error|, share within 15%, median |error| of the ratio to the H200. normal_state: only
-    the calls a GPU's published machine ran outside its slow state (slow_states), for the GPUs that have one."""
+    """Per GPU: n, median |error|, share within 15%, median |error| of the ratio to the H200, against its
+    published timings; and per GPU in OWN_RUNS (own_label) the same against our runs. normal_state: only the calls
+    a GPU's published machine ran outside its slow state (slow_states), for the GPUs that have one."""
     rows = {n: r for n, r in doc["programs"].items() if "predicted" in r and (_busy(r) or not busy_only)}
     states = slow_states() if normal_state else {}
+    # (label, the prediction's row, measured ms of a program): each GPU against its published timings, predicted as
+    # for their torch; a GPU we timed ourselves, against our runs, predicted as captured
+    series = [(gpu, lambda r, g=gpu: r["predicted"].get(g), lambda name, r, g=gpu: r["measured_ms"].get(g))
+              for gpu in doc["gpus"]]
+    if not normal_state:
+        for gpu in OWN_RUNS:
+            ours = own_runs(gpu)[0]
+            series.append((own_label(gpu), lambda r, g=gpu: r.get("predicted_as_captured", {}).get(g),
+                           lambda name, r, o=ours: o.get(name)))
     out = {}
-    for gpu in doc["gpus"]:
-        if normal_state and gpu not in states:
+    for label, predicted, measured in series:
+        if normal_state and label not in states:
             continue
         errors, ratio_errors = [], []
-        for r in rows.values():
-            meas = r["measured_ms"].get(gpu)
-            if meas is None or gpu not in r["predicted"]:
+        for name, r in rows.items():
+            meas, row = measured(name, r), predicted(r)
+            if meas is None or row is None:
                 continue
-            if gpu in states and meas >= states[gpu]["from_ms"]:
+            if label in states and meas >= states[label]["from_ms"]:
                 continue
-            pred = r["predicted"][gpu]["first_step_us"]
+            pred = row["first_step_us"]
             errors.append(_error(pred, meas))
             h200_meas, h200_pred = r["measured_ms"].get("h200"), r["predicted"]["h200"]["first_step_us"]
-            if gpu != "h200" and h200_meas and h200_pred:
+            if label != "h200" and h200_meas and h200_pred:
                 ratio_errors.append(abs((pred / h200_pred) / (meas / h200_meas) - 1.0))
         if errors:
-            out[gpu] = {"n": len(errors), "median_error": statistics.median(errors),
-                        "within_15": sum(e <= WITHIN for e in errors) / len(errors),
-                        "ratio_median_error": statistics.median(ratio_errors) if ratio_errors else None}
+            out[label] = {"n": len(errors), "median_error": statistics.median(errors),
+                          "within_15": sum(e <= WITHIN for e in errors) / len(errors),
+                          "ratio_median_error": statistics.median(ratio_errors) if ratio_errors else None}
     return out
 
 
@@ -301,11 +340,12 @@ def report(path: str) -> int:
     failed = [n for n, r in doc["programs"].items() if "failed" in r]
     print(f"{len(doc['programs'])} programs, {busy} GPU-busy on the H200, {len(failed)} not captured")
     for title, busy_only in (("GPU-busy programs", True), ("all programs", False)):
-        print(f"\n{title}: first_step_us against the published mean call time")
-        print(f"{'GPU':<12} {'n':>4} {'median error':>13} {'within 15%':>11} {'ratio to H200, median error':>28}")
+        print(f"\n{title}: first_step_us against the published mean call time (torch 2.5; the H200's ours, torch "
+              f"2.11; a GPU with its torch named: our runs, {', '.join(f'{g}: ' + ' '.join(own_runs(g)[1]) for g in OWN_RUNS)})")
+        print(f"{'GPU':<22} {'n':>4} {'median error':>13} {'within 15%':>11} {'ratio to H200, median error':>28}")
         for gpu, s in summarize(doc, busy_only).items():
             ratio = f"{s['ratio_median_error']:.0%}" if s["ratio_median_error"] is not None else "-"
-            print(f"{gpu:<12} {s['n']:>4} {s['median_error']:>13.0%} {s['within_15']:>11.0%} {ratio:>28}")
+            print(f"{gpu:<22} {s['n']:>4} {s['median_error']:>13.0%} {s['within_15']:>11.0%} {ratio:>28}")
     states = slow_states()
     for gpu, s in summarize(doc, True, normal_state=True).items():
         print(f"\n{gpu}: its published machine ran calls of {states[gpu]['from_ms']:g} ms or more about "
@@ -362,6 +402,13 @@ def table_lines(doc: dict) -> dict[str, list[str]]:
                       f"{b['median_error']:.0%}{aside} | {b['within_15']:.0%} |")
         accuracy.append(f"| {name} | {b['median_error']:.0%} | {b['within_15']:.0%} | {ratio} | "
                         f"{a['median_error']:.0%} | {a['within_15']:.0%} |")
+        if gpu in OWN_RUNS:  # beside our own runs with a current torch, predicted as captured
+            b, a, torch_version = busy[own_label(gpu)], every[own_label(gpu)], OWN_RUNS[gpu][1]
+            ratio = f"{b['ratio_median_error']:.0%}" if b["ratio_median_error"] is not None else "-"
+            readme.append(f"| {name}, our runs ({torch_version})\u2020 | fitted | {b['n']} | {b['median_error']:.0%} | "
+                          f"{b['within_15']:.0%} |")
+            accuracy.append(f"| {name}, our runs ({torch_version})\u2020 | {b['median_error']:.0%} | "
+                            f"{b['within_15']:.0%} | {ratio} | {a['median_error']:.0%} | {a['within_15']:.0%} |")
     return {"README.md": readme, "docs/accuracy.md": accuracy}
 
 

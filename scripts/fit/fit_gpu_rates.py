@@ -32,13 +32,34 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "scripts" / d) for d in ("device", "fit", "eval")]  # sibling scripts
 
-from kernelbench_validate import CAPTURES, PUBLISHED, _busy, _ours, _published  # noqa: E402
+from kernelbench_validate import CAPTURES, OWN_RUNS, PUBLISHED, _busy, _ours, _published, own_runs  # noqa: E402
 
-from kernelcast.calibrate.gpu_rates import MIN_PROGRAMS, MIN_SHARE, REFERENCE, fit_all  # noqa: E402
-from kernelcast.devices.achieved import AchievedRates  # noqa: E402
+from kernelcast.calibrate.gpu_rates import (MIN_PROGRAMS, MIN_SHARE, REFERENCE, _summary, class_programs,  # noqa: E402
+                                            errors, fit_all, fit_factors, observations)
+from kernelcast.devices.achieved import AchievedRates, capability_prior  # noqa: E402
 
 PREDICTED = ROOT / "build" / "kernelbench" / "rates_predicted.json"
 OUT = ROOT / "src" / "kernelcast" / "devices" / "achieved.json"
+
+
+def current_torch_sets(predicted: dict, reference: dict) -> dict[str, dict]:
+    """{GPU: {torch "major.minor": set}} for the GPUs we timed ourselves (kernelbench_validate.py OWN_RUNS): the
+    factors fitted to our runs, their classes' programs and held-out error, as achieved.json's "by_torch" holds
+    them (a prediction takes the set of the torch nearest its capture's, devices/achieved.py). A user runs a
+    current torch, and the published torch 2.5 ran other cuDNN engines: on the H100 the published timings'
+    factors (convolutions 1.30x) held out at 11.7% on our torch-2.11 runs against 7.2% for factors fitted to
+    them (scripts/eval/torch_era_check.py)."""
+    out = {}
+    for gpu, (_, torch_version) in OWN_RUNS.items():
+        ours, files = own_runs(gpu)
+        sample = observations(predicted, {gpu: ours}, reference, gpu, _busy_row)
+        held = errors(predicted, {gpu: ours}, reference, gpu, _busy_row,
+                      lambda name, s=sample: fit_factors(s, leave_out=name))
+        out[gpu] = {torch_version.split()[-1]: {
+            "factors": fit_factors(sample), "programs": class_programs(sample),
+            "timings": f"our runs ({torch_version}): {', '.join(files)}",
+            "held_out": {"by": "program (leave one out)", "programs": len(held), **_summary(held)}}}
+    return out
 
 
 class _Doubled(AchievedRates):
@@ -125,9 +146,17 @@ def fit(predicted_path: Path, out: Path) -> int:
     predicted = json.loads(predicted_path.read_text())
     fitted, priors = fit_all(predicted, _published(), _ours(), _busy_row,
                              lambda gpu: get_gpu(gpu).compute_capability)
+    for gpu, sets in current_torch_sets(predicted, _ours()).items():
+        fitted[gpu]["by_torch"] = sets
+    for prior in priors.values():  # a prior whose members all have a set for a torch: that torch's prior too
+        versions = set.intersection(*(set(fitted[g].get("by_torch", {})) for g in prior["from"]))
+        for version in sorted(versions):
+            prior.setdefault("by_torch", {})[version] = {"factors": {c: round(v, 4) for c, v in capability_prior(
+                {g: fitted[g]["by_torch"][version]["factors"] for g in prior["from"]}).items()}}
     doc = {"command": "python3 scripts/fit/fit_gpu_rates.py fit", "date": time.strftime("%Y-%m-%d"),
            "fitted_on": ("KernelBench levels 1-2, published timings (torch 2.5, fp32) against the H200's (torch "
-                         "2.11), every GPU-busy program, the classes' factors jointly"),
+                         "2.11), every GPU-busy program, the classes' factors jointly (by_torch: the same fitted to "
+                         "our own runs with another torch)"),
            "reference": REFERENCE, "min_share": MIN_SHARE, "min_programs": MIN_PROGRAMS,
            "fitted": fitted, "priors": priors}
     out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
@@ -136,6 +165,9 @@ def fit(predicted_path: Path, out: Path) -> int:
         f = " ".join(f"{c}={v:.2f}" for c, v in sorted(r["factors"].items()))
         print(f"{gpu:12s} {f:58s} {r['held_out']['datasheet_median_error']:9.0%} "
               f"{r['held_out']['median_error']:11.0%} {r['held_out_gpu']['median_error']:9.0%}")
+        for version, current in r.get("by_torch", {}).items():
+            f = " ".join(f"{c}={v:.2f}" for c, v in sorted(current["factors"].items()))
+            print(f"{'  torch ' + version:12s} {f:58s} {'':9s} {current['held_out']['median_error']:11.0%}")
     print(f"wrote {out}")
     return 0
 

@@ -51,7 +51,7 @@ def test_the_calibrated_model_scales_each_class_by_its_factor():
     floor = plain.floor_us  # the launch floor stays; the kernel's work takes the factor
     assert abs((scaled.estimate(gemm).time_us - floor) / (plain.estimate(gemm).time_us - floor) - 2.0) < 1e-6
     assert abs((scaled.estimate(copy).time_us - floor) / (plain.estimate(copy).time_us - floor) - 1.2) < 1e-6
-    assert "fitted to published timings" in scaled.source
+    assert "fitted to its KernelBench timings" in scaled.source
     # on the profiled GPU itself nothing is scaled
     h200 = CalibratedModel(get_gpu("h200"), CaptureSettings(), profile.data, get_gpu(profile.gpu))
     assert h200.achieved.source == "datasheet" and h200.estimate(gemm).time_us > 0
@@ -304,3 +304,41 @@ def test_a_prior_takes_a_class_from_the_members_that_fitted_it():
     assert prior["conv:tf32_tensor"] == pytest.approx(0.5 ** 0.5)
     alone = capability_prior({"a": {"conv:tf32_tensor": 1.0}, "b": {"conv:tf32_tensor": 4.0}})
     assert "conv_dgrad:tf32_tensor" not in alone and alone["conv:tf32_tensor"] == pytest.approx(2.0)
+
+
+ERA_DATA = {"fitted_on": "test", "fitted": {"h100-sxm": {
+    "factors": {"conv:tf32_tensor": 1.3}, "held_out": {"median_error": 0.06},
+    "by_torch": {"2.11": {"factors": {"conv:tf32_tensor": 0.93}, "timings": "our runs (torch 2.11)",
+                          "held_out": {"median_error": 0.07}}}}},
+    "priors": {"9.0": {"factors": {"conv:tf32_tensor": 1.3}, "from": ["h100-sxm"],
+                       "by_torch": {"2.11": {"factors": {"conv:tf32_tensor": 0.93}}}}}}
+
+
+def test_the_factors_of_the_torch_nearest_the_captures_are_taken():
+    """Torch releases change the cuDNN engines a convolution runs (the H100's published torch-2.5 timings put
+    convolutions at 1.30x what our torch-2.11 runs did): a capture takes the set fitted to the nearest torch."""
+    from kernelcast.devices.achieved import nearest_torch
+
+    assert nearest_torch("2.13.0+cpu", ["2.5", "2.11"]) == "2.11"
+    assert nearest_torch("2.6.0", ["2.5", "2.11"]) == "2.5"
+    assert nearest_torch("2.8.1", ["2.5", "2.11"]) == "2.11"  # three releases from each: the later one
+    assert nearest_torch("nightly", ["2.5", "2.11"]) is None
+    current = achieved_rates("h100-sxm", "9.0", ERA_DATA, torch_version="2.13.0")
+    assert current.factor("conv:tf32_tensor") == 0.93 and current.held_out_error == 0.07
+    assert "torch 2.11" in current.detail
+    old = achieved_rates("h100-sxm", "9.0", ERA_DATA, torch_version="2.5.1")
+    assert old.factor("conv:tf32_tensor") == 1.3 and old.held_out_error == 0.06
+    assert achieved_rates("h100-pcie", "9.0", ERA_DATA, torch_version="2.12").factor("conv:tf32_tensor") == 0.93
+    assert achieved_rates("h100-pcie", "9.0", ERA_DATA, torch_version="2.4").factor("conv:tf32_tensor") == 1.3
+
+
+def test_the_calibrated_model_takes_the_captures_torch():
+    profile = profile_with("h200", "timings")
+    model = CalibratedModel(get_gpu("h100-sxm"), CaptureSettings(torch_version="2.5.1"), profile.data,
+                            get_gpu(profile.gpu))
+    current = CalibratedModel(get_gpu("h100-sxm"), CaptureSettings(torch_version="2.13.0"), profile.data,
+                              get_gpu(profile.gpu))
+    shipped = achieved_rates("h100-sxm", "9.0")  # the shipped data has a torch-2.11 set for the H100
+    assert model.achieved.factors != current.achieved.factors
+    assert "our runs (torch 2.11)" in current.achieved.detail and "our runs" not in model.achieved.detail
+    assert shipped.source == "fitted"

@@ -11,8 +11,11 @@ factor its time takes on top of the datasheet ratio: 1.0 is the datasheet, 2.0 t
 says.
 
 Where the factors come from (achieved.json, written by scripts/fit/fit_gpu_rates.py, which says how):
-- "fitted": the GPU's own published timings of KernelBench levels 1-2 (../shared/kernelbench: torch 2.5,
-  fp32), all classes fitted jointly over the GPU-busy programs, each program's published time with the H200
+- "fitted": the GPU's own published timings of KernelBench levels 1-2 (../shared/kernelbench: torch 2.5, fp32)
+  and, where we timed the GPU ourselves with a current torch, a second set fitted to those runs ("by_torch":
+  the H100's, torch 2.11); a prediction takes the set whose torch is nearest the capture's (torch's releases
+  change the cuDNN engines a convolution runs: on the H100 the torch-2.5 timings' factors put convolutions at
+  1.30x what torch 2.11 ran, scripts/eval/torch_era_check.py). All classes fitted jointly over the GPU-busy programs, each program's published time with the H200
   kernel model's own error on it divided out (so what remains is this GPU's), the calls a published machine
   ran in a slow state of its own left out (calibrate/gpu_rates.py slow_state: the RTX 3090 Ti's);
 - "prior": for a GPU with no published timings, the geometric mean of the fitted GPUs of its compute
@@ -105,21 +108,68 @@ def _data() -> dict:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
-def achieved_rates(gpu_id: str, capability: str, data: dict | None = None) -> AchievedRates:
+# The torch the published timings were taken with (KernelBench's README); a fitted GPU's "by_torch" sets hold others.
+PUBLISHED_TORCH = "2.5"
+
+
+def _minor(version: str) -> tuple[int, int] | None:
+    """(major, minor) of a torch version ("2.11.0+cu130" -> (2, 11)); None if it does not read as one."""
+    parts = version.split("+")[0].split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def nearest_torch(torch_version: str, versions: list[str]) -> str | None:
+    """Of `versions` (torch "major.minor" strings), the one nearest `torch_version` in minor releases (a tie goes
+    to the later one); None when torch_version does not read as a version."""
+    want = _minor(torch_version)
+    known = [(v, _minor(v)) for v in versions]
+    known = [(v, m) for v, m in known if m is not None]
+    if want is None or not known:
+        return None
+    def distance(m: tuple[int, int]) -> int:
+        return abs((m[0] - want[0]) * 100 + m[1] - want[1])
+    return min(known, key=lambda vm: (distance(vm[1]), [-x for x in vm[1]]))[0]
+
+
+def installed_torch() -> str:
+    """The installed torch's version, read from its package metadata (no import), "" without one."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("torch")
+    except PackageNotFoundError:
+        return ""
+
+
+def achieved_rates(gpu_id: str, capability: str, data: dict | None = None,
+                   torch_version: str | None = None) -> AchievedRates:
     """The factors for a GPU: its own fitted ones, else its compute capability's prior, else the datasheet's.
-    `data`: achieved.json's contents (read from the package when None)."""
+    A fitted GPU with sets for other torch versions ("by_torch") gives the set whose torch is nearest
+    torch_version (the capture's; None: the installed torch's). `data`: achieved.json's contents (read from the
+    package when None)."""
     data = _data() if data is None else data
     fitted = data.get("fitted", {}).get(gpu_id)
+    by_torch = (fitted or {}).get("by_torch", {})
+    if by_torch:
+        torch_version = installed_torch() if torch_version is None else torch_version
+        chosen = nearest_torch(torch_version, [PUBLISHED_TORCH, *by_torch])
+        if chosen is not None and chosen != PUBLISHED_TORCH:
+            current = by_torch[chosen]
+            detail = f"{data.get('fitted_on', '')}; timings: {current['timings']}"
+            return AchievedRates(gpu_id, dict(current["factors"]), "fitted", detail,
+                                 current.get("held_out", {}).get("median_error"))
     if fitted:
         held = fitted.get("held_out", {})
         state = fitted.get("slow_state")
+        detail = data.get("fitted_on", "") + (f"; timings: {fitted['timings']}" if fitted.get("timings") else "")
         if state:  # the card's error: on the calls its published machine ran outside that machine's slow state
             held = held.get("normal_state", held)
-            detail = (f"{data.get('fitted_on', '')}; its published machine ran calls of {state['from_ms']:g} ms or "
-                      f"more about {state['factor']:g}x slower (a state of that machine), left out")
-            return AchievedRates(gpu_id, dict(fitted["factors"]), "fitted", detail, held.get("median_error"))
-        return AchievedRates(gpu_id, dict(fitted["factors"]), "fitted", data.get("fitted_on", ""),
-                             held.get("median_error"))
+            detail += (f"; its published machine ran calls of {state['from_ms']:g} ms or more about "
+                       f"{state['factor']:g}x slower (a state of that machine), left out")
+        return AchievedRates(gpu_id, dict(fitted["factors"]), "fitted", detail, held.get("median_error"))
     priors = data.get("priors", {})
     nearest = nearest_capability(capability, list(priors))
     if nearest is not None:
@@ -127,7 +177,14 @@ def achieved_rates(gpu_id: str, capability: str, data: dict | None = None) -> Ac
         detail = f"compute capability {nearest}: the geometric mean of {', '.join(prior['from'])}"
         if nearest != capability:
             detail = f"no fitted GPU of compute capability {capability}; the nearest one's, {detail}"
-        return AchievedRates(gpu_id, for_architecture(prior["factors"], capability), "prior", detail,
+        factors = prior["factors"]
+        if prior.get("by_torch"):  # its members' sets for the torch nearest the capture's, as for a fitted GPU
+            torch_version = installed_torch() if torch_version is None else torch_version
+            chosen = nearest_torch(torch_version, [PUBLISHED_TORCH, *prior["by_torch"]])
+            if chosen is not None and chosen != PUBLISHED_TORCH:
+                factors = prior["by_torch"][chosen]["factors"]
+                detail += f", fitted to our runs with torch {chosen}"
+        return AchievedRates(gpu_id, for_architecture(factors, capability), "prior", detail,
                              prior.get("held_out", {}).get("median_error"))
     return AchievedRates(gpu_id, {}, "datasheet", "no published timings of this GPU or its architecture")
 

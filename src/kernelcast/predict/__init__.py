@@ -266,7 +266,7 @@ def cost_context(gpu: GPU, capture: Capture) -> CostContext:
 
 def kernel_model_label(gpu: GPU) -> str:
     """How kernel_model_for times this GPU's kernels, in a few words (for `kernelcast devices`): "calibrated"
-    from its own profile; "scaled from <GPU>" from another's, with this GPU's achieved rates fitted to published
+    from its own profile; "scaled from <GPU>" from another's, with this GPU's achieved rates fitted to KernelBench
     timings and their held-out error, or its architecture's (devices/achieved.py), or "(unvalidated)" with the
     datasheet ratios alone; or "datasheet" (roofline)."""
     from kernelcast.devices.achieved import achieved_rates
@@ -280,7 +280,7 @@ def kernel_model_label(gpu: GPU) -> str:
     scaled = f"scaled from {profile.gpu.upper()}"
     held = f", held-out error {rates.held_out_error:.0%}" if rates.held_out_error is not None else ""
     if rates.source == "fitted":
-        return f"{scaled}, rates fitted to published timings{held}"
+        return f"{scaled}, rates fitted to its KernelBench timings{held}"
     if rates.source == "prior":
         return f"{scaled}, its architecture's fitted rates{held}"
     return f"{scaled} (unvalidated)"

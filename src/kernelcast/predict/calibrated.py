@@ -17,7 +17,7 @@ On a GPU other than the profiled one, a kernel's profiled time carries over part
 splits it: the part its FLOPs at the peak of its roof or its bytes at the streaming rate explain by the two
 datasheets' peaks or bandwidths, the time beyond that (few blocks, a serial walk, a library kernel far from the
 roof) by SMs x clock; then times the GPU's achieved-rate factor for the kernel's class (devices/achieved.py),
-fitted to published timings where there are any. The label says where the factors come from.
+fitted to KernelBench timings where there are any. The label says where the factors come from.
 """
 
 from __future__ import annotations
@@ -114,8 +114,8 @@ GENERATED_FIT_NOTE = ("Inductor's Triton kernels are timed from Inductor's own b
                       "compiled zoo steps: 23-31% median error per kernel, 20% per step's generated kernels summed); "
                       "foreach kernels at the eager foreach rate and templates by their FLOPs, stand-ins")
 # How a transferred model's source reads, by where the GPU's achieved-rate factors come from.
-ACHIEVED_LABEL = {"fitted": "datasheet ratios and this GPU's rates fitted to published timings",
-                  "prior": "datasheet ratios and its architecture's rates fitted to published timings",
+ACHIEVED_LABEL = {"fitted": "datasheet ratios and this GPU's rates fitted to its KernelBench timings",
+                  "prior": "datasheet ratios and its architecture's rates fitted to KernelBench timings",
                   "datasheet": "datasheet ratios: unvalidated"}
 
 
@@ -397,7 +397,10 @@ class CalibratedModel:
         self.transferred = self.gpu.id != self.profiled_gpu.id
         torch_version = self.profile["torch"].split("+")[0]
         if self.achieved is None:
-            self.achieved = achieved_rates(self.gpu.id, self.gpu.compute_capability) if self.transferred else DATASHEET
+            # the capture's torch picks the factors fitted to timings of the nearest torch (devices/achieved.py)
+            self.achieved = achieved_rates(self.gpu.id, self.gpu.compute_capability,
+                                           torch_version=self.settings.torch_version or None) \
+                if self.transferred else DATASHEET
         if self.transferred:
             held = self.achieved.held_out_error
             self.source = (f"calibrated on {self.profile['gpu']} (torch {torch_version}), scaled to this GPU by "
