@@ -12,7 +12,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "kernelcast"
 # A stage may import any stage of a lower rank. Helpers first; the tools (calibrate, measure, validate, the
 # what-ifs, the notebook API, the CLI) sit above the pipeline they drive.
 RANK = {
-    "_fake_cuda": 0, "errors": 0, "progress": 0, "gc_pause": 0, "outputs": 1, "memory_trace": 1, "records": 2,
+    "_fake_cuda": 0, "errors": 0, "progress": 0, "gc_pause": 0, "outputs": 1, "records": 2,
     "devices": 2, "costs": 3, "profiles": 3, "capture": 4, "predict": 5, "report": 6,
     "api": 7, "calibrate": 7, "measure": 8, "validate": 9, "whatif": 8,
     "cli": 11, "__main__": 12, "__init__": 12, "examples": 12,

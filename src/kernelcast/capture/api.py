@@ -11,7 +11,7 @@ from kernelcast import progress
 from kernelcast.devices import DEFAULT_GPU, GPU, get_gpu
 from kernelcast.errors import CaptureError
 from kernelcast.gc_pause import collect_before_capture, cyclic_gc_paused
-from kernelcast.memory_trace import BUILD
+from kernelcast.records.memory import BUILD
 from kernelcast.records import HOST_OP_PREFIX, Capture
 
 from .compiled import compiled_in

@@ -27,7 +27,7 @@ from unittest import mock
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
-from kernelcast.memory_trace import (BUFFER, BUILD, GRADIENT, OPTIMIZER_STATE, PARAMETER, STEP, WARMUP, Allocation,
+from kernelcast.records.memory import (BUFFER, BUILD, GRADIENT, OPTIMIZER_STATE, PARAMETER, STEP, WARMUP, Allocation,
                                      MemoryTrace)
 
 

@@ -1,6 +1,6 @@
 """Device memory of a captured step: peak, resident and reserved bytes, where they go, and whether it fits.
 
-The capture's MemoryTrace (memory_trace.py) lists every CUDA storage the workload made and freed, in order,
+The capture's MemoryTrace (records/memory.py) lists every CUDA storage the workload made and freed, in order,
 from build() on: the build, the unrecorded warm-up step and the recorded step. Replaying them through the
 caching allocator's model (allocator.py) gives what torch.cuda reports on a GPU:
 - resident_memory_bytes: memory_allocated() when the recorded (steady-state) step starts;
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from kernelcast.costs.rnn import GATES, LSTM
 from kernelcast.devices import GPU
-from kernelcast.memory_trace import (ACTIVATION, BUFFER, CATEGORIES, STEP, TEMPORARY, WARMUP, WORKSPACE, Allocation,
+from kernelcast.records.memory import (ACTIVATION, BUFFER, CATEGORIES, STEP, TEMPORARY, WARMUP, WORKSPACE, Allocation,
                                      MemoryTrace, human_bytes)
 from kernelcast.records import Capture, OpRecord
 

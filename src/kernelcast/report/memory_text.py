@@ -3,7 +3,7 @@ out-of-memory verdict (printed first), the memory lines of the summary, and the 
 
 from __future__ import annotations
 
-from kernelcast.memory_trace import MIB, human_bytes
+from kernelcast.records.memory import MIB, human_bytes
 from kernelcast.records import PredictionRecord
 
 from .format import short_source, time_text

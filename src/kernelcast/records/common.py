@@ -1,0 +1,61 @@
+"""What every record shares: dtype sizes, the step's phases, the host-side markers a capture records beside aten
+ops, and the stream ids."""
+
+from __future__ import annotations
+
+# Bytes per element of each dtype torch can put on a GPU (torch's names, without the "torch." prefix).
+DTYPE_BYTES = {
+    "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2,
+    "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1, "float8_e5m2fnuz": 1, "float8_e8m0fnu": 1,
+    "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8,
+    "bool": 1, "complex64": 8, "complex128": 16, "complex32": 4,
+}
+
+# Ops after a backward pass that are neither autograd's nor the optimizer's nor a new forward's (gradient
+# clipping, the loss's .item(), an lr scheduler's step): "post-backward", as FSDP names its hooks there.
+POST_BACKWARD = "post-backward"
+PHASES = ("forward", "backward", POST_BACKWARD, "optimizer")
+
+
+def host_phase(phase: str) -> str:
+    """The phase whose host costs an op's take: a post-backward op runs eager Python as a forward one does."""
+    return "forward" if phase == POST_BACKWARD else phase
+
+# Host-side markers the capture records beside aten ops ("host." + what): syncs outside aten (host.synchronize,
+# host.tolist), event records and waits that order streams, and the autograd nodes a backward ran without an op.
+HOST_OP_PREFIX = "host."
+RECORD_EVENT_OP = HOST_OP_PREFIX + "record_event"
+WAIT_EVENT_OP = HOST_OP_PREFIX + "wait_event"
+ENGINE_NODES_OP = HOST_OP_PREFIX + "autograd_nodes"
+# Where a profiler range (torch.profiler.record_function) that the predict stage models begins and ends, e.g.
+# FSDP2's "FSDP::pre_forward (layers.0)" (args: {"name": ...}). Markers only: no CPU or GPU work of their own.
+RANGE_BEGIN_OP = HOST_OP_PREFIX + "range_begin"
+RANGE_END_OP = HOST_OP_PREFIX + "range_end"
+# The step's Python after its last op (an optimizer's zero_grad, a compiled frame's exit and its resume functions,
+# logging): a marker at the step's return carries it, as every op carries the Python before it.
+STEP_END_OP = HOST_OP_PREFIX + "step_end"
+# tensor.record_stream(stream): the storage's block is not reused until that stream's work queued so far is done
+# (args: storage, stream); predict/hazards.py reads it.
+RECORD_STREAM_OP = HOST_OP_PREFIX + "record_stream"
+
+# The tag of an op that CUDA runs by calling other ops (recorded after it, their `parent` its index).
+DECOMPOSED_TAG = "decomposed"
+
+
+def stream_name(stream: int) -> str:
+    """A CUDA stream as the report names it: the default stream (0) or a side stream by its capture id."""
+    return "default stream" if stream == 0 else f"side stream {stream}"
+
+
+def root_indices(ops) -> list[int]:
+    """For each op, the index of the op the step itself called that launched it (its own for most ops)."""
+    roots: list[int] = []
+    for i, op in enumerate(ops):
+        roots.append(roots[op.parent] if 0 <= op.parent < i else i)
+    return roots
+
+
+# The stream id collectives are recorded on. NCCL runs them on a stream of its own (ProcessGroupNCCL keeps one
+# per device and process group), so they can overlap compute on stream 0; a number well above the ids a capture
+# gives user-created streams keeps the two apart.
+COMM_STREAM = 1000
