@@ -21,6 +21,8 @@ import time
 
 import torch
 
+from kernelcast.measure import kernel_durations
+
 ELEMENTS = (4096, 65536, 262144, 1048576)
 TENSORS = (1, 2, 4, 8, 16, 32, 64, 132, 264, 528)
 OPS = {
@@ -31,23 +33,11 @@ REPEATS = 20
 MAX_BYTES = 2 ** 31
 
 
-L2_FLUSH_BYTES = 256 * 2 ** 20  # written between calls: the lists come from HBM, as an optimizer step's state does
-
-
-def kernel_times(fn, flush: torch.Tensor | None) -> list[float]:
-    """Durations of the multi_tensor_apply kernels of REPEATS calls (with `flush` written before each)."""
-    from torch.profiler import ProfilerActivity, profile
-
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(REPEATS):
-            if flush is not None:
-                flush.fill_(1.0)
-            fn()
-        torch.cuda.synchronize()
-    return [e.device_time for e in prof.events()
-            if e.device_type == torch.autograd.DeviceType.CUDA and "multi_tensor_apply" in e.name]
+def kernel_times(fn, cold: bool) -> list[float]:
+    """Durations (µs) of the multi_tensor_apply kernels of REPEATS calls, the L2 flushed before each where cold (the
+    lists then come from HBM, as an optimizer step's state does; kernelcast.measure kernel_durations)."""
+    return [us for call in kernel_durations(fn, REPEATS, flush=cold) for name, us in call
+            if "multi_tensor_apply" in name]
 
 
 def main() -> int:
@@ -55,7 +45,6 @@ def main() -> int:
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     rows = []
-    flush = torch.empty(L2_FLUSH_BYTES // 4, device="cuda")
     for l2 in ("cold", "warm"):
         for name, (depth, call) in OPS.items():
             for elements in ELEMENTS:
@@ -64,7 +53,7 @@ def main() -> int:
                         continue
                     xs = [torch.ones(elements, device="cuda") for _ in range(n)]
                     ys = [torch.ones(elements, device="cuda") for _ in range(n)]
-                    times = kernel_times(lambda: call(xs, ys), flush if l2 == "cold" else None)
+                    times = kernel_times(lambda: call(xs, ys), l2 == "cold")
                     launches = len(times) // REPEATS
                     per_call = [sum(times[i * launches:(i + 1) * launches]) for i in range(REPEATS)]
                     rows.append({"op": name, "l2": l2, "depth": depth, "tensors": n, "elements": elements,

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import torch
 
+from kernelcast.measure import back_to_back_ms
+
 GIB = 1 << 30
 LIST_GIB = (0.25, 1.0, 4.0, 8.0)
 REPS = 3
@@ -37,17 +39,11 @@ def _lists(total_bytes: float, dtype, count: int):
 
 
 def _time_ms(call) -> float:
+    """One call between CUDA events from an idle GPU (kernelcast.measure back_to_back_ms at one step), after one
+    untimed call; the median of REPS."""
     call()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(REPS):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        call()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    return statistics.median(back_to_back_ms(call, 1, REPS))
 
 
 def main() -> int:

@@ -39,6 +39,8 @@ def _host_us(call, reps: int) -> float:
 def measure() -> dict:
     import torch
 
+    from kernelcast.measure import back_to_back_ms
+
     x = torch.zeros(1024, device="cuda")
     for _ in range(WARMUP):
         x.add_(1)
@@ -57,15 +59,8 @@ def measure() -> dict:
         for _ in range(WARMUP):
             graph.replay()
         host = _host_us(graph.replay, REPS)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        gpu = []
-        for _ in range(50):
-            torch.cuda.synchronize()
-            start.record()
-            graph.replay()
-            end.record()
-            end.synchronize()
-            gpu.append(start.elapsed_time(end) * 1e3)
+        torch.cuda.synchronize()
+        gpu = [ms * 1e3 for ms in back_to_back_ms(graph.replay, 1, 50)]  # each replay from an idle GPU
         rows[str(n)] = {"replay_host_us": host, "replay_gpu_us": statistics.median(gpu)}
     return {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "date": time.strftime("%Y-%m-%d"),
             "reps": REPS, "rows": rows}

@@ -22,6 +22,8 @@ import time
 import torch
 import torch.nn.functional as F
 
+from kernelcast.measure import back_to_back_ms
+
 TRIALS = 50
 CALLS = 200
 WARMUP = 10
@@ -52,17 +54,10 @@ def cases(a: torch.Tensor, b: torch.Tensor) -> dict:
 
 
 def lone_call_us(fn) -> float:
-    """KernelBench's timing: an event before and after one call from an idle GPU, then synchronize."""
-    times = []
-    for _ in range(TRIALS):
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return statistics.median(times)
+    """KernelBench's timing: an event before and after one call from an idle GPU, then synchronize (kernelcast.measure
+    back_to_back_ms at one step); the median of TRIALS."""
+    torch.cuda.synchronize()
+    return statistics.median(back_to_back_ms(fn, 1, TRIALS)) * 1e3
 
 
 def host_per_call_us(fn) -> float:

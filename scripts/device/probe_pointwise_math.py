@@ -16,11 +16,10 @@ import statistics
 
 import torch
 import torch.nn.functional as F
-from torch.autograd import DeviceType
-from torch.profiler import ProfilerActivity, profile
+
+from kernelcast.measure import kernel_durations
 
 REPEATS = 10
-FLUSH_BYTES = 256 << 20
 ELEMENTS = (1 << 22, 1 << 26)
 OPS = {
     "neg": torch.neg, "relu": torch.relu, "abs": torch.abs, "mul_scalar": lambda x: x * 0.5,
@@ -31,31 +30,21 @@ OPS = {
 }
 
 
-def time_us(fn, x, buf) -> float:
-    for _ in range(3):
-        fn(x)
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(REPEATS):
-            buf.bitwise_not_()
-            fn(x)
-        torch.cuda.synchronize()
-    times = [e.time_range.end - e.time_range.start for e in prof.events()
-             if e.device_type == DeviceType.CUDA and "bitwise_not" not in e.name]
-    return statistics.median(times)
+def time_us(fn, x) -> float:
+    """The median kernel duration of REPEATS calls, the L2 flushed before each (kernelcast.measure kernel_durations)."""
+    return statistics.median(us for call in kernel_durations(lambda: fn(x), REPEATS) for _, us in call)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    buf = torch.zeros(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
     rows = []
     for n in ELEMENTS:
         for dtype in (torch.bfloat16, torch.float16, torch.float32):
             x = torch.rand(n, device="cuda", dtype=dtype) + 0.1
             for name, fn in OPS.items():
-                us = time_us(fn, x, buf)
+                us = time_us(fn, x)
                 moved = 2 * n * x.element_size()
                 rows.append({"op": name, "dtype": str(dtype).split(".")[-1], "elements": n, "us": round(us, 3),
                              "tb_per_s": round(moved / us / 1e6, 3), "g_elements_per_s": round(n / us / 1e3, 1)})

@@ -303,20 +303,17 @@ def _sync(cuda: bool) -> None:
 
 
 def _timed_ms(fn, reps: int, cuda: bool) -> list[float]:
-    """One CUDA-event pair per call: device time of each call, launch overhead included when it is exposed."""
+    """One CUDA-event pair per call (kernelcast.measure back_to_back_ms at one step): device time of each call,
+    launch overhead included when it is exposed; a host timer per call without CUDA (gloo)."""
+    if cuda:
+        from kernelcast.measure import back_to_back_ms
+
+        return back_to_back_ms(fn, 1, reps)
     times = []
     for _ in range(reps):
-        if cuda:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-        else:
-            t0 = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - t0) * 1e3)
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
     return times
 
 

@@ -9,20 +9,12 @@ import time
 from pathlib import Path
 
 from kernelcast import progress
-from kernelcast.errors import KernelcastError
+from kernelcast.measure import require_gpu  # noqa: F401  (the one GPU check; calibrate's callers import it here)
 from kernelcast.outputs import replaced_atomically, write_text_atomic
 
 from .profile import build_profile
 
 __all__ = ["calibrate", "build_profile", "require_gpu", "read_raw", "write_raw"]
-
-
-def require_gpu() -> None:
-    import torch
-
-    if not torch.cuda.is_available():
-        raise KernelcastError("no CUDA GPU is visible here: calibrate, measure and validate run on a machine with "
-                              "one (predict and capture do not need it)")
 
 
 def _driver() -> str:

@@ -10,8 +10,10 @@ import math
 
 import torch
 
+from kernelcast.measure import flush_l2
+
 from .microbench import record_batch_norm, record_row_kernels
-from .timing import DEV, aten, flush_l2, randn, record
+from .timing import DEV, aten, randn, record
 from .triton_grid import triton_grid
 
 # Row, column and whole-tensor reductions over a grid of shapes: the reduce kernel's speed depends on how many

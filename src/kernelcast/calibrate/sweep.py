@@ -756,21 +756,6 @@ def sweep_cases(sections: list[str] | None = None, device: str = "cuda", scale: 
 
 
 # -- running -------------------------------------------------------------------------------------------------
-def _events_ms(call: Callable, flush: Callable, reps: int) -> list[float]:
-    import torch
-
-    pairs = []
-    for _ in range(reps):
-        flush()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        call()
-        end.record()
-        pairs.append((start, end))
-    torch.cuda.synchronize()
-    return [s.elapsed_time(e) for s, e in pairs]
-
-
 def _kernels_by_case(prof) -> dict[int, list[tuple[str, float]]]:
     """Kernels launched inside each case's record_function range, in launch order: [(name, µs)]."""
     from torch.autograd import DeviceType
@@ -801,7 +786,9 @@ def run_sweep(cases: list[Case], log: Callable[[str], None] = print, time_budget
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    from .timing import OpSnapshot, flush_l2
+    from kernelcast.measure import events_ms, flush_l2
+
+    from .timing import OpSnapshot
 
     results: list[dict] = []
     started = time.perf_counter()
@@ -820,7 +807,7 @@ def run_sweep(cases: list[Case], log: Callable[[str], None] = print, time_budget
                 with snapshot:
                     call()
                 row["ops"] = [op.to_json() for op in snapshot.ops]
-                times = _events_ms(call, flush_l2, REPS)
+                times = events_ms(call, REPS, flush_l2)
                 row["time_us"] = round(statistics.median(times) * 1e3, 3)
                 row["times_us"] = [round(t * 1e3, 3) for t in times]
                 calls[i] = call

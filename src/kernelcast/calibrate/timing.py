@@ -8,28 +8,17 @@ import statistics
 from typing import Callable
 
 import torch
-from torch.autograd import DeviceType
-from torch.profiler import ProfilerActivity, profile
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kernelcast.capture.recorder import OpSchema, output_metas
+from kernelcast.measure import kernel_durations
 from kernelcast.records import OpRecord
 
 aten = torch.ops.aten
 REPEATS = 3
 DEV = "cuda"
-# Between calls the L2 cache is flushed by inverting a buffer larger than any L2 (as triton.testing.do_bench
-# does), so small inputs are not served from a warm cache; the flush kernel's name keeps it out of the counts.
-FLUSH_BYTES = 256 << 20
-FLUSH_KERNEL = "bitwise_not"
-_flush_buffer: torch.Tensor | None = None
-
-
-def flush_l2() -> None:
-    global _flush_buffer
-    if _flush_buffer is None:
-        _flush_buffer = torch.zeros(FLUSH_BYTES, dtype=torch.uint8, device=DEV)
-    _flush_buffer.bitwise_not_()
+# The L2 flush before each call and the profiled timing are the measurement module's (kernelcast.measure: one
+# protocol for every measurement on a GPU).
 
 
 class OpSnapshot(TorchDispatchMode):
@@ -50,21 +39,8 @@ class OpSnapshot(TorchDispatchMode):
 
 
 def _profile_calls(fn: Callable, repeats: int = REPEATS, flush: bool = True) -> list[dict]:
-    fn()
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(repeats):
-            if flush:
-                flush_l2()
-            fn()
-            torch.cuda.synchronize()
-    items = sorted((e for e in prof.events() if e.device_type == DeviceType.CUDA and FLUSH_KERNEL not in e.name),
-                   key=lambda e: e.time_range.start)
-    per_call = max(1, len(items) // repeats)
-    return [{"items": [e.name[:90] for e in items[r * per_call:(r + 1) * per_call]],
-             "device_us": sum(e.time_range.end - e.time_range.start for e in items[r * per_call:(r + 1) * per_call])}
-            for r in range(repeats)]
+    return [{"items": [name[:90] for name, _ in items], "device_us": sum(us for _, us in items)}
+            for items in kernel_durations(fn, repeats, flush)]
 
 
 def record(results: list, kind: str, params: dict, fn: Callable, flush: bool = True) -> None:

@@ -1,4 +1,8 @@
-"""`kernelcast measure`: time a step honestly on a real GPU (needs one).
+"""`kernelcast measure`, and the one timing protocol every measurement on a real GPU uses (calibrate's
+microbenchmarks and sweep, validate, the device scripts): time a step honestly (needs a GPU).
+
+- One call: flush_l2() before it where the inputs must come from HBM, then events_ms (CUDA events around each
+  call, read after one synchronize).
 
 - Step time: after warm-up, REPEATS timings of STEPS back-to-back steps between two CUDA events (the GPU queue
   stays full, as in a training loop), each divided by STEPS; the median and the spread are reported.
@@ -18,6 +22,75 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from kernelcast import progress
+from kernelcast.errors import KernelcastError
+
+# Between calls the L2 cache is flushed by inverting a buffer larger than any GPU's L2 (as triton.testing.do_bench
+# does), so small inputs are not served from a warm cache; the flush kernel's name keeps it out of kernel counts.
+FLUSH_BYTES = 256 << 20
+FLUSH_KERNEL = "bitwise_not"
+_flush_buffer = None
+
+
+def require_gpu() -> None:
+    """Raise KernelcastError (one line, exit 2 from the CLI) where no CUDA GPU is visible."""
+    import torch
+
+    if not torch.cuda.is_available():
+        raise KernelcastError("no CUDA GPU is visible here: calibrate, measure and validate run on a machine with "
+                              "one (predict and capture do not need it)")
+
+
+def flush_l2() -> None:
+    """Evict the GPU's L2 cache: one bitwise_not over a FLUSH_BYTES buffer (allocated on first use)."""
+    import torch
+
+    global _flush_buffer
+    if _flush_buffer is None:
+        _flush_buffer = torch.zeros(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
+    _flush_buffer.bitwise_not_()
+
+
+def kernel_durations(call: Callable[[], object], repeats: int, flush: bool = True) -> list[list[tuple[str, float]]]:
+    """Each of `repeats` calls' GPU work items as torch.profiler times them, [(name, µs)] in launch order per call,
+    with the L2 flushed before each (flush_l2; its kernel left out). Two calls run first, unprofiled (lazy set-up,
+    cuBLAS's handles). The items are split into calls evenly: a call that launches a varying number of kernels
+    reads as the average split."""
+    import torch
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    call()
+    call()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(repeats):
+            if flush:
+                flush_l2()
+            call()
+            torch.cuda.synchronize()
+    items = sorted((e for e in prof.events() if e.device_type == DeviceType.CUDA and FLUSH_KERNEL not in e.name),
+                   key=lambda e: e.time_range.start)
+    per_call = max(1, len(items) // repeats)
+    return [[(e.name, e.time_range.end - e.time_range.start) for e in items[r * per_call:(r + 1) * per_call]]
+            for r in range(repeats)]
+
+
+def events_ms(call: Callable[[], object], reps: int, flush: Callable[[], None] | None = None) -> list[float]:
+    """ms of each of `reps` calls, each between two CUDA events (after `flush`, outside them, where given); the
+    events are read after one synchronize at the end, so the calls queue as they would in a loop."""
+    import torch
+
+    pairs = []
+    for _ in range(reps):
+        if flush is not None:
+            flush()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        call()
+        end.record()
+        pairs.append((start, end))
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) for s, e in pairs]
 
 WARMUP_STEPS = 5
 STEPS = 10
@@ -270,8 +343,6 @@ def measure_step(step: Callable, args: tuple, recorded_ops: set[str] | None = No
     """Time `step(*args)` on the GPU; `trace_path` also saves the profiled step as a Chrome/Perfetto trace."""
     import torch
     from torch.profiler import ProfilerActivity, profile
-
-    from kernelcast.calibrate import require_gpu
 
     require_gpu()
     progress.stage("warm-up steps", total=warmup)
