@@ -34,8 +34,7 @@ sys.path[:0] = [str(ROOT / "scripts" / d) for d in ("device", "fit", "eval")]  #
 
 from kernelbench_validate import CAPTURES, OWN_RUNS, PUBLISHED, _busy, _ours, _published, own_runs  # noqa: E402
 
-from kernelcast.calibrate.gpu_rates import (MIN_PROGRAMS, MIN_SHARE, REFERENCE, _summary, class_programs,  # noqa: E402
-                                            errors, fit_all, fit_factors, observations)
+from kernelcast.calibrate.gpu_rates import MIN_PROGRAMS, MIN_SHARE, REFERENCE, fit_all, fit_one_set  # noqa: E402
 from kernelcast.devices.achieved import AchievedRates, capability_prior  # noqa: E402
 
 PREDICTED = ROOT / "build" / "kernelbench" / "rates_predicted.json"
@@ -52,13 +51,8 @@ def current_torch_sets(predicted: dict, reference: dict) -> dict[str, dict]:
     out = {}
     for gpu, (_, torch_version) in OWN_RUNS.items():
         ours, files = own_runs(gpu)
-        sample = observations(predicted, {gpu: ours}, reference, gpu, _busy_row)
-        held = errors(predicted, {gpu: ours}, reference, gpu, _busy_row,
-                      lambda name, s=sample: fit_factors(s, leave_out=name))
-        out[gpu] = {torch_version.split()[-1]: {
-            "factors": fit_factors(sample), "programs": class_programs(sample),
-            "timings": f"our runs ({torch_version}): {', '.join(files)}",
-            "held_out": {"by": "program (leave one out)", "programs": len(held), **_summary(held)}}}
+        out[gpu] = {torch_version.split()[-1]: {**fit_one_set(predicted, ours, reference, gpu, _busy_row),
+                                                "timings": f"our runs ({torch_version}): {', '.join(files)}"}}
     return out
 
 

@@ -261,6 +261,16 @@ def _summary(errs: list[float]) -> dict:
             "within_15": round(sum(e <= 0.15 for e in errs) / len(errs), 3)}
 
 
+def fit_one_set(predicted: dict, timings: dict[str, float], reference: dict, gpu: str, busy: Busy) -> dict:
+    """One GPU's factors fitted to one set of its timings ({program: ms}, e.g. our own runs with another torch than
+    the published ones), with the classes' programs and the error held out by program: achieved.json's "by_torch"
+    entries (devices/achieved.py)."""
+    sample = observations(predicted, {gpu: timings}, reference, gpu, busy)
+    held = errors(predicted, {gpu: timings}, reference, gpu, busy, lambda name: fit_factors(sample, leave_out=name))
+    return {"factors": fit_factors(sample), "programs": class_programs(sample),
+            "held_out": {"by": "program (leave one out)", "programs": len(held), **_summary(held)}}
+
+
 def unseen_prior_members(gpu: str, gpus: list[str], capability_of: Callable[[str], str]) -> list[str]:
     """The fitted GPUs whose prior `gpu` would take had it no published timings, as devices/achieved.py
     achieved_rates picks it: those of the nearest compute capability among the other fitted GPUs' and the
