@@ -341,7 +341,8 @@ def report(path: str) -> int:
     print(f"{len(doc['programs'])} programs, {busy} GPU-busy on the H200, {len(failed)} not captured")
     for title, busy_only in (("GPU-busy programs", True), ("all programs", False)):
         print(f"\n{title}: first_step_us against the published mean call time (torch 2.5; the H200's ours, torch "
-              f"2.11; a GPU with its torch named: our runs, {', '.join(f'{g}: ' + ' '.join(own_runs(g)[1]) for g in OWN_RUNS)})")
+              "2.11; a GPU with its torch named: our runs, "
+              f"{', '.join(f'{g}: ' + ' '.join(own_runs(g)[1]) for g in OWN_RUNS)})")
         print(f"{'GPU':<22} {'n':>4} {'median error':>13} {'within 15%':>11} {'ratio to H200, median error':>28}")
         for gpu, s in summarize(doc, busy_only).items():
             ratio = f"{s['ratio_median_error']:.0%}" if s["ratio_median_error"] is not None else "-"

@@ -154,8 +154,12 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 def _with_memory_fixes(pred, args: argparse.Namespace, build_args: dict):
     """A step that does not fit: each fix re-predicted (whatif/memory_fixes.py), when the workload can be built again."""
     mem = pred.memory
-    if mem is None or mem.fit is None or mem.fit.fits or args.workload.endswith(".json") or args.no_fixes:
+    if mem is None or mem.fit is None or mem.fit.fits or args.workload.endswith(".json"):
         return pred
+    if args.no_fixes:
+        import dataclasses
+
+        return dataclasses.replace(pred, memory=dataclasses.replace(mem, fixes_skipped="--no-fixes"))
     import dataclasses
 
     from kernelcast.whatif.memory_fixes import memory_fixes

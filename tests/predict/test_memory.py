@@ -394,3 +394,20 @@ def test_an_out_of_memory_verdict_says_fragmentation_when_the_peak_is_under_the_
     mem["peak_reserved_memory_bytes"] = 17 * 1024 * MIB
     first = oom_verdict_lines(SimpleNamespace(memory=mem, gpu_name="NVIDIA T4 16GB"))[0]
     assert "would reserve 17.00 GiB with no limit) with only 15.00 GiB usable" in first
+
+
+def test_an_out_of_memory_verdict_says_why_no_fix_was_re_predicted():
+    """`--no-fixes` had been told to give a workload file it had been given (a new user, 2026-12-05)."""
+    from types import SimpleNamespace
+
+    from kernelcast.report.memory_text import oom_verdict_lines
+
+    fit = {"fits": False, "usable_bytes": 15 * 1024 * MIB, "capacity_bytes": 16 * 1024 * MIB,
+           "cuda_context_bytes": 512 * MIB, "fixes": [], "oom": None}
+    mem = {"peak_memory_bytes": 20 * 1024 * MIB, "resident_memory_bytes": 1024 * MIB,
+           "peak_reserved_memory_bytes": 21 * 1024 * MIB, "fits": fit}
+    rec = SimpleNamespace(memory=mem, gpu_name="NVIDIA T4 16GB")
+    assert "need the workload file" in oom_verdict_lines(rec)[-1]  # a saved capture: it cannot be built again
+    fit["fixes_skipped"] = "--no-fixes"
+    last = oom_verdict_lines(rec)[-1]
+    assert "fixes not re-predicted: --no-fixes" in last and "workload file" not in last

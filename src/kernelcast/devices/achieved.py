@@ -15,9 +15,10 @@ Where the factors come from (achieved.json, written by scripts/fit/fit_gpu_rates
   and, where we timed the GPU ourselves with a current torch, a second set fitted to those runs ("by_torch":
   the H100's, torch 2.11); a prediction takes the set whose torch is nearest the capture's (torch's releases
   change the cuDNN engines a convolution runs: on the H100 the torch-2.5 timings' factors put convolutions at
-  1.30x what torch 2.11 ran, scripts/eval/torch_era_check.py). All classes fitted jointly over the GPU-busy programs, each program's published time with the H200
-  kernel model's own error on it divided out (so what remains is this GPU's), the calls a published machine
-  ran in a slow state of its own left out (calibrate/gpu_rates.py slow_state: the RTX 3090 Ti's);
+  1.30x what torch 2.11 ran, scripts/eval/torch_era_check.py). All classes fitted jointly over the GPU-busy
+  programs, each program's published time with the H200 kernel model's own error on it divided out (so what
+  remains is this GPU's), the calls a published machine ran in a slow state of its own left out
+  (calibrate/gpu_rates.py slow_state: the RTX 3090 Ti's);
 - "prior": for a GPU with no published timings, the geometric mean of the fitted GPUs of its compute
   capability (one architecture, one instruction set and library kernels), e.g. the RTX 4090 from the L4 and
   the L40S;
@@ -92,6 +93,14 @@ class AchievedRates:
     source: str = "datasheet"  # fitted / prior / datasheet
     detail: str = ""  # what the factors were fitted on, or which GPUs a prior came from
     held_out_error: float | None = None  # median |predicted / measured - 1| of held-out programs, where known
+    timings: str = ""  # the timings they were fitted to, in a few words ("published timings", "our torch 2.11 runs")
+
+    @property
+    def timings_said(self) -> str:
+        """The timings in a sentence: which programs and which torch (a prediction's source line)."""
+        if self.timings == PUBLISHED_TIMINGS:
+            return f"KernelBench's published timings (torch {PUBLISHED_TORCH})"
+        return f"{self.timings} of KernelBench" if self.timings else "KernelBench timings"
 
     def factor(self, rate: str) -> float:
         """The class's factor, else its nearest ancestor's (parent_class: PARENT_FAMILY; BLOCKS: the memory
@@ -110,6 +119,11 @@ def _data() -> dict:
 
 # The torch the published timings were taken with (KernelBench's README); a fitted GPU's "by_torch" sets hold others.
 PUBLISHED_TORCH = "2.5"
+PUBLISHED_TIMINGS = "published timings"
+
+
+def own_runs_timings(torch_version: str) -> str:
+    return f"our torch {torch_version} runs"
 
 
 def _minor(version: str) -> tuple[int, int] | None:
@@ -160,7 +174,7 @@ def achieved_rates(gpu_id: str, capability: str, data: dict | None = None,
             current = by_torch[chosen]
             detail = f"{data.get('fitted_on', '')}; timings: {current['timings']}"
             return AchievedRates(gpu_id, dict(current["factors"]), "fitted", detail,
-                                 current.get("held_out", {}).get("median_error"))
+                                 current.get("held_out", {}).get("median_error"), own_runs_timings(chosen))
     if fitted:
         held = fitted.get("held_out", {})
         state = fitted.get("slow_state")
@@ -169,7 +183,8 @@ def achieved_rates(gpu_id: str, capability: str, data: dict | None = None,
             held = held.get("normal_state", held)
             detail += (f"; its published machine ran calls of {state['from_ms']:g} ms or more about "
                        f"{state['factor']:g}x slower (a state of that machine), left out")
-        return AchievedRates(gpu_id, dict(fitted["factors"]), "fitted", detail, held.get("median_error"))
+        return AchievedRates(gpu_id, dict(fitted["factors"]), "fitted", detail, held.get("median_error"),
+                             PUBLISHED_TIMINGS)
     priors = data.get("priors", {})
     nearest = nearest_capability(capability, list(priors))
     if nearest is not None:
@@ -177,15 +192,15 @@ def achieved_rates(gpu_id: str, capability: str, data: dict | None = None,
         detail = f"compute capability {nearest}: the geometric mean of {', '.join(prior['from'])}"
         if nearest != capability:
             detail = f"no fitted GPU of compute capability {capability}; the nearest one's, {detail}"
-        factors = prior["factors"]
+        factors, timings = prior["factors"], PUBLISHED_TIMINGS
         if prior.get("by_torch"):  # its members' sets for the torch nearest the capture's, as for a fitted GPU
             torch_version = installed_torch() if torch_version is None else torch_version
             chosen = nearest_torch(torch_version, [PUBLISHED_TORCH, *prior["by_torch"]])
             if chosen is not None and chosen != PUBLISHED_TORCH:
-                factors = prior["by_torch"][chosen]["factors"]
+                factors, timings = prior["by_torch"][chosen]["factors"], own_runs_timings(chosen)
                 detail += f", fitted to our runs with torch {chosen}"
         return AchievedRates(gpu_id, for_architecture(factors, capability), "prior", detail,
-                             prior.get("held_out", {}).get("median_error"))
+                             prior.get("held_out", {}).get("median_error"), timings)
     return AchievedRates(gpu_id, {}, "datasheet", "no published timings of this GPU or its architecture")
 
 

@@ -280,7 +280,7 @@ def kernel_model_label(gpu: GPU) -> str:
     scaled = f"scaled from {profile.gpu.upper()}"
     held = f", held-out error {rates.held_out_error:.0%}" if rates.held_out_error is not None else ""
     if rates.source == "fitted":
-        return f"{scaled}, rates fitted to its KernelBench timings{held}"
+        return f"{scaled}, rates fitted to {rates.timings or 'KernelBench timings'}{held}"
     if rates.source == "prior":
         return f"{scaled}, its architecture's fitted rates{held}"
     return f"{scaled} (unvalidated)"

@@ -114,8 +114,8 @@ GENERATED_FIT_NOTE = ("Inductor's Triton kernels are timed from Inductor's own b
                       "compiled zoo steps: 23-31% median error per kernel, 20% per step's generated kernels summed); "
                       "foreach kernels at the eager foreach rate and templates by their FLOPs, stand-ins")
 # How a transferred model's source reads, by where the GPU's achieved-rate factors come from.
-ACHIEVED_LABEL = {"fitted": "datasheet ratios and this GPU's rates fitted to its KernelBench timings",
-                  "prior": "datasheet ratios and its architecture's rates fitted to KernelBench timings",
+ACHIEVED_LABEL = {"fitted": "datasheet ratios and this GPU's rates fitted to {timings}",
+                  "prior": "datasheet ratios and its architecture's rates fitted to {timings}",
                   "datasheet": "datasheet ratios: unvalidated"}
 
 
@@ -403,8 +403,9 @@ class CalibratedModel:
                 if self.transferred else DATASHEET
         if self.transferred:
             held = self.achieved.held_out_error
-            self.source = (f"calibrated on {self.profile['gpu']} (torch {torch_version}), scaled to this GPU by "
-                           f"{ACHIEVED_LABEL[self.achieved.source]}"
+            self.source = (f"calibrated on the {self.profile['gpu'].upper()} (torch {torch_version}), scaled to this "
+                           "GPU by "
+                           f"{ACHIEVED_LABEL[self.achieved.source].format(timings=self.achieved.timings_said)}"
                            + (f" (held-out error {held:.0%} on KernelBench's GPU-busy programs: `kernelcast devices`)"
                               if held is not None else ""))
         else:

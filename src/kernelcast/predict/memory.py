@@ -134,6 +134,7 @@ class MemoryPrediction:
     expandable_segments: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
     fixes: tuple[MemoryFix, ...] = ()  # when it does not fit: what would, each re-predicted (whatif/memory_fixes.py)
+    fixes_skipped: str = ""  # why no fix was re-predicted where the step does not fit (the CLI's --no-fixes)
 
 
 def cublas_workspace_bytes(gpu: GPU) -> int:
@@ -585,7 +586,8 @@ def memory_json(pred) -> dict:
                 "source": None if fit.oom.op is None else fit.oom.op.source,
                 "requested_bytes": fit.oom.requested_bytes, "segment_bytes": fit.oom.segment_bytes,
                 "allocated_bytes": fit.oom.allocated_bytes, "reserved_bytes": fit.oom.reserved_bytes},
-            "notes": list(fit.notes), "fixes": [_fix_json(f) for f in mem.fixes]},
+            "notes": list(fit.notes), "fixes": [_fix_json(f) for f in mem.fixes],
+            **({"fixes_skipped": mem.fixes_skipped} if mem.fixes_skipped else {})},
         "memory_workspaces": [{"kind": w.kind, "thread": w.thread, "stream": w.stream, "bytes": w.nbytes}
                               for w in mem.workspaces],
         "memory_notes": list(mem.notes), "expandable_segments": mem.expandable_segments,

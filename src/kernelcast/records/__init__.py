@@ -5,13 +5,17 @@
 - memory.py: the CUDA storages a captured step allocates and frees (MemoryTrace), which predict replays;
 - prediction.py: the prediction as the report stage reads it and `--json` writes it.
 
-Nothing here imports torch, so a saved capture can be costed, predicted and reported on any machine. Every name is
-importable from `kernelcast.records` itself.
+Nothing here imports torch, so a saved capture can be costed, predicted and reported on any machine. The records
+and constants below are importable from `kernelcast.records` itself; memory.py's categories from
+`kernelcast.records.memory`.
 """
 
-from .capture import *  # noqa: F401,F403
-from .capture import CAPTURE_FORMAT_VERSION, _arg_from_json, _arg_to_json  # noqa: F401
-from .common import *  # noqa: F401,F403
+from .capture import (CAPTURE_FORMAT_VERSION, Capture, CaptureSettings, OpRecord, TensorMeta,  # noqa: F401
+                      _arg_from_json, _arg_to_json)
+from .common import (COMM_STREAM, DECOMPOSED_TAG, DTYPE_BYTES, ENGINE_NODES_OP, HOST_OP_PREFIX, PHASES,  # noqa: F401
+                     POST_BACKWARD, RANGE_BEGIN_OP, RANGE_END_OP, RECORD_EVENT_OP, RECORD_STREAM_OP, STEP_END_OP,
+                     WAIT_EVENT_OP, host_phase, root_indices, stream_name)
 from .memory import MemoryTrace  # noqa: F401
-from .prediction import *  # noqa: F401,F403
-from .prediction import PREDICTION_FORMAT_VERSION, PREDICTION_RECORD, SPAN_DECIMALS, SPAN_FIELDS  # noqa: F401
+from .prediction import (MEMORY_KEYS, PREDICTION_FORMAT_VERSION, PREDICTION_RECORD, SPAN_DECIMALS,  # noqa: F401
+                         SPAN_FIELDS, CommRecord, GPUSpec, Hazard, OpSpan, PredictedOp, PredictionRecord,
+                         SyncPointGroup, is_prediction_json)

@@ -31,12 +31,12 @@ def print_devices(console, labels: dict[str, str], interconnects: bool = False) 
 
 
 NBSP = "\u00a0"
-DEVICES_LEGEND = ("kernel times: calibrated = measured on this GPU (its own profile); fitted (\"rates fitted to "
-                  "its KernelBench timings\") = the H200's profile carried over by datasheet ratios and factors of "
-                  "this GPU's own, fitted to KernelBench's timings on it (published, torch 2.5; the H100's our own "
-                  "runs, torch 2.11); arch (\"its architecture's fitted rates\") "
+DEVICES_LEGEND = ("kernel times: calibrated = measured on this GPU (its own profile); fitted = the H200's profile "
+                  "carried over by datasheet ratios and factors of this GPU's own, fitted to KernelBench's timings "
+                  "on it (the published ones, torch 2.5; for the H100 also our own runs with torch 2.11, which a "
+                  "capture with a current torch takes); arch (\"its architecture's fitted rates\") "
                   "= the same with its architecture's factors (no timings of its own); unvalidated = "
-                  "another vendor's GPU. Held-out error (in brackets where the column is narrow): the median error "
+                  "another vendor's GPU. Held-out error (in parentheses where the column is narrow): the median error "
                   "of one call's time over KernelBench's GPU-busy programs, held out (fitted: each program left out "
                   "of its own fit; arch: each GPU of the architecture predicted from the others'), from "
                   "scripts/fit/fit_gpu_rates.py; none shown: not measured. GPU-to-GPU links: `kernelcast devices "

@@ -66,6 +66,9 @@ def oom_verdict_lines(rec: PredictionRecord) -> list[str]:
     if fit.get("fixes"):
         lines.append("What would make it fit (each re-predicted by capturing the step again):")
         lines += [fix_line(f) for f in fit["fixes"]]
+    elif fit.get("fixes_skipped"):
+        lines.append(f"  (fixes not re-predicted: {fit['fixes_skipped']}; without it each fix is captured again, "
+                     "about a minute)")
     else:
         lines.append("  (re-predicted fixes need the workload file: run `kernelcast predict FILE.py:build`)")
     return lines
