@@ -343,32 +343,20 @@ def _cmd_measure(args: argparse.Namespace) -> int:
     _check_workload(args.workload)
     require_gpu()
     from kernelcast.progress import progress_display, stage
-    from kernelcast.report.format import time_text
+    from kernelcast.report.device_runs import measurement_lines
 
     build, folder = load_build(args.workload)
     with on_sys_path(folder) if folder else contextlib.nullcontext(), progress_display(f"measuring {args.workload}"):
         stage("build()")
         step, step_args = build()
         m = measure_step(step, tuple(step_args), trace_path=args.trace)
-    low, high = m.step_ms_spread
-    print(f"{args.workload} on {m.device}: step {time_text(m.step_ms_median * 1e3)} (median of {len(m.step_ms)} x "
-          f"back-to-back runs; {time_text(low * 1e3)}-{time_text(high * 1e3)}), GPU kernels "
-          f"{time_text(m.gpu_time_us)}, {m.work_items} GPU work items")
-    if m.memory is not None:
-        from kernelcast.report.memory_text import human_bytes
-
-        print(f"memory: peak {human_bytes(m.memory.max_allocated)} (max_memory_allocated over one step), resident "
-              f"{human_bytes(m.memory.allocated_before)} before it, reserved {human_bytes(m.memory.reserved)} after it")
-    for op, (n, t) in sorted(m.by_op().items(), key=lambda kv: -kv[1][1])[:args.top]:
-        print(f"  {op:40s} {n:5d} kernels {time_text(t):>10s}")
+    print("\n".join(measurement_lines(m, args.workload, args.top)))
     if args.json:
         write_text_atomic(args.json, json.dumps(m.to_json(), indent=1))
     return 0
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from rich.table import Table
-
     from kernelcast.devices import get_gpu
     from kernelcast.report import console_for_output
     from kernelcast.validate import validate_file
@@ -377,26 +365,13 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     _check_outputs(("--json", args.json))
     _check_workload(args.workload)
     from kernelcast.progress import progress_display
-    from kernelcast.report.format import time_text
+    from kernelcast.report.device_runs import validation_summary, validation_table
 
     with progress_display(f"validating {args.workload}"):
         v = validate_file(args.workload, args.gpu)
-    table = Table(title=f"{args.workload}: predicted ({v.prediction.kernel_model}) vs measured on {v.measurement.device}")
-    for col in ("op class", "predicted", "measured", "error", "kernels pred", "kernels meas"):
-        table.add_column(col, justify="left" if col == "op class" else "right")
-    for r in v.rows:
-        err = f"{r.error:+.1%}" if r.error is not None else "-"
-        table.add_row(r.kind, time_text(r.predicted_us), time_text(r.measured_us), err,
-                      str(r.predicted_kernels), str(r.measured_kernels))
     console = console_for_output()
-    console.print(table)
-    m, p = v.measurement, v.prediction
-    console.print(f"GPU time: predicted {time_text(p.gpu_time_us)}, measured {time_text(m.gpu_time_us)} "
-                  f"({v.gpu_time_error:+.1%}); step: predicted {time_text(p.step_time_us)}, measured "
-                  f"{time_text(m.step_ms_median * 1e3)} ({time_text(m.step_ms_spread[0] * 1e3)}-"
-                  f"{time_text(m.step_ms_spread[1] * 1e3)}; {v.step_time_error:+.1%}); kernels {p.kernels} vs "
-                  f"{m.work_items} ({v.kernels_error:+.1%})")
-    for line in v.memory_lines():
+    console.print(validation_table(v, args.workload))
+    for line in validation_summary(v):
         console.print(line, markup=False)
     if args.json:
         write_text_atomic(args.json, json.dumps(v.to_json(), indent=1))
