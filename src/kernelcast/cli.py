@@ -171,10 +171,9 @@ def _with_memory_fixes(pred, args: argparse.Namespace, build_args: dict):
 
 def _cmd_fit(args: argparse.Namespace) -> int:
     from kernelcast.devices import get_gpu
+    from kernelcast.report.whatif_text import fit_json, fit_progress_line, fit_result_lines, fit_search_line
     from kernelcast.whatif.fit import check_margin, check_range, fit_workload, parse_range
     from kernelcast.whatif.transforms import BATCH_NAMES
-    from kernelcast.report import prediction_json, summary_line
-    from kernelcast.report.memory_text import human_bytes
 
     gpu = get_gpu(args.gpu)
     name, low, high = parse_range(args.arg_range)
@@ -183,39 +182,15 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     check_margin(margin)
     _check_outputs(("--json", args.json))
     build_args = _rebuilt_workload_args(args, "fit captures the workload at each value", (name, low))
-
-    def progress(value, fits, pred) -> None:
-        mem = pred.memory
-        if mem is None or mem.fit is None:
-            print(f"  {name}={value}: no memory prediction", flush=True)
-            return
-        verdict = "fits" if fits else ("out of memory" if not mem.fit.fits else f"inside the {args.margin:g}% margin")
-        allowed = mem.fit.usable_bytes * (1.0 - margin)
-        print(f"  {name}={value}: {verdict} (peak {human_bytes(mem.peak_bytes)} "
-              f"allocated, {human_bytes(mem.fit.peak_reserved_bytes)} reserved at most; "
-              f"{human_bytes(allowed)} allowed: {human_bytes(mem.fit.usable_bytes)} usable less the margin)",
-              flush=True)
-
-    print(f"searching {name} in {low}..{high} on {gpu.name} (one capture per value), leaving {args.margin:g}% of "
-          "the usable memory free for what the prediction can miss (--margin) ...", flush=True)
+    print(fit_search_line(name, low, high, gpu.name, args.margin), flush=True)
     result = fit_workload(args.workload, gpu.id, name, low, high, build_args, _world_size(args), args.interconnect,
-                          args.expandable_segments, progress, margin)
-    search, pred = result.search, result.prediction
-    if search.max_fit is None:
-        print(f"no {name} in {low}..{high} fits on {gpu.name}: {name}={low} is already out of memory")
-    else:
-        beyond = (f"{name}={search.first_oom} does not fit with the margin" if search.first_oom is not None
-                  else f"the whole range fits, up to {high}")
-        unit = "samples" if name in BATCH_NAMES else name
-        print(f"largest {name} that fits on {gpu.name} with a {args.margin:g}% margin: {search.max_fit} ({beyond}); "
-              f"step {pred.step_time_us / 1000:.2f} ms, {result.throughput:,.1f} {unit} per second")
-        print(summary_line(pred))
+                          args.expandable_segments,
+                          lambda value, fits, pred: print(fit_progress_line(name, value, fits, pred, args.margin),
+                                                          flush=True), margin)
+    unit = "samples" if name in BATCH_NAMES else name
+    print("\n".join(fit_result_lines(result, name, low, high, gpu.name, args.margin, unit)))
     if args.json:
-        doc = {"gpu": gpu.id, "argument": name, "range": [low, high], "margin": margin, "max_batch": search.max_fit,
-               "first_oom_batch": search.first_oom, "tried": [{"value": v, "fits": ok} for v, ok in search.tried],
-               "throughput_per_s": result.throughput,
-               "prediction": None if pred is None else prediction_json(pred)}
-        write_text_atomic(args.json, json.dumps(doc, indent=1))
+        write_text_atomic(args.json, json.dumps(fit_json(result, gpu.id, name, low, high, margin), indent=1))
         print(f"wrote {args.json}")
     return 0
 
@@ -262,36 +237,25 @@ def _cmd_advise(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from kernelcast.whatif.sweep import sweep, sweep_values, turns_gpu_bound
     from kernelcast.devices import get_gpu
+    from kernelcast.report.whatif_text import sweep_header, sweep_json, sweep_row, sweep_verdict
     from kernelcast.whatif.fit import parse_range
+    from kernelcast.whatif.sweep import sweep, sweep_values, turns_gpu_bound
     from kernelcast.whatif.transforms import BATCH_NAMES
-    from kernelcast.report import time_text
 
     gpu = get_gpu(args.gpu)
     name, low, high = parse_range(args.arg_range)
     values = sweep_values(low, high)
     _check_outputs(("--json", args.json))
     build_args = _rebuilt_workload_args(args, "sweep captures the workload at each value", (name, low))
-    unit = "samples/s" if name in BATCH_NAMES else f"{name}/s"
     if sys.stderr.isatty():
         print(f"{name} {', '.join(map(str, values))} on {gpu.name} (one capture each)", file=sys.stderr, flush=True)
-    print(f"{name:>8s} {'step':>10s} {'GPU':>10s} {unit:>14s}  bound  memory")
-
-    def row(p) -> None:
-        fits = "" if p.fits is None else ("fits" if p.fits else "out of memory")
-        print(f"{p.value:8d} {time_text(p.step_us):>10s} {time_text(p.gpu_us):>10s} {p.throughput():14,.1f}  "
-              f"{p.bound:5s}  {fits}", flush=True)
-
-    points = sweep(args.workload, gpu.id, name, low, high, build_args, row)
+    print(sweep_header(name, "samples/s" if name in BATCH_NAMES else f"{name}/s"))
+    points = sweep(args.workload, gpu.id, name, low, high, build_args, lambda p: print(sweep_row(p), flush=True))
     first = turns_gpu_bound(points)
-    print(f"GPU-bound from {name}={first} on" if first is not None else
-          f"not GPU-bound anywhere in {name}={low}..{high}: the host sets the step")
+    print(sweep_verdict(name, low, high, first))
     if args.json:
-        doc = {"gpu": gpu.id, "argument": name, "gpu_bound_from": first,
-               "points": [{"value": p.value, "step_time_us": p.step_us, "gpu_time_us": p.gpu_us, "bound": p.bound,
-                           "fits": p.fits, "throughput_per_s": p.throughput()} for p in points]}
-        write_text_atomic(args.json, json.dumps(doc, indent=1))
+        write_text_atomic(args.json, json.dumps(sweep_json(points, gpu.id, name, first), indent=1))
         print(f"wrote {args.json}")
     return 0
 

@@ -111,3 +111,19 @@ def test_fixes_change_only_the_models_of_the_capture_they_run_in():
         found = root_modules()
         assert any(m is captured for m in found) and not any(m is users for m in found)
     assert any(m is users for m in root_modules())  # no capture running: every model is a candidate
+
+
+def test_the_sweeps_table_rows_verdict_and_json():
+    from kernelcast.report.whatif_text import sweep_header, sweep_json, sweep_row, sweep_verdict
+
+    points = [SweepPoint(8, 4000.0, 1000.0, "host", True), SweepPoint(64, 8000.0, 7600.0, "gpu", False)]
+    assert sweep_header("batch", "samples/s").split() == ["batch", "step", "GPU", "samples/s", "bound", "memory"]
+    rows = [sweep_row(p) for p in points]
+    assert rows[0].split() == ["8", "4.00", "ms", "1.00", "ms", "2,000.0", "host", "fits"]
+    assert rows[1].endswith("gpu    out of memory")
+    assert sweep_verdict("batch", 8, 64, 64) == "GPU-bound from batch=64 on"
+    assert sweep_verdict("batch", 8, 64, None).startswith("not GPU-bound anywhere in batch=8..64")
+    doc = sweep_json(points, "h100-sxm", "batch", 64)
+    assert doc["gpu_bound_from"] == 64 and doc["points"][1] == {
+        "value": 64, "step_time_us": 8000.0, "gpu_time_us": 7600.0, "bound": "gpu", "fits": False,
+        "throughput_per_s": 8000.0}
