@@ -322,7 +322,7 @@ def test_the_factors_of_the_torch_nearest_the_captures_are_taken():
     assert nearest_torch("2.13.0+cpu", ["2.5", "2.11"]) == "2.11"
     assert nearest_torch("2.6.0", ["2.5", "2.11"]) == "2.5"
     assert nearest_torch("2.8.1", ["2.5", "2.11"]) == "2.11"  # three releases from each: the later one
-    assert nearest_torch("nightly", ["2.5", "2.11"]) is None
+    assert nearest_torch("nightly", ["2.5", "2.11"]) == "2.11"  # unreadable: most likely a current torch
     current = achieved_rates("h100-sxm", "9.0", ERA_DATA, torch_version="2.13.0")
     assert current.factor("conv:tf32_tensor") == 0.93 and current.held_out_error == 0.07
     assert "torch 2.11" in current.detail

@@ -380,3 +380,43 @@ def test_no_tracer_runs_inside_the_captures_own_work_and_counting_resumes_after(
     finally:
         clock.count_lines(False)
     assert sys.gettrace() is before
+
+
+def test_a_tracer_started_inside_the_step_is_not_replaced_by_ours():
+    """A debugger or coverage started inside the counted step (breakpoint(), pdb) keeps its tracer: resume()
+    puts back only the tracer pause() took off."""
+    import sys
+
+    def theirs(frame, event, arg):
+        return None
+
+    clock = host_clock.HostClock()
+    before = sys.gettrace()
+    clock.count_lines(True)
+    try:
+        sys.settrace(theirs)  # as pdb does from inside the model's code
+        clock.ours_begin()
+        assert sys.gettrace() is theirs
+        clock.ours_end()
+        assert sys.gettrace() is theirs
+    finally:
+        clock.count_lines(False)
+    assert sys.gettrace() is before
+
+
+def test_a_step_that_raises_leaves_no_tracer_behind():
+    import sys
+
+    def build():
+        model = torch.nn.Linear(8, 8).cuda()
+
+        def step(x):
+            model(x).sum()
+            raise ValueError("the user's step fails")
+
+        return step, (torch.randn(4, 8, device="cuda"),)
+
+    before = sys.gettrace()
+    with pytest.raises(ValueError, match="the user's step fails"):
+        capture_workload(build, "h200")
+    assert sys.gettrace() is before

@@ -1,5 +1,6 @@
-"""How a calibration case is measured on the GPU: the L2 flush between calls, the op records taken from the call,
-and the profiled calls' work items and device time (the timing protocol calibrate's sections and sweep share).
+"""How a calibration case is recorded on the GPU: the op records taken from the call, and the profiled calls'
+work items and device time (kernelcast.measure kernel_durations: the L2 flush before each call and the profiler's
+kernel times, the protocol every measurement shares).
 """
 
 from __future__ import annotations

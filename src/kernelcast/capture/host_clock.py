@@ -79,8 +79,8 @@ def model_entry(fn):
 
 
 class LineCounter:
-    """Counts the Python lines the model runs, on the thread that started it (sys.settrace, set once for the
-    counted step). A frame counts its lines when it starts outside the capture's own work (the clock's depth 0)
+    """Counts the Python lines the model runs, on the thread that started it (sys.settrace over the counted step,
+    off inside the capture's own work: pause/resume). A frame counts its lines when it starts outside the capture's own work (the clock's depth 0)
     and is called by a counted frame (or by a model_entry of ours, or was running when counting began), and is
     not kernelcast's or capture-only Python (_CAPTURE_ONLY); nn.Module's call machinery passes the count on to
     the forward it calls without counting its own lines. Lines count only while the clock is outside our work."""
@@ -93,6 +93,7 @@ class LineCounter:
         self._count = self._count_line  # the bound methods, kept: a frame's f_trace is compared by identity
         self._pass = self._pass_line
         self._touched: list = []  # (frame, its f_trace before) for the frames start() found running
+        self._paused = False  # pause() took our tracer off (resume() puts it back, and nothing else)
 
     def start(self) -> None:
         self._thread = get_ident()
@@ -106,6 +107,7 @@ class LineCounter:
         sys.settrace(self._call)
 
     def stop(self) -> None:
+        self._paused = False
         if self._thread == get_ident():
             sys.settrace(self._previous)
         for frame, trace in self._touched:
@@ -146,12 +148,16 @@ class LineCounter:
         with it, 1.73 s without (0.75 s of line counting in all before). Frames that already count keep their
         f_trace and count again from resume(): CPython calls a frame's f_trace for line events whenever a
         global tracer is set."""
-        if self._thread == get_ident():
+        if self._thread == get_ident() and sys.gettrace() == self._call:  # a bound method: equal, not the same
             sys.settrace(None)
+            self._paused = True
 
     def resume(self) -> None:
-        if self._thread == get_ident():
+        """Put back the tracer pause() took off: only ours (a debugger or coverage started inside the step keeps
+        its own)."""
+        if self._paused and self._thread == get_ident():
             sys.settrace(self._call)
+            self._paused = False
 
 
 class HostClock:

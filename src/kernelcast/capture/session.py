@@ -309,6 +309,7 @@ class CaptureSession:
         return self
 
     def __exit__(self, *exc) -> None:
+        self.end_line_count()  # a step that raised mid-count leaves no tracer behind (fit, advise, notebooks)
         self._stack.close()
 
     @property

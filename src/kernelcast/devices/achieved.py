@@ -137,12 +137,15 @@ def _minor(version: str) -> tuple[int, int] | None:
 
 def nearest_torch(torch_version: str, versions: list[str]) -> str | None:
     """Of `versions` (torch "major.minor" strings), the one nearest `torch_version` in minor releases (a tie goes
-    to the later one); None when torch_version does not read as a version."""
-    want = _minor(torch_version)
+    to the later one); the latest where torch_version does not read as a version (a nightly's, a source build's:
+    most likely a current torch); None without versions."""
     known = [(v, _minor(v)) for v in versions]
     known = [(v, m) for v, m in known if m is not None]
-    if want is None or not known:
+    if not known:
         return None
+    want = _minor(torch_version)
+    if want is None:
+        return max(known, key=lambda vm: vm[1])[0]
     def distance(m: tuple[int, int]) -> int:
         return abs((m[0] - want[0]) * 100 + m[1] - want[1])
     return min(known, key=lambda vm: (distance(vm[1]), [-x for x in vm[1]]))[0]

@@ -1,5 +1,6 @@
-"""`kernelcast measure`, and the one timing protocol every measurement on a real GPU uses (calibrate's
-microbenchmarks and sweep, validate, the device scripts): time a step honestly (needs a GPU).
+"""`kernelcast measure`, and the one timing protocol measurements on a real GPU use (calibrate's
+microbenchmarks and sweep, validate, the device scripts; calibrate/triton_grid.py still profiles its Triton
+kernels itself): time a step honestly (needs a GPU).
 
 - One call: flush_l2() before it where the inputs must come from HBM, then events_ms (CUDA events around each
   call, read after one synchronize).
