@@ -26,7 +26,8 @@ sys.path[:0] = [str(ROOT / "scripts" / d) for d in ("device", "fit", "eval")]  #
 from fit_gpu_rates import PREDICTED, _busy_row  # noqa: E402
 from kernelbench_validate import OWN_RUNS, _ours, _published, own_runs  # noqa: E402
 
-from kernelcast.calibrate.gpu_rates import fit_factors, observations, scaled_us  # noqa: E402
+from kernelcast.calibrate.gpu_rates import errors as gpu_errors  # noqa: E402
+from kernelcast.calibrate.gpu_rates import fit_factors, observations  # noqa: E402
 
 WITHIN = 0.15
 
@@ -44,17 +45,12 @@ def main() -> int:
     fits = {label: observations(predicted, {gpu: timings}, reference, gpu, _busy_row)
             for label, timings in (("published (torch 2.5)", _published()[gpu]), (f"ours ({torch_version})", ours))}
     whole = {label: fit_factors(obs) for label, obs in fits.items()}
-    errors: dict[str, list[float]] = {"datasheet carry alone": []}
-    errors.update({f"fitted to {label}": [] for label in fits})
-    for name, row in predicted["programs"].items():
-        if name not in ours or name not in reference or not _busy_row(reference[name]) or gpu not in row:
-            continue
-        measured_us = ours[name] * 1000.0
-        errors["datasheet carry alone"].append(abs(scaled_us(row, gpu, {}) / measured_us - 1.0))
-        for label, obs in fits.items():
-            # a program of the fit's own observations is left out of it; the others' fit is the whole one
-            factors = fit_factors(obs, leave_out=name) if any(o.program == name for o in obs) else whole[label]
-            errors[f"fitted to {label}"].append(abs(scaled_us(row, gpu, factors) / measured_us - 1.0))
+    # each program against our runs; a fit's own programs left out of the fit that predicts them (fit_factors
+    # leaves out nothing for a program it never saw)
+    errors = {"datasheet carry alone": gpu_errors(predicted, {gpu: ours}, reference, gpu, _busy_row, lambda name: {})}
+    for label, obs in fits.items():
+        errors[f"fitted to {label}"] = gpu_errors(predicted, {gpu: ours}, reference, gpu, _busy_row,
+                                                  lambda name, o=obs: fit_factors(o, leave_out=name))
     print(f"{gpu}: {len(errors['datasheet carry alone'])} GPU-busy programs against the mean call of our "
           f"{len(files)} runs ({', '.join(files)}); fitted factors held out by program")
     for label, errs in errors.items():

@@ -161,6 +161,15 @@ def installed_torch() -> str:
         return ""
 
 
+def _torch_set(sets: dict, torch_version: str | None) -> str | None:
+    """The key of the "by_torch" set a capture of torch_version (None: the installed torch's) takes, or None where
+    the published timings' torch is nearer."""
+    if not sets:
+        return None
+    chosen = nearest_torch(installed_torch() if torch_version is None else torch_version, [PUBLISHED_TORCH, *sets])
+    return None if chosen == PUBLISHED_TORCH else chosen
+
+
 def achieved_rates(gpu_id: str, capability: str, data: dict | None = None,
                    torch_version: str | None = None) -> AchievedRates:
     """The factors for a GPU: its own fitted ones, else its compute capability's prior, else the datasheet's.
@@ -169,15 +178,12 @@ def achieved_rates(gpu_id: str, capability: str, data: dict | None = None,
     package when None)."""
     data = _data() if data is None else data
     fitted = data.get("fitted", {}).get(gpu_id)
-    by_torch = (fitted or {}).get("by_torch", {})
-    if by_torch:
-        torch_version = installed_torch() if torch_version is None else torch_version
-        chosen = nearest_torch(torch_version, [PUBLISHED_TORCH, *by_torch])
-        if chosen is not None and chosen != PUBLISHED_TORCH:
-            current = by_torch[chosen]
-            detail = f"{data.get('fitted_on', '')}; timings: {current['timings']}"
-            return AchievedRates(gpu_id, dict(current["factors"]), "fitted", detail,
-                                 current.get("held_out", {}).get("median_error"), own_runs_timings(chosen))
+    chosen = _torch_set((fitted or {}).get("by_torch", {}), torch_version)
+    if chosen is not None:
+        current = fitted["by_torch"][chosen]
+        detail = f"{data.get('fitted_on', '')}; timings: {current['timings']}"
+        return AchievedRates(gpu_id, dict(current["factors"]), "fitted", detail,
+                             current.get("held_out", {}).get("median_error"), own_runs_timings(chosen))
     if fitted:
         held = fitted.get("held_out", {})
         state = fitted.get("slow_state")
@@ -196,12 +202,10 @@ def achieved_rates(gpu_id: str, capability: str, data: dict | None = None,
         if nearest != capability:
             detail = f"no fitted GPU of compute capability {capability}; the nearest one's, {detail}"
         factors, timings = prior["factors"], PUBLISHED_TIMINGS
-        if prior.get("by_torch"):  # its members' sets for the torch nearest the capture's, as for a fitted GPU
-            torch_version = installed_torch() if torch_version is None else torch_version
-            chosen = nearest_torch(torch_version, [PUBLISHED_TORCH, *prior["by_torch"]])
-            if chosen is not None and chosen != PUBLISHED_TORCH:
-                factors, timings = prior["by_torch"][chosen]["factors"], own_runs_timings(chosen)
-                detail += f", fitted to our runs with torch {chosen}"
+        chosen = _torch_set(prior.get("by_torch", {}), torch_version)  # its members' sets, as for a fitted GPU
+        if chosen is not None:
+            factors, timings = prior["by_torch"][chosen]["factors"], own_runs_timings(chosen)
+            detail += f", fitted to our runs with torch {chosen}"
         return AchievedRates(gpu_id, for_architecture(factors, capability), "prior", detail,
                              prior.get("held_out", {}).get("median_error"), timings)
     return AchievedRates(gpu_id, {}, "datasheet", "no published timings of this GPU or its architecture")
