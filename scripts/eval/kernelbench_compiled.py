@@ -112,11 +112,12 @@ def measure(modes: list[str], only: list[str], out: str) -> int:
             except Exception as exc:  # a program that fails to compile is data too
                 rows[name][mode] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
             print(name, mode, rows[name][mode], flush=True)
-    doc = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "date": time.strftime("%Y-%m-%d"),
-           "trials": TRIALS, "warmup": WARMUP_CALLS,
-           "command": "PYTHONPATH=src python3 scripts/eval/kernelbench_compiled.py measure --out OUT --modes "
-                      + " ".join(modes) + " --only " + " ".join(only), "programs": rows}
-    Path(out).write_text(json.dumps(doc, indent=1) + "\n")
+        # after every program: a run stopped at its time limit keeps what it measured
+        doc = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "date": time.strftime("%Y-%m-%d"),
+               "trials": TRIALS, "warmup": WARMUP_CALLS,
+               "command": "PYTHONPATH=src python3 scripts/eval/kernelbench_compiled.py measure --out OUT --modes "
+                          + " ".join(modes) + " --only " + " ".join(only), "programs": rows}
+        Path(out).write_text(json.dumps(doc, indent=1) + "\n")
     return 0
 
 
