@@ -21,6 +21,7 @@ step compiled) for the H200 and predicted on every GPU, as `--gpu` does. The rep
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gzip
 import json
 import os
@@ -141,6 +142,7 @@ def published(mode: str) -> dict[str, dict[str, dict[str, float]]]:
 
 
 def predict(mode: str, out: str) -> int:
+    from kernelcast.devices.achieved import PUBLISHED_TORCH
     from kernelcast.predict import predict_capture
     from kernelcast.records import Capture
 
@@ -160,8 +162,12 @@ def predict(mode: str, out: str) -> int:
         row = {"measured_ms": {g: pub[g][name] for g in pub if name in pub[g]}, "predicted": {},
                "eager_predicted_us": {g: p["first_step_us"] for g, p in eager.get(name, {}).get("predicted", {}).items()},
                "h200_busy": kv._busy(eager.get(name, {}))}
+        # as kernelbench_validate.py predicts eager: a GPU with published timings as for their torch (the achieved
+        # rates fitted to the timings of the torch nearest the capture's, devices/achieved.py), the H200 as captured
+        published_era = dataclasses.replace(cap, settings=dataclasses.replace(cap.settings,
+                                                                              torch_version=PUBLISHED_TORCH))
         for gpu in gpus:
-            pred = predict_capture(cap, gpu)
+            pred = predict_capture(cap if gpu == "h200" else published_era, gpu)
             row["predicted"][gpu] = {"first_step_us": pred.first_step_us, "gpu_time_us": pred.gpu_time_us,
                                      "kernels": pred.kernels, "uncosted": list(pred.uncosted)}
         rows[name] = row

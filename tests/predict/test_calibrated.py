@@ -1,5 +1,6 @@
 """The calibrated kernel model, L2 residency, profile building, and predicted-vs-measured matching."""
 
+import dataclasses
 import math
 import subprocess
 import sys
@@ -67,6 +68,44 @@ def test_memory_bound_time_grows_with_bytes_and_l2_helps_streaming_kernels():
     assert model.estimate(small, l2_warm=1.0).time_us < model.estimate(small).time_us
     norm = Cost(bytes_read=8e6, bytes_written=4e6, kind="norm", key=(1024, 4))
     assert model.estimate(norm, l2_warm=1.0).time_us == model.estimate(norm).time_us
+
+
+def test_bytes_warm_in_l2_carry_to_another_gpu_by_its_sms_and_clock_not_its_dram():
+    # An L4 streams DRAM at 300 GB/s (1/16 of the H200's) but reads its 48 MB L2 at the pace of its 58 SMs
+    # at 2 GHz: an elementwise op whose input is still in L2 must not be priced at the DRAM ratio.
+    h200, l4 = _model(), _model("l4")
+    cost = Cost(bytes_read=8e6, bytes_written=8e6, kind="pointwise", key=(1024, 4))
+    cold, warm = l4.estimate(cost).time_us, l4.estimate(cost, l2_warm=1.0).time_us
+    assert warm < cold
+    dram = get_gpu("h200").mem_bw_bytes_per_s / get_gpu("l4").mem_bw_bytes_per_s
+    issue = get_gpu("h200").sm_cycles_per_s / get_gpu("l4").sm_cycles_per_s
+    assert issue < dram
+    # the warm share of the H200's time (half the bytes: the read) carries by SMs x clock
+    h200_cold = h200.estimate(cost).time_us
+    work = h200_cold - h200.floor_us
+    h200_warm_part = work * 0.5 / h200.l2_speedup(cost.bytes)
+    carried_cold = l4._carried_memory_us(h200.floor_us + work * 0.5, cost.bytes * 0.5)
+    factor = l4.achieved.factor("memory")
+    assert warm == pytest.approx(carried_cold + h200_warm_part * issue * factor)
+    # on the profiled GPU itself nothing changes: the measured L2 speed-up applies
+    assert h200.estimate(cost, l2_warm=1.0).time_us == pytest.approx(
+        h200_cold * 0.5 + h200_cold * 0.5 / h200.l2_speedup(cost.bytes))
+
+
+def test_a_convolutions_bias_add_reads_the_output_cudnn_just_wrote_from_l2():
+    # aten adds a convolution's bias in a kernel of its own after cuDNN's: it reads the output the convolution
+    # has just written, in L2 where it fits (costs/matmul.py conv_bias_add, Cost.reads_just_written)
+    from kernelcast.costs.matmul import conv_bias_add
+    model = _model()
+    small, large = contiguous((16, 64, 32, 32), "float32"), contiguous((64, 256, 128, 128), "float32")
+    bias = contiguous((64,), "float32")
+    for out, warm in ((small, True), (large, False)):  # 4 MiB fits the H200's 50 MB L2; 1 GiB does not
+        part = conv_bias_add(out, bias)
+        cold = dataclasses.replace(part, reads_just_written=0.0)
+        assert (model._just_written_warm(part) > 0.99) is warm
+        conv = Cost(flops=1e9, bytes_read=1e6, math="conv", dtype="float32", kind="conv", key=()).with_parts(part)
+        alone = Cost(flops=1e9, bytes_read=1e6, math="conv", dtype="float32", kind="conv", key=()).with_parts(cold)
+        assert (model.estimate(conv).time_us < model.estimate(alone).time_us) is warm
 
 
 def test_uncovered_kinds_fall_back_to_the_datasheet_and_say_so():

@@ -411,3 +411,9 @@ def test_an_out_of_memory_verdict_says_why_no_fix_was_re_predicted():
     fit["fixes_skipped"] = "--no-fixes"
     last = oom_verdict_lines(rec)[-1]
     assert "fixes not re-predicted: --no-fixes" in last and "workload file" not in last
+
+
+def test_human_bytes_says_bytes_below_a_kib_and_binary_units_above():
+    from kernelcast.records.memory import human_bytes
+    assert human_bytes(0) == "0 B" and human_bytes(512) == "512 B"
+    assert human_bytes(1536) == "1.5 KiB" and human_bytes(3 * 2**20) == "3.0 MiB" and human_bytes(2**31) == "2.00 GiB"

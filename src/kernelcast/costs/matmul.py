@@ -347,7 +347,8 @@ def conv_bias_add(out: TensorMeta, bias: TensorMeta) -> Cost:
     costs/common.py memory_key names an add whose input broadcasts)."""
     # no FLOPs: a bias add is not counted, as torch.utils.flop_counter counts none (module docstring)
     return Cost(bytes_read=float(out.nbytes + bias.nbytes), bytes_written=float(out.nbytes),
-                kernels=1, dtype=out.dtype, kind="pointwise_strided", key=width_key(out))
+                kernels=1, dtype=out.dtype, kind="pointwise_strided", key=width_key(out),
+                reads_just_written=float(out.nbytes))
 
 
 def conv_bias_grad(grad_out: TensorMeta, ctx: CostContext) -> Cost:

@@ -33,6 +33,9 @@ class Cost:
     # contiguous is a transposing copy, not part of a norm). The totals above include them; remainder() is the
     # rest, priced by `kind`.
     parts: tuple["Cost", ...] = ()
+    # Bytes of its read that the op's own previous kernel has just written (a convolution's bias add reads the
+    # output cuDNN wrote): still in L2 where they fit, whatever the step did before the op.
+    reads_just_written: float = 0.0
 
     def remainder(self) -> "Cost":
         """This cost less its parts: the work its own kind stands for."""

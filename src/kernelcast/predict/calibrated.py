@@ -38,6 +38,7 @@ from kernelcast.costs.indexing import ATOMICS_KEY
 from kernelcast.costs.pooling import WINDOW_KEY
 from kernelcast.costs.elementwise import SPATIAL_SOFTMAX_KEY
 from kernelcast.costs.matmul import kernel_family
+from kernelcast.costs.scans import scan_blocks
 from kernelcast.costs.foreach import CHUNK_ELEMENTS
 from kernelcast.costs.linalg import SOLVER_KEY
 from kernelcast.costs.launch_table import log2_size as _log2
@@ -130,11 +131,16 @@ def _curve_key(key: tuple) -> tuple[int, int]:
 
 def _row_blocks(cost: Cost) -> int | None:
     """The thread blocks of a row-wise kernel read off a width curve (a layer or RMS norm's block per row, group
-    norm's per group): its output's elements over the row width; None for other kinds."""
-    if cost.kind not in WIDTH_CURVE_KINDS or len(cost.key) != 2 or not cost.key[0] or not cost.bytes_written:
+    norm's per group): its output's elements over the row width; an innermost-dim scan's by its grid
+    (costs/scans.py scan_blocks; a scan of one row is CUB's, of many tiles); None for other kinds."""
+    if cost.kind not in (*WIDTH_CURVE_KINDS, "scan") or len(cost.key) != 2 or not cost.key[0] or \
+            not cost.bytes_written:
         return None
     width, itemsize = cost.key
-    return max(1, round(cost.bytes_written / (width * itemsize)))
+    rows = max(1, round(cost.bytes_written / (width * itemsize)))
+    if cost.kind == "scan":
+        return scan_blocks(rows, width) if rows > 1 else None
+    return rows
 
 
 
@@ -261,6 +267,7 @@ MEMORY_FALLBACK = {
     "batch_norm_backward": ("batch_norm", "norm_backward"), "memcpy": ("fill",), "fill": ("pointwise",),
     "batch_norm_channels_last": ("batch_norm",), "batch_norm_backward_channels_last": ("batch_norm_backward",),
     "gather": ("copy",), "scatter": ("gather", "copy"), "sort": ("copy",), "scan": ("reduction", "copy"),
+    "scan_outer": ("scan", "reduction", "copy"),  # a profile from before the two scans were told apart
     "select": ("reduction", "copy"),
     # Inductor's generated Triton kernels (costs/generated.py) stream their bytes once, whatever their class:
     # until a profile measures generated kernels, the eager pointwise curve (achieved rate by size) stands in for
@@ -632,10 +639,20 @@ class CalibratedModel:
         t = self._memory_time_us(cost)
         if t is None:
             return None
-        if l2_warm > 0 and cost.kind in L2_STREAMING_KINDS and cost.bytes:
-            warm = l2_warm * cost.bytes_read / cost.bytes
-            t = t * (1.0 - warm + warm / self.l2_speedup(cost.bytes))
-        return self._carried_memory_us(t, cost.bytes, _row_blocks(cost)) if self.transferred else t
+        if not (l2_warm > 0 and cost.kind in L2_STREAMING_KINDS and cost.bytes):
+            return self._carried_memory_us(t, cost.bytes, _row_blocks(cost)) if self.transferred else t
+        warm = l2_warm * cost.bytes_read / cost.bytes
+        if not self.transferred:
+            return t * (1.0 - warm + warm / self.l2_speedup(cost.bytes))
+        # On another GPU the bytes read from L2 do not move at its DRAM's pace: L2's bandwidth is its slices'
+        # and scales with the SMs that issue the loads and their clock, not with DRAM (an L4 streams DRAM at
+        # 300 GB/s, 1/16 of the H200's, but has 48 MB of L2 and 58 SMs at 2 GHz). The cold share carries with
+        # the DRAM bandwidths (_carried_memory_us), the warm share with SMs x clock (_carried_l2_us).
+        # (the launch floor once, in the cold share)
+        work_us = max(t - self.floor_us, 0.0)
+        cold = self._carried_memory_us(self.floor_us + work_us * (1.0 - warm), cost.bytes * (1.0 - warm),
+                                       _row_blocks(cost))
+        return cold + self._carried_l2_us(work_us * warm / self.l2_speedup(cost.bytes))
 
     def _streaming_bytes_per_us(self) -> float:
         """The fastest the profiled GPU streams bytes: its largest measured copy's rate (profile memory.copy;
@@ -675,6 +692,16 @@ class CalibratedModel:
         return self.floor_us + (streaming_us * bandwidth + (work_us - streaming_us) * issue) * \
             self.achieved.factor(MEMORY)
 
+    def _carried_l2_us(self, time_us: float) -> float:
+        """The share of a memory-bound kernel's time on the profiled GPU spent reading bytes resident in L2,
+        carried to this GPU by SMs x clock (devices.GPU.sm_cycles_per_s: each SM's path to L2 moves a fixed
+        number of bytes per clock within an architecture, so L2 bandwidth follows SMs x clock), bounded by the
+        DRAM bandwidths' ratio where that is faster (L2 is never slower than DRAM); times this GPU's
+        memory-bound factor (devices/achieved.py), as the cold share."""
+        here, there = self.gpu.sm_cycles_per_s, self.profiled_gpu.sm_cycles_per_s
+        issue = there / here if here and there else self._dram_ratio()
+        return time_us * min(issue, self._dram_ratio()) * self.achieved.factor(MEMORY)
+
     def _carried_blocks_us(self, time_us: float, nbytes: float) -> float:
         """A block-per-slice kernel's time (batch norm's block per channel, weight norm's, the slice sorts: their
         waves already counted on this GPU's SMs) carried to this GPU: a block's pace by the two GPUs' clocks, but
@@ -711,7 +738,8 @@ class CalibratedModel:
 
     def estimate(self, cost: Cost, l2_warm: float = 0.0) -> KernelEstimate:
         if cost.parts:  # kernels of other kinds inside the op (Cost.parts): each priced by its own kind
-            return combined([self.estimate(cost.remainder(), l2_warm), *(self.estimate(p) for p in cost.parts)])
+            return combined([self.estimate(cost.remainder(), l2_warm),
+                             *(self.estimate(p, self._just_written_warm(p)) for p in cost.parts)])
         if cost.kernels == 0:
             return NO_KERNEL
         roofline = self._fallback.estimate(cost)
@@ -731,6 +759,13 @@ class CalibratedModel:
             source = f"{source}, scaled"
         return KernelEstimate(time_us, bound, roofline.roof, roofline.compute_us, roofline.memory_us, source,
                               uncertainty)
+
+    def _just_written_warm(self, part: Cost) -> float:
+        """The share of a part's read bytes in L2 when it starts: those the op's previous kernel just wrote
+        (Cost.reads_just_written), where they fit in this GPU's L2."""
+        if not part.reads_just_written or not part.bytes_read or part.reads_just_written > self.gpu.l2_bytes:
+            return 0.0
+        return min(part.reads_just_written / part.bytes_read, 1.0)
 
     def _host_link_estimate(self, cost: Cost, roofline: KernelEstimate) -> KernelEstimate:
         """A copy between host and GPU (costs.common.TRANSFER_KINDS): its bytes at the rate the profiled host

@@ -30,12 +30,15 @@ GIB, MIB, KIB = 2**30, 2**20, 2**10
 
 
 def human_bytes(n: float) -> str:
-    """Bytes as the memory lines and notes give them: GiB to two places, MiB and KiB to one (binary units)."""
+    """Bytes as the memory lines and notes give them: GiB to two places, MiB and KiB to one (binary units); under
+    a KiB in bytes ("0 B", "512 B")."""
     if abs(n) >= GIB:
         return f"{n / GIB:.2f} GiB"
     if abs(n) >= MIB:
         return f"{n / MIB:.1f} MiB"
-    return f"{n / KIB:.1f} KiB"
+    if abs(n) >= KIB:
+        return f"{n / KIB:.1f} KiB"
+    return f"{n:.0f} B"
 
 
 @dataclass(frozen=True)
