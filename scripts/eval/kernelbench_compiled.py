@@ -38,6 +38,10 @@ import kernelbench_validate as kv  # noqa: E402  (the programs, their build and 
 MODES = ("default", "reduce-overhead", "max-autotune")
 EAGER_PREDICTED = kv.ROOT / "validation" / "kernelbench" / "predicted.json"
 SPEEDUP_CHANGE = 0.20  # a published compile speed-up (or slow-down) past this is scored on its sign
+# GPUs we timed ourselves, eager and compiled, with a current torch (`measure` on the device machine, each run a
+# fresh process): GPU -> (the runs' files, their torch). Scored beside the published rows, predicted as captured
+# (kernelbench_validate.py OWN_RUNS does the same for eager).
+OWN_COMPILED_RUNS = {"h100-sxm": ("validation/h100/kernelbench_compiled_h100_run*.json", "torch 2.11")}
 
 
 def read_json(path: str) -> dict:
@@ -141,12 +145,29 @@ def published(mode: str) -> dict[str, dict[str, dict[str, float]]]:
                   for p, v in progs.items()} for gpu, progs in pairs.items()}
 
 
+def own_runs(gpu: str, mode: str) -> dict[str, dict[str, float]]:
+    """program -> {"eager": ms, "compiled": ms}, each the mean over our runs of a GPU in OWN_COMPILED_RUNS."""
+    runs = [json.loads(p.read_text())["programs"] for p in sorted(kv.ROOT.glob(OWN_COMPILED_RUNS[gpu][0]))]
+    out = {}
+    for name in {n for r in runs for n in r}:
+        pairs = [(r[name]["eager"]["mean_ms"], r[name][mode]["mean_ms"]) for r in runs
+                 if "mean_ms" in r.get(name, {}).get("eager", {}) and "mean_ms" in r.get(name, {}).get(mode, {})]
+        if pairs:
+            out[name] = {"eager": statistics.fmean(e for e, _ in pairs), "compiled": statistics.fmean(c for _, c in pairs)}
+    return out
+
+
+def own_label(gpu: str) -> str:
+    return f"{gpu} ({OWN_COMPILED_RUNS[gpu][1]})"
+
+
 def predict(mode: str, out: str) -> int:
     from kernelcast.devices.achieved import PUBLISHED_TORCH
     from kernelcast.predict import predict_capture
     from kernelcast.records import Capture
 
     pub = published(mode)
+    own = {gpu: own_runs(gpu, mode) for gpu in OWN_COMPILED_RUNS}
     eager = json.loads(EAGER_PREDICTED.read_text())["programs"] if EAGER_PREDICTED.exists() else {}
     gpus = ["h200"] + [g for g in pub if kv.get_gpu_or_none(g)]
     folder = captures_dir(mode)
@@ -168,8 +189,13 @@ def predict(mode: str, out: str) -> int:
                                                                               torch_version=PUBLISHED_TORCH))
         for gpu in gpus:
             pred = predict_capture(cap if gpu == "h200" else published_era, gpu)
-            row["predicted"][gpu] = {"first_step_us": pred.first_step_us, "gpu_time_us": pred.gpu_time_us,
-                                     "kernels": pred.kernels, "uncosted": list(pred.uncosted)}
+            row["predicted"][gpu] = _predicted(pred)
+        # beside our own runs of a GPU, as captured (the capture's torch picks the rates), with eager likewise
+        for gpu in OWN_COMPILED_RUNS:
+            row.setdefault("predicted_as_captured", {})[gpu] = _predicted(predict_capture(cap, gpu))
+            row.setdefault("own_measured_ms", {})[own_label(gpu)] = own.get(gpu, {}).get(name)
+            eager_as_captured = eager.get(name, {}).get("predicted_as_captured", {}).get(gpu, {})
+            row.setdefault("eager_predicted_as_captured_us", {})[gpu] = eager_as_captured.get("first_step_us")
         rows[name] = row
     doc = {"command": f"python3 scripts/eval/kernelbench_compiled.py predict --mode {mode} --out {out}", "mode": mode,
            "date": time.strftime("%Y-%m-%d"), "gpus": gpus, "programs": rows,
@@ -179,15 +205,29 @@ def predict(mode: str, out: str) -> int:
     return 0
 
 
+def _predicted(pred) -> dict:
+    return {"first_step_us": pred.first_step_us, "gpu_time_us": pred.gpu_time_us, "kernels": pred.kernels,
+            "uncosted": list(pred.uncosted)}
+
+
 def _scored(doc: dict, gpu: str, busy_only: bool):
-    """(program, predicted compiled µs, published compiled ms, predicted speed-up, published speed-up) per program."""
+    """(program, predicted compiled µs, measured compiled ms, predicted speed-up, measured speed-up) per program:
+    against the published timings, or for a row named as own_label names one, against our own runs."""
+    own = next((g for g in OWN_COMPILED_RUNS if own_label(g) == gpu), None)
     for name, r in doc["programs"].items():
-        if "predicted" not in r or gpu not in r["predicted"] or gpu not in r["measured_ms"]:
-            continue
         if busy_only and not r.get("h200_busy"):
             continue
-        meas, pred = r["measured_ms"][gpu], r["predicted"][gpu]["first_step_us"]
-        eager_pred = r["eager_predicted_us"].get(gpu)
+        if own:
+            meas = (r.get("own_measured_ms") or {}).get(gpu)
+            pred_row = (r.get("predicted_as_captured") or {}).get(own)
+            eager_pred = (r.get("eager_predicted_as_captured_us") or {}).get(own)
+        else:
+            meas = r.get("measured_ms", {}).get(gpu)
+            pred_row = r.get("predicted", {}).get(gpu)
+            eager_pred = r.get("eager_predicted_us", {}).get(gpu)
+        if not meas or not pred_row:
+            continue
+        pred = pred_row["first_step_us"]
         yield (name, pred, meas["compiled"], eager_pred / pred if eager_pred else None,
                meas["eager"] / meas["compiled"])
 
@@ -196,7 +236,9 @@ def summarize(doc: dict, busy_only: bool) -> dict[str, dict]:
     """Per GPU: n, median |error| of the compiled call, share within 15%; the speed-up's median |error|; the
     programs whose published speed-up changes the time by over 20%, and how many of them have the sign right."""
     out = {}
-    for gpu in doc["gpus"]:
+    own = [own_label(g) for g in OWN_COMPILED_RUNS if any((r.get("own_measured_ms") or {}).get(own_label(g))
+                                                          for r in doc["programs"].values())]
+    for gpu in [*doc["gpus"], *own]:
         rows = list(_scored(doc, gpu, busy_only))
         if not rows:
             continue
@@ -218,12 +260,12 @@ def report(path: str) -> int:
         print(f"  not captured: {n}: {doc['programs'][n]['failed']}")
     for title, busy_only in (("GPU-busy programs (on the H200)", True), ("all programs", False)):
         print(f"\n{title}: compiled first_step_us against the published compiled mean; speed-up = eager / compiled")
-        print(f"{'GPU':<12} {'n':>4} {'median error':>13} {'within 15%':>11} {'speed-up error':>15} "
+        print(f"{'GPU':<22} {'n':>4} {'median error':>13} {'within 15%':>11} {'speed-up error':>15} "
               f"{'sign right (change > 20%)':>26}")
         for gpu, s in summarize(doc, busy_only).items():
             speed = f"{s['speedup_median_error']:.0%}" if s["speedup_median_error"] is not None else "-"
             sign = f"{s['sign_right']}/{s['sign_scored']}"
-            print(f"{gpu:<12} {s['n']:>4} {s['median_error']:>13.0%} {s['within_15']:>11.0%} {speed:>15} {sign:>26}")
+            print(f"{gpu:<22} {s['n']:>4} {s['median_error']:>13.0%} {s['within_15']:>11.0%} {speed:>15} {sign:>26}")
     return 0
 
 

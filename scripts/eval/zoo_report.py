@@ -97,12 +97,18 @@ def op_class_table(rows: list[dict], top: int = 25) -> list[str]:
     return lines
 
 
+def _short_device(name: str) -> str:
+    """"NVIDIA H100 80GB HBM3" -> "H100": the title's name for the GPU measured."""
+    words = name.replace("NVIDIA", "").split()
+    return words[0] if words else name
+
+
 def main() -> int:
     src, out = sys.argv[1], sys.argv[2]
     doc = json.loads(Path(src).read_text())
     rows = doc["workloads"]
     text = [
-        "# The validation zoo: predicted here, measured on the H200",
+        f"# The validation zoo: predicted here, measured on the {_short_device(doc['device'])}",
         "",
         f"{len(rows)} workloads in {len({r['family'] for r in rows})} families (examples/zoo/registry.py), measured on "
         f"the {doc['device']} with torch {doc['device_torch']} (`PYTHONPATH=src python3 scripts/device/zoo_measure.py --out "

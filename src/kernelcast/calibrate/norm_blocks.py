@@ -81,12 +81,15 @@ def block_points(cases: list[dict], pass_: str = "backward",
 # costs/scans.py), fitted the same way on calibrate's sort_grid cases.
 # cuDNN's batch norm in training runs a block per channel too (costs/elementwise.py cudnn_batch_norm), fitted the
 # same way on calibrate's channel_grid cases.
+# The innermost- and outer-dim scans (costs/scans.py) likewise, on calibrate's shape_kinds_grid cumsum and cumprod
+# cases.
 BLOCK_CASE_KINDS = ("weight_norm", "weight_norm_backward",  # grids.weight_norm_grid
                     "sort_slices", "topk_slices",  # grids.sort_grid
-                    "cudnn_batch_norm_train", "cudnn_batch_norm_train_bwd")  # grids.channel_grid
+                    "cudnn_batch_norm_train", "cudnn_batch_norm_train_bwd",  # grids.channel_grid
+                    "cumsum_last", "cumsum_first", "cumprod_last")  # grids.shape_kinds_grid
 BLOCK_FIT_KINDS = ("weight_norm_rows", "weight_norm_rows_backward", "weight_norm_columns",
                    "weight_norm_columns_backward", "sort_slices", "topk_slices", "cudnn_batch_norm",
-                   "cudnn_batch_norm_backward")
+                   "cudnn_batch_norm_backward", "scan_rows", "scan_outer")
 
 
 def cost_block_points(cases: list[dict], kind: str) -> list[tuple[int, int, int, int, float]]:

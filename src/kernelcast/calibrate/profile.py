@@ -26,7 +26,7 @@ MEMORY_KINDS = {"pointwise", "pointwise_transpose", "pointwise_cast", "pointwise
                 "norm", "norm_backward", "batch_norm", "batch_norm_backward", "batch_norm_channels_last",
                 "batch_norm_backward_channels_last", "loss", "copy", "copy_transpose",
                 "copy_permute", "rms_norm", "rms_norm_backward", "norm_unvectorized",
-                "fill", "embedding_backward", "foreach", "memcpy", "gather", "embedding_bag", "coalesce", "scatter", "sort", "scan", "scan_outer", "select", "group_norm",
+                "fill", "embedding_backward", "foreach", "memcpy", "gather", "embedding_bag", "coalesce", "scatter", "sort", "scan", "select", "group_norm",
                 "group_norm_backward", "cudnn_batch_norm", "cudnn_batch_norm_channels_last",
                 "cudnn_batch_norm_backward", "cudnn_batch_norm_backward_channels_last", "batch_norm_eval", "batch_norm_eval_channels_last",
                 "cat_strided"} | {

@@ -11,6 +11,7 @@ Sources (torch 2.11): aten/src/ATen/native/ReduceOps.cpp (impl_func_cum_ops), cu
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from kernelcast.records import OpRecord, TensorMeta
 
@@ -94,15 +95,20 @@ def _input(op: OpRecord) -> TensorMeta | None:
     return value if isinstance(value, TensorMeta) and value.on_gpu else None
 
 
-# scan_dim (cuda/ScanUtils.cuh) runs one of three kernels by the scanned dim, each its own kind ("scan" /
-# SCAN_OUTER_KIND): CUB's device-wide scan when the dim holds every element, tensor_kernel_scan_innermost_dim
-# for the last dim (rows of it side by side in a block of 512 threads), and tensor_kernel_scan_outer_dim for any
-# other (a thread per inner position walks the whole dim alone). The last is another regime altogether: on the
-# H200 (validation/h200_shape_kinds_grid_raw.json.gz) a 128 x 4000 fp32 cumsum ran 25 us over the last dim
-# and 50 us over the first, and 128 x 128 ran 5.7 and 48 us; one curve over both had priced KernelBench's
-# innermost cumsums (level 1 #89-#93) at 1.6x their measured kernels.
+# scan_dim (cuda/ScanUtils.cuh) runs one of three kernels by the scanned dim: CUB's device-wide scan when the dim
+# holds every element (kind "scan", a byte curve: its tiles fill the GPU), tensor_kernel_scan_innermost_dim for
+# the last dim (SCAN_ROWS_KIND: blocks of 512 threads, each scanning a few rows side by side, walking them in
+# chunks), and tensor_kernel_scan_outer_dim for any other (SCAN_OUTER_KIND: a thread per inner position walks the
+# whole dim alone, 512 positions a block). The two are block kernels: their time follows how far each block walks
+# and how many blocks share the SMs, not the bytes (calibrate/norm_blocks.py fits them as it fits the other
+# block kinds, on calibrate's shape_kinds_grid cumsum / cumprod cases). On the H200
+# (validation/h200_shape_kinds_grid_raw.json.gz): 128 x 4000 fp32 ran 25 us over the last dim and 50 us over the
+# first; 16 rows of 1 M bf16 elements over the last dim 1617 us (16 blocks walking 1 M each) where 128 x 32768
+# took 98 us; one byte curve over all of them had priced KernelBench's innermost cumsums (level 1 #89-#93) at
+# 1.6x their kernels.
+SCAN_ROWS_KIND = "scan_rows"
 SCAN_OUTER_KIND = "scan_outer"
-SCAN_BLOCK_THREADS = 512  # scan_innermost_dim: "assuming max_num_threads per block is 512"
+SCAN_BLOCK_THREADS = 512  # scan_innermost_dim: "assuming max_num_threads per block is 512"; scan_outer_dim likewise
 SCAN_MIN_LOG_THREADS_X, SCAN_MAX_LOG_THREADS_X = 4, 9
 
 
@@ -116,9 +122,25 @@ def scan_threads_y(num_rows: int, row_size: int) -> int:
 
 
 def scan_blocks(num_rows: int, row_size: int) -> int:
-    """Thread blocks of an innermost-dim scan of num_rows rows (scan_innermost_dim's grid): a few rows of a long
-    scan fill few SMs, and their walk, not DRAM, sets the time (predict/calibrated.py carries it by clock)."""
+    """Thread blocks of an innermost-dim scan of num_rows rows (scan_innermost_dim's grid)."""
     return -(-max(num_rows, 1) // scan_threads_y(num_rows, row_size))
+
+
+def scan_key(x: TensorMeta, dim: int) -> tuple[str, tuple] | None:
+    """(kind, costs.common.blocks_key) of a scan of x over dim by the kernel scan_dim picks: for the last dim,
+    (blocks, rows a block scans, the row's length, item size); for another, (blocks, inner positions a block
+    walks, the dim's length, item size); None where CUB's device scan runs (the dim holds every element)."""
+    d = dim % len(x.shape)
+    length = x.shape[d]
+    if x.numel == length or not length:
+        return None
+    if d == len(x.shape) - 1:
+        rows = x.numel // length
+        return SCAN_ROWS_KIND, blocks_key(scan_blocks(rows, length), min(scan_threads_y(rows, length), rows),
+                                          length, x.itemsize)
+    outer, inner = math.prod(x.shape[:d]), math.prod(x.shape[d + 1:])
+    per_block = min(inner, SCAN_BLOCK_THREADS)
+    return SCAN_OUTER_KIND, blocks_key(outer * -(-inner // SCAN_BLOCK_THREADS), per_block, length, x.itemsize)
 
 
 @register("aten.cumsum", "aten.cumsum_", "aten.cumprod", "aten.cumprod_")
@@ -129,12 +151,8 @@ def cum_op(op: OpRecord, ctx: CostContext) -> Cost:
         return base
     out_dtype = outs[0].dtype if outs else x.dtype
     base = dataclasses.replace(base, kernels=cum_op_kernels(x, out_dtype, op.args["dim"]))
-    if not x.shape:
-        return base
-    d = op.args["dim"] % len(x.shape)
-    if d != len(x.shape) - 1 and x.numel != x.shape[d]:  # the outer-dim kernel: keyed by the walk's length
-        return dataclasses.replace(base, kind=SCAN_OUTER_KIND, key=(x.shape[d], x.itemsize))
-    return base
+    keyed = scan_key(x, op.args["dim"]) if x.shape else None
+    return dataclasses.replace(base, kind=keyed[0], key=keyed[1]) if keyed else base
 
 
 @register("aten.topk")

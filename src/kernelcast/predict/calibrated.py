@@ -38,7 +38,6 @@ from kernelcast.costs.indexing import ATOMICS_KEY
 from kernelcast.costs.pooling import WINDOW_KEY
 from kernelcast.costs.elementwise import SPATIAL_SOFTMAX_KEY
 from kernelcast.costs.matmul import kernel_family
-from kernelcast.costs.scans import scan_blocks
 from kernelcast.costs.foreach import CHUNK_ELEMENTS
 from kernelcast.costs.linalg import SOLVER_KEY
 from kernelcast.costs.launch_table import log2_size as _log2
@@ -131,16 +130,11 @@ def _curve_key(key: tuple) -> tuple[int, int]:
 
 def _row_blocks(cost: Cost) -> int | None:
     """The thread blocks of a row-wise kernel read off a width curve (a layer or RMS norm's block per row, group
-    norm's per group): its output's elements over the row width; an innermost-dim scan's by its grid
-    (costs/scans.py scan_blocks; a scan of one row is CUB's, of many tiles); None for other kinds."""
-    if cost.kind not in (*WIDTH_CURVE_KINDS, "scan") or len(cost.key) != 2 or not cost.key[0] or \
-            not cost.bytes_written:
+    norm's per group): its output's elements over the row width; None for other kinds."""
+    if cost.kind not in WIDTH_CURVE_KINDS or len(cost.key) != 2 or not cost.key[0] or not cost.bytes_written:
         return None
     width, itemsize = cost.key
-    rows = max(1, round(cost.bytes_written / (width * itemsize)))
-    if cost.kind == "scan":
-        return scan_blocks(rows, width) if rows > 1 else None
-    return rows
+    return max(1, round(cost.bytes_written / (width * itemsize)))
 
 
 
@@ -155,7 +149,7 @@ SPARSE_KEYS = tuple((k,) for k in SPARSE_SECTIONS)
 # keyed costs.common.blocks_key: the profile section fitted for each kind.
 BLOCK_KINDS = ("batch_norm", "batch_norm_backward", "weight_norm_rows", "weight_norm_rows_backward",
                "weight_norm_columns", "weight_norm_columns_backward", "sort_slices", "topk_slices",
-               "cudnn_batch_norm", "cudnn_batch_norm_backward")
+               "cudnn_batch_norm", "cudnn_batch_norm_backward", "scan_rows", "scan_outer")
 BLOCK_SECTIONS = {kind: f"{kind}_blocks" for kind in BLOCK_KINDS}
 BATCH_NORM_CORRECTION_FEATURES = ("log2 C", "log2 N", "log2 H*W", "2-byte elements", "log2 C / concurrent blocks")
 _BN_CORRECTIONS: dict[int, tuple[dict, TreeRegressor]] = {}  # parsed once per profile section
@@ -267,7 +261,8 @@ MEMORY_FALLBACK = {
     "batch_norm_backward": ("batch_norm", "norm_backward"), "memcpy": ("fill",), "fill": ("pointwise",),
     "batch_norm_channels_last": ("batch_norm",), "batch_norm_backward_channels_last": ("batch_norm_backward",),
     "gather": ("copy",), "scatter": ("gather", "copy"), "sort": ("copy",), "scan": ("reduction", "copy"),
-    "scan_outer": ("scan", "reduction", "copy"),  # a profile from before the two scans were told apart
+    # the block scans (costs/scans.py) without their block fits: the scans' byte curve
+    "scan_rows": ("scan", "reduction", "copy"), "scan_outer": ("scan", "reduction", "copy"),
     "select": ("reduction", "copy"),
     # Inductor's generated Triton kernels (costs/generated.py) stream their bytes once, whatever their class:
     # until a profile measures generated kernels, the eager pointwise curve (achieved rate by size) stands in for
