@@ -8,7 +8,9 @@ KernelBench's authors timed each program compiled (`torch.compile(model, mode=..
 same way as eager: 3 warm-up calls, then one call from an idle GPU between CUDA events, the mean of 100 trials
 (`../shared/kernelbench/README.md`). Inductor default is published for H100, B200, A100 (40 and 80 GB), L40S, L4,
 T4, A6000 and RTX 3090 Ti; reduce-overhead and max-autotune for H100, B200, L40S, A6000 and RTX 3090 Ti. Our H200
-has eager timings only, so the H200's compiled predictions are listed, not scored.
+has eager timings only, so the H200's compiled predictions are listed, not scored. GPUs we timed ourselves with a
+current torch (`measure` on the device machine; OWN_COMPILED_RUNS) are scored beside the published rows, predicted
+as captured ("h100-sxm (torch 2.11)").
 
 Each program is captured as `kernelcast predict --compile MODE` captures it (kernelbench_validate.py's build, the
 step compiled) for the H200 and predicted on every GPU, as `--gpu` does. The report scores:
