@@ -155,7 +155,8 @@ def own_runs(gpu: str, mode: str) -> dict[str, dict[str, float]]:
         pairs = [(r[name]["eager"]["mean_ms"], r[name][mode]["mean_ms"]) for r in runs
                  if "mean_ms" in r.get(name, {}).get("eager", {}) and "mean_ms" in r.get(name, {}).get(mode, {})]
         if pairs:
-            out[name] = {"eager": statistics.fmean(e for e, _ in pairs), "compiled": statistics.fmean(c for _, c in pairs)}
+            out[name] = {"eager": statistics.fmean(e for e, _ in pairs),
+                         "compiled": statistics.fmean(c for _, c in pairs)}
     return out
 
 

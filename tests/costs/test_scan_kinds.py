@@ -59,3 +59,18 @@ def test_a_few_block_scan_carries_by_clock_not_dram_bandwidth():
     cost = cost_of(_cumsum((128, 4000), -1))
     dram = h200.mem_bw_bytes_per_s / get_gpu("l4").mem_bw_bytes_per_s
     assert l4.estimate(cost).time_us < 2.5 * here.estimate(cost).time_us < dram * here.estimate(cost).time_us
+
+
+def test_the_other_scans_run_the_same_kernels():
+    # logcumsumexp runs scan_dim (CUB over a whole 1-D tensor); cummax / cummin run scan_dim_with_indices, the
+    # same grids with no CUB path: a 1-D cummax is the innermost kernel with one row
+    def scan(name, shape, dim):
+        x = contiguous(shape, "float32")
+        return cost_of(op(name, {"self": x, "dim": dim}, [contiguous(shape, "float32")]))
+
+    assert scan("aten.logcumsumexp.default", (128, 4000), -1).key == blocks_key(32, 4, 4000, 4)
+    assert scan("aten.logcumsumexp.default", (4000,), 0).kind == "scan"
+    assert scan("aten.cummax.default", (128, 4000), 0).kind == SCAN_OUTER_KIND
+    one_row = scan("aten.cummax.default", (4000,), 0)
+    assert one_row.kind == SCAN_ROWS_KIND and one_row.key == blocks_key(1, 1, 4000, 4)
+    assert scan("aten.searchsorted.Tensor", (128, 4000), -1).kind == "scan"  # a binary search: the byte curve

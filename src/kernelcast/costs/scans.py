@@ -126,13 +126,14 @@ def scan_blocks(num_rows: int, row_size: int) -> int:
     return -(-max(num_rows, 1) // scan_threads_y(num_rows, row_size))
 
 
-def scan_key(x: TensorMeta, dim: int) -> tuple[str, tuple] | None:
+def scan_key(x: TensorMeta, dim: int, device_wide: bool = True) -> tuple[str, tuple] | None:
     """(kind, costs.common.blocks_key) of a scan of x over dim by the kernel scan_dim picks: for the last dim,
     (blocks, rows a block scans, the row's length, item size); for another, (blocks, inner positions a block
-    walks, the dim's length, item size); None where CUB's device scan runs (the dim holds every element)."""
+    walks, the dim's length, item size); None where CUB's device scan runs (the dim holds every element; only
+    scan_dim has that path, so device_wide=False for scan_dim_with_indices: cummax, cummin)."""
     d = dim % len(x.shape)
     length = x.shape[d]
-    if x.numel == length or not length:
+    if not length or (device_wide and x.numel == length):
         return None
     if d == len(x.shape) - 1:
         rows = x.numel // length
@@ -150,8 +151,15 @@ def cum_op(op: OpRecord, ctx: CostContext) -> Cost:
     if x is None or not isinstance(op.args.get("dim"), int):
         return base
     out_dtype = outs[0].dtype if outs else x.dtype
-    base = dataclasses.replace(base, kernels=cum_op_kernels(x, out_dtype, op.args["dim"]))
-    keyed = scan_key(x, op.args["dim"]) if x.shape else None
+    return scan_cost(dataclasses.replace(base, kernels=cum_op_kernels(x, out_dtype, op.args["dim"])), x,
+                     op.args["dim"])
+
+
+def scan_cost(base: Cost, x: TensorMeta, dim: int, device_wide: bool = True) -> Cost:
+    """`base` (a memory-bound cost of kind "scan") as the kernel scan_dim (or, not device_wide,
+    scan_dim_with_indices) runs for x over dim: its block kind and key (scan_key), or unchanged where CUB's
+    device scan runs or x is 0-d."""
+    keyed = scan_key(x, dim, device_wide) if x.shape else None
     return dataclasses.replace(base, kind=keyed[0], key=keyed[1]) if keyed else base
 
 

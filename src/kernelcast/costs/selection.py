@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from kernelcast.records import OpRecord
+from kernelcast.records import OpRecord, TensorMeta
 
 from .common import arg, main_tensor, memory_op, row_major
 from .reduce_config import REDUCE_SEMAPHORE_MEMSETS, is_global_reduce
 from .registry import Cost, CostContext, register
+from .scans import scan_cost
 
 SELECT_FLOPS_PER_ELEMENT = 1.0  # a compare per element read (nominal)
 SORT_ITEMS = 1  # the registry's sort formula (elementwise.py)
@@ -81,9 +82,20 @@ def mode(op: OpRecord, ctx: CostContext) -> Cost:
     return memory_op(op, SELECT_FLOPS_PER_ELEMENT, copy + clone + slices * MODE_APPLY_ITEMS_PER_SLICE, kind="sort")
 
 
-register("aten.cummax", "aten.cummin", "aten._cummax_helper", "aten._cummin_helper", "aten.logcumsumexp",
-         "aten._logcumsumexp", "aten.bucketize", "aten.searchsorted")(
-    lambda op, ctx: memory_op(op, SELECT_FLOPS_PER_ELEMENT, kind="scan"))
+register("aten.bucketize", "aten.searchsorted")(lambda op, ctx: memory_op(op, SELECT_FLOPS_PER_ELEMENT, kind="scan"))
+
+
+@register("aten.cummax", "aten.cummin", "aten._cummax_helper", "aten._cummin_helper", "aten.logcumsumexp",
+          "aten._logcumsumexp")
+def scan_op(op: OpRecord, ctx: CostContext) -> Cost:
+    """The scans beside cumsum and cumprod run the same kernels (costs/scans.py scan_cost): logcumsumexp by
+    scan_dim, cummax and cummin by scan_dim_with_indices, whose grids are scan_dim's but with no device-wide CUB
+    path (ScanUtils.cuh)."""
+    base = memory_op(op, SELECT_FLOPS_PER_ELEMENT, kind="scan")
+    x, dim = op.args.get("self"), op.args.get("dim")
+    if not isinstance(x, TensorMeta) or not isinstance(dim, int):
+        return base
+    return scan_cost(base, x, dim, device_wide="logcumsumexp" in op.op)
 
 
 @register("aten.isin")
