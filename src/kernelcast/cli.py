@@ -164,7 +164,7 @@ def _with_memory_fixes(pred, args: argparse.Namespace, build_args: dict):
 
     from kernelcast.whatif.memory_fixes import memory_fixes
 
-    print("the step does not fit: re-predicting what would make it fit (one capture each) ...", file=sys.stderr)
+    print("the step does not fit: re-predicting each fix (one capture each) ...", file=sys.stderr)
     fixes = memory_fixes(args.workload, args.gpu, pred, build_args, _world_size(args), args.interconnect)
     return dataclasses.replace(pred, memory=dataclasses.replace(mem, fixes=fixes))
 
@@ -182,17 +182,26 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     check_margin(margin)
     _check_outputs(("--json", args.json))
     build_args = _rebuilt_workload_args(args, "fit captures the workload at each value", (name, low))
-    print(fit_search_line(name, low, high, gpu.name, args.margin), flush=True)
+    _say(fit_search_line(name, low, high, gpu.name, args.margin))
     result = fit_workload(args.workload, gpu.id, name, low, high, build_args, _world_size(args), args.interconnect,
                           args.expandable_segments,
-                          lambda value, fits, pred: print(fit_progress_line(name, value, fits, pred, args.margin),
-                                                          flush=True), margin)
+                          lambda value, fits, pred: _say(fit_progress_line(name, value, fits, pred, args.margin)),
+                          margin)
     unit = "samples" if name in BATCH_NAMES else name
-    print("\n".join(fit_result_lines(result, name, low, high, gpu.name, args.margin, unit)))
+    for line in fit_result_lines(result, name, low, high, gpu.name, args.margin, unit):
+        _say(line)
     if args.json:
         write_text_atomic(args.json, json.dumps(fit_json(result, gpu.id, name, low, high, margin), indent=1))
         print(f"wrote {args.json}")
     return 0
+
+
+def _say(text: str) -> None:
+    """One line of a command's output, wrapped to the output's width (COLUMNS, the terminal's, else the pipe's)
+    with each number kept beside its unit; flushed, as a search prints while it runs."""
+    from kernelcast.report import keep_units, output_width, wrap_lines
+
+    print(wrap_lines(keep_units(text), output_width()), flush=True)
 
 
 def _rebuilt_workload_args(args: argparse.Namespace, why: str, arg_range: tuple[str, int] | None = None) -> dict:
@@ -253,7 +262,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     print(sweep_header(name, "samples/s" if name in BATCH_NAMES else f"{name}/s"))
     points = sweep(args.workload, gpu.id, name, low, high, build_args, lambda p: print(sweep_row(p), flush=True))
     first = turns_gpu_bound(points)
-    print(sweep_verdict(name, low, high, first))
+    _say(sweep_verdict(name, low, high, first))
     if args.json:
         write_text_atomic(args.json, json.dumps(sweep_json(points, gpu.id, name, first), indent=1))
         print(f"wrote {args.json}")
@@ -453,7 +462,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from kernelcast.report import console_for_output
-    from kernelcast.report.compare import changes_table, summary_table, sync_changes
+    from kernelcast.report.compare import changes_table, op_changes, summary_table, sync_changes
 
     a, b = _read_prediction(args.a), _read_prediction(args.b)
     names = (Path(args.a).stem, Path(args.b).stem)
@@ -462,8 +471,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     console = console_for_output()
     if (a.workload or b.workload) and a.workload != b.workload:
         console.print(f"note: different workloads ({a.workload or '?'} and {b.workload or '?'})")
-    console.print(summary_table(a, b, names))
-    console.print(changes_table(a, b, names, args.top, width=console.width))
+    console.print(summary_table(a, b, names, width=console.width))
+    if any(c.delta_us for c in op_changes(a, b)):
+        console.print(changes_table(a, b, names, args.top, width=console.width))
+    else:
+        console.print("no op's predicted time changed")
     for line in sync_changes(a, b):
         console.print(f"sync point {line}")
     return 0
@@ -489,25 +501,33 @@ def version_line() -> str:
     return f"kernelcast {__version__}, {torch_text}, Python {platform.python_version()}"
 
 
+# The epilogs are laid out by hand, each line within 80 columns (tests/report/test_widths.py checks it).
 EXAMPLES = """\
 examples:
-  kernelcast predict train.py:build --gpu h100         top ops, sync points and a summary for an H100
+  kernelcast predict train.py:build --gpu h100
+      top ops, sync points and a summary for an H100
   kernelcast predict example:gpt --gpu a100 --json gpt_a100.json
+      the built-in GPT on an A100, also saved as JSON
   kernelcast report train.py:build --gpu h100,a100,l4 -o report.html
-                                                       one HTML file: roofline, timeline, advice, 3 GPUs
-  kernelcast report gpt_a100.json -o gpt.html          a saved prediction (no torch needed)
-  kernelcast compare gpt_a100.json gpt_h100.json       what changed between two predictions
-  kernelcast capture train.py:build -o step.json       save the capture; predict it on other GPUs later
-  kernelcast devices                                   the GPUs kernelcast knows
+      one HTML file: roofline, timeline, advice, 3 GPUs
+  kernelcast report gpt_a100.json -o gpt.html
+      a saved prediction (no torch needed)
+  kernelcast compare gpt_a100.json gpt_h100.json
+      what changed between two predictions
+  kernelcast capture train.py:build -o step.json
+      save the capture; predict it on other GPUs later
+  kernelcast devices
+      the GPUs kernelcast knows
 """
 
 WORKLOAD_CONTRACT = """
 the workload (FILE.py:build; a bare FILE.py means its build):
-  A Python file with a function that returns (step, args); step(*args) runs one step (forward, backward,
-  optimizer) on device "cuda". Its keyword arguments, if any, come from --arg NAME=VALUE. kernelcast runs
-  build() and two steps on fake CUDA tensors (no GPU, no memory used) and records the second, so optimizer
-  state exists. The file's folder is importable while it loads; example:NAME names a built-in one
-  (`kernelcast examples`).
+  A Python file with a function that returns (step, args); step(*args) runs
+  one step (forward, backward, optimizer) on device "cuda". Its keyword
+  arguments, if any, come from --arg NAME=VALUE. kernelcast runs build() and
+  two steps on fake CUDA tensors (no GPU, no memory used) and records the
+  second, so optimizer state exists. The file's folder is importable while it
+  loads; example:NAME names a built-in one (`kernelcast examples`).
 
     import torch
 
@@ -527,10 +547,14 @@ the workload (FILE.py:build; a bare FILE.py means its build):
 REPORT_EXAMPLES = """\
 examples:
   kernelcast report example:gpt --gpu h100 -o gpt.html
-  kernelcast report train.py:build --gpu h100,a100,l4 -o report.html    side by side
-  kernelcast report step.json --gpu b200                                  a saved capture
-  kernelcast report prediction.json -o prediction.html                    a saved prediction (no torch)
-  kernelcast report train.py:build --gpu h200 --measured measured.json --figures docs/
+  kernelcast report train.py:build --gpu h100,a100,l4 -o report.html
+      three GPUs side by side
+  kernelcast report step.json --gpu b200
+      a saved capture
+  kernelcast report prediction.json -o prediction.html
+      a saved prediction (no torch)
+  kernelcast report train.py:build --gpu h200 --measured measured.json \\
+      --figures docs/
 """
 
 
@@ -544,7 +568,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kernelcast", description="Predict what a PyTorch step costs on a GPU, without one.",
         epilog=EXAMPLES + WORKLOAD_CONTRACT, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=version_line())
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("predict", help="capture a step and predict its kernels and wall time on a GPU")
     p.add_argument("workload", help="FILE.py:build, example:NAME, or a capture saved as .json")

@@ -12,9 +12,12 @@ CONTRACT_KEYS = {"step_time_us", "gpu_time_us", "host_time_us", "kernels", "boun
 OP_KEYS = {"op", "module", "source", "flops", "bytes", "intensity", "kernels", "time_us", "bound"}
 
 
-def run(*args, cwd=None):
+def run(*args, cwd=None, columns=None):
+    env = subprocess_env()
+    if columns is not None:
+        env["COLUMNS"] = str(columns)
     return subprocess.run([sys.executable, "-m", "kernelcast", *args], capture_output=True, text=True, cwd=cwd,
-                          env=subprocess_env())
+                          env=env)
 
 
 def test_unknown_gpu_is_one_line_with_suggestions():
@@ -162,7 +165,7 @@ def test_a_step_that_never_touches_the_gpu_is_one_clear_error(tmp_path):
 
 
 def test_devices_says_how_each_gpu_is_modelled_and_lists_aliases():
-    out = run("devices").stdout
+    out = run("devices", columns=200).stdout  # wide: each GPU's model in full
     assert "calibrated" in out and "scaled from H200" in out and "(unvalidated)" in out
     assert "h100-sxm5" in out and "amd-mi300x" in out and "AMD: CUDA" in out
     assert "kernelcast devices --interconnects" in out

@@ -15,6 +15,7 @@ from kernelcast.gc_pause import cyclic_gc_paused
 from kernelcast.devices.interconnects import Interconnect, get_interconnect, natural_interconnect
 from kernelcast.capture.cpu_speed import BUSY_WAIT_SHARE, LOADED_PYTHON_INFLATION, CpuBench
 from kernelcast.profiles import launch_profile, profile_with
+from kernelcast.records.common import time_text
 from kernelcast.records import (COMM_STREAM, RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, OpRecord, PredictedOp,
                                 PredictionRecord, SyncPointGroup, host_phase, root_indices)
 
@@ -333,7 +334,7 @@ def gpu_notes(gpu: GPU) -> tuple[str, ...]:
 
 
 BF16_WITHOUT_TENSOR_CORES_NOTE = (
-    "{name} has no bf16 tensor cores: {time_ms:.2f} ms of this step's bf16 matrix math ({share:.0%} of its GPU time) "
+    "{name} has no bf16 tensor cores: {time} of this step's bf16 matrix math ({share:.0%} of its GPU time) "
     "runs on the CUDA cores; fp16 (torch.autocast(dtype=torch.float16), with a GradScaler in training) would run "
     "it on the fp16 tensor cores")
 
@@ -344,7 +345,7 @@ BF16_WITHOUT_TENSOR_CORES_NOTE = (
 # knows. Said where the FP32-roof GEMMs are at least this share of the GPU time.
 FP32_MATMUL_NOTE_SHARE = 0.05
 FP32_MATMUL_NOTE = (
-    "{time_ms:.2f} ms of this step's fp32 matrix products ({share:.0%} of its GPU time) run on the CUDA cores: "
+    "{time} of this step's fp32 matrix products ({share:.0%} of its GPU time) run on the CUDA cores: "
     "PyTorch leaves TF32 off for matmuls by default; torch.set_float32_matmul_precision('high') puts them on "
     "{name}'s TF32 tensor cores (10 mantissa bits for the products), bf16 autocast on its bf16 ones")
 CUDNN_TF32_NOTE = ("fp32 {what} run on TF32 tensor cores here, as PyTorch sets cuDNN by default "
@@ -372,12 +373,12 @@ def precision_notes(gpu: GPU, preds: list[PredictedOp], costs: list[Cost | None]
     if "bf16_tensor" not in gpu.peak_flops and "fp16_tensor" in gpu.peak_flops:
         slow_us = sum(p.time_us for p, c in pairs if c.dtype == "bfloat16" and not p.roof.endswith("_tensor"))
         if slow_us > 0:
-            notes.append(BF16_WITHOUT_TENSOR_CORES_NOTE.format(name=gpu.name, time_ms=slow_us / 1e3,
+            notes.append(BF16_WITHOUT_TENSOR_CORES_NOTE.format(name=gpu.name, time=time_text(slow_us),
                                                                share=slow_us / total_us))
     if "tf32_tensor" in gpu.peak_flops:
         fp32_gemm_us = sum(p.time_us for p in preds if fp32_gemm(p))
         if fp32_gemm_us >= FP32_MATMUL_NOTE_SHARE * total_us:
-            notes.append(FP32_MATMUL_NOTE.format(name=gpu.name, time_ms=fp32_gemm_us / 1e3,
+            notes.append(FP32_MATMUL_NOTE.format(name=gpu.name, time=time_text(fp32_gemm_us),
                                                  share=fp32_gemm_us / total_us))
         cudnn = [CUDNN_KINDS[k] for k in CUDNN_KINDS
                  if any(c.kind == k and p.roof == "tf32_tensor" for p, c in zip(preds, costs) if c is not None)]

@@ -3,6 +3,21 @@ ops, and the stream ids."""
 
 from __future__ import annotations
 
+US_PER_MS = 1e3
+US_PER_S = 1e6
+
+
+def time_text(us: float) -> str:
+    """812.3 µs, 31.36 ms, 31.36 s: the unit grows with the time (a signed time keeps its sign). Every stage's
+    text (the report's tables, the prediction's notes) says times this way."""
+    size = abs(us)
+    if size >= US_PER_S:
+        return f"{us / US_PER_S:.2f} s"
+    if size >= US_PER_MS:
+        return f"{us / US_PER_MS:.2f} ms"
+    return f"{us:.1f} µs"
+
+
 # Bytes per element of each dtype torch can put on a GPU (torch's names, without the "torch." prefix).
 DTYPE_BYTES = {
     "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2,

@@ -338,17 +338,29 @@ def _table(title: str, columns: list[Column], rows: list[tuple[OpGroup, float]],
             table.add_column(name, justify=by_name[name].justify, no_wrap=True)
     # Under the op goes its source line; where that line does not tell two rows of one op apart (a model called
     # once from the step: every op's source is that call) and the module column was dropped, its module does.
+    # Where even the module leaves two rows alike (one layer's forward and backward matmul) and the phase column
+    # was dropped, the phase follows it.
     pairs = Counter((short_op(g.op), short_source(g.source)) for g, _ in rows)
-    for g, share in rows:
+    unders = [_under_op(g, pairs, by_name, op_max or OP_MAX_WIDTH) for g, _ in rows]
+    alike = Counter((short_op(g.op), under) for (g, _), under in zip(rows, unders))
+    for (g, share), under in zip(rows, unders):
         op_cell = Text(short_op(g.op))
-        under = short_source(g.source) if g.source else ""
-        if "module" not in by_name and g.module and pairs[(short_op(g.op), under)] > 1:
-            under = tail(g.module, (op_max or OP_MAX_WIDTH) - 2)
+        if "phase" not in by_name and alike[(short_op(g.op), under)] > 1 and g.phase:
+            under = f"{g.phase}: {under}" if under else g.phase  # a line too long for the column ends in "…"
         if not source_column and under:
             op_cell.append("\n  " + under, style="dim")
         cells = [(g.source or "-") if n == "source" else by_name[n].cell(g, share) for n in order]
         table.add_row(op_cell, *cells)
     return table
+
+
+def _under_op(g: OpGroup, pairs: Counter, by_name: dict, op_max: int) -> str:
+    """The line under an op in a narrow table: its source, or its module where the source is shared with another
+    row of the op and the module column was dropped."""
+    under = short_source(g.source) if g.source else ""
+    if "module" not in by_name and g.module and pairs[(short_op(g.op), under)] > 1:
+        under = tail(g.module, op_max - 2)
+    return under
 
 
 def ops_table(pred, top: int = DEFAULT_TOP, width: int | None = None) -> Table:
@@ -371,11 +383,17 @@ def ops_table(pred, top: int = DEFAULT_TOP, width: int | None = None) -> Table:
         if Measurement.get(console, console.options, narrow).maximum <= width:
             break
         columns = columns[:-1]
+    if not source_column:
+        # the width the dropped columns left goes to the op names that were cut
+        slack = width - Measurement.get(console, console.options, narrow).maximum
+        longest = max([len(short_op(g.op)) for g, _ in rows], default=0)
+        op_width = max(op_width, min(longest, op_width + max(slack, 0)))
     return _table(title, columns, rows, source_column, op_max=None if source_column else op_width, op_min=op_width)
 
 
-# Wide enough for the table when output goes to a file or pipe and COLUMNS does not say (rich would assume 80).
-PIPE_WIDTH = 180
+# The width output goes to a file or pipe at when COLUMNS does not say: what the tables are tested at besides 80,
+# and what an editor or `less` shows whole (rich would assume 80 and drop most columns).
+PIPE_WIDTH = 120
 
 
 def output_width() -> int:
@@ -421,7 +439,7 @@ def print_prediction(pred, console: Console | None = None, top: int = DEFAULT_TO
     rec = as_record(pred)
     console = console or console_for_output()
     for line in oom_verdict_lines(rec):  # a step that does not fit: that first
-        console.print(line, markup=False)
+        console.print(wrap_lines(keep_units(line), console.width), markup=False)
     console.print(ops_table(rec, top, width=console.width))
     syncs = sync_table(rec, width=console.width)
     if syncs is not None:
@@ -436,9 +454,9 @@ def print_prediction(pred, console: Console | None = None, top: int = DEFAULT_TO
     for line in memory_lines(rec):
         console.print(wrap_lines(keep_units(line), console.width), markup=False)
     uncosted = ", ".join(rec.uncosted) if rec.uncosted else "none"
-    console.print(f"uncosted ops (time unknown, not zero): {uncosted}")
+    console.print(wrap_lines(f"uncosted ops (time unknown, not zero): {uncosted}", console.width), markup=False)
     for note in rec.notes:
-        console.print(f"note: {note}")
+        console.print(wrap_lines(keep_units(f"note: {note}"), console.width), markup=False)
 
 
 def prediction_json(pred) -> dict:

@@ -10,7 +10,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from rich import box
+from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 from kernelcast.records import PredictionRecord
 
@@ -65,42 +68,98 @@ SUMMARY_ROWS = (
 )
 
 
-def summary_table(a: PredictionRecord, b: PredictionRecord, names: tuple[str, str]) -> Table:
+def summary_table(a: PredictionRecord, b: PredictionRecord, names: tuple[str, str], width: int | None = None) -> Table:
+    """Both predictions' summaries side by side, at most `width` columns wide where it is given: below that,
+    each GPU by its kernelcast id rather than its full name."""
+    table = _summary(a, b, names, (a.gpu_name, b.gpu_name))
+    if width is not None and _width(table) > width:
+        table = _summary(a, b, names, (a.gpu, b.gpu))
+    return table
+
+
+def _summary(a: PredictionRecord, b: PredictionRecord, names: tuple[str, str], gpus: tuple[str, str]) -> Table:
     table = Table(title="Summary", title_justify="left", box=box.SIMPLE_HEAD)
-    for col, justify in (("", "left"), (names[0], "right"), (names[1], "right"), ("change", "right")):
+    table.add_column("", justify="left", no_wrap=True)  # the row names stay whole: the values fold first
+    for col, justify in ((names[0], "right"), (names[1], "right"), ("change", "right")):
         table.add_column(col, justify=justify, overflow="fold")
-    table.add_row("GPU", a.gpu_name, b.gpu_name, "" if a.gpu == b.gpu else "other GPU")
+    table.add_row("GPU", *gpus, "" if a.gpu == b.gpu else "other GPU")
     for name, value, text in SUMMARY_ROWS:
         va, vb = value(a), value(b)
         table.add_row(name, text(va), text(vb), _ratio(va, vb))
-    table.add_row("verdict", f"{a.bound}, GPU idle {a.gpu_idle_fraction:.0%}",
-                  f"{b.bound}, GPU idle {b.gpu_idle_fraction:.0%}", "" if a.bound == b.bound else "changed")
+    table.add_row("verdict (GPU idle)", f"{a.bound}, {a.gpu_idle_fraction:.0%}", f"{b.bound}, {b.gpu_idle_fraction:.0%}",
+                  "" if a.bound == b.bound else "changed")
     table.add_row("uncosted ops", str(len(a.uncosted)), str(len(b.uncosted)), "")
     return table
 
 
-# Below this console width the changes table leaves out the phase and the op counts.
-NARROW_WIDTH = 120
+def _width(table: Table) -> int:
+    """The width rich lays `table` out in when nothing limits it."""
+    console = Console(width=10_000)
+    return Measurement.get(console, console.options, table).maximum
+
+
+@dataclass(frozen=True)
+class ChangeColumn:
+    """A column of the changes table: kept while the table fits, dropped in order of `priority` (highest first)."""
+
+    name: str  # its header; "{a}" / "{b}" stand for the two predictions' names
+    justify: str
+    priority: int  # 0: never dropped
+    cell: object  # OpChange -> str
+
+
+HEADER_WIDTH = 12  # a prediction's name in a header keeps its end ("…a100_batch8")
+CHANGE_COLUMNS = (
+    ChangeColumn("phase", "left", 5, lambda c: c.phase),
+    ChangeColumn("module", "left", 4, lambda c: tail(c.module, MODULE_WIDTH) or "-"),
+    ChangeColumn("× {a}", "right", 7, lambda c: str(c.a_count)),
+    ChangeColumn("× {b}", "right", 6, lambda c: str(c.b_count)),
+    # an op one prediction does not run reads "-" there, not a time of 0
+    ChangeColumn("{a}", "right", 0, lambda c: time_text(c.a_us) if c.a_count else "-"),
+    ChangeColumn("{b}", "right", 0, lambda c: time_text(c.b_us) if c.b_count else "-"),
+    ChangeColumn("Δ", "right", 2, lambda c: ("+" if c.delta_us > 0 else "") + time_text(c.delta_us)),
+    ChangeColumn("change", "right", 1, lambda c: _ratio(c.a_us, c.b_us)),
+)
 OP_MIN_WIDTH = 16  # the op column keeps this much of its names (short_op) at any width
+OP_MAX_WIDTH = 42
 
 
 def changes_table(a: PredictionRecord, b: PredictionRecord, names: tuple[str, str], top: int = DEFAULT_TOP,
                   width: int | None = None) -> Table:
-    narrow = width is not None and width < NARROW_WIDTH
-    table = Table(title=f"Ops whose predicted time changed most (top {top})", title_justify="left",
-                  box=box.SIMPLE_HEAD)
-    columns = [("op", "left"), ("phase", "left"), ("module", "left"), (f"× {names[0]}", "right"),
-               (f"× {names[1]}", "right"), (names[0], "right"), (names[1], "right"), ("Δ", "right"), ("change", "right")]
-    keep = [i for i, (name, _) in enumerate(columns) if not (narrow and i in (1, 3, 4))]
-    for i in keep:  # names are shortened with an ellipsis where the table must narrow, never split over lines
-        table.add_column(columns[i][0], justify=columns[i][1], no_wrap=True, overflow="ellipsis",
-                         min_width=OP_MIN_WIDTH if i == 0 else None)
-    for c in [c for c in op_changes(a, b) if c.delta_us][:top]:
-        cells = (short_op(c.op), c.phase, tail(c.module, MODULE_WIDTH) or "-", str(c.a_count), str(c.b_count),
-                 time_text(c.a_us), time_text(c.b_us), ("+" if c.delta_us > 0 else "") + time_text(c.delta_us),
-                 _ratio(c.a_us, c.b_us))
-        table.add_row(*(cells[i] for i in keep))
+    """The `top` ops whose predicted time moved most, with as many columns as fit `width` (all where it is
+    None): columns drop by priority (the op counts first, the two times never); names end in an ellipsis rather
+    than split over lines."""
+    changes = [c for c in op_changes(a, b) if c.delta_us][:top]
+    title = f"Ops whose predicted time changed most (top {top})"
+    headers = {"a": tail(names[0], HEADER_WIDTH), "b": tail(names[1], HEADER_WIDTH)}
+    op_width = max(OP_MIN_WIDTH, min(max((len(short_op(c.op)) for c in changes), default=0), OP_MAX_WIDTH))
+    columns = list(CHANGE_COLUMNS)
+    if width is not None:
+        by_priority = sorted(columns, key=lambda c: c.priority)
+        while _width(_changes(title, by_priority, changes, headers, op_width)) > width and by_priority[-1].priority:
+            by_priority.pop()
+        columns = [c for c in CHANGE_COLUMNS if c in by_priority]
+    return _changes(title, columns, changes, headers, op_width)
+
+
+def _changes(title: str, columns: list[ChangeColumn], changes: list[OpChange], headers: dict[str, str],
+             op_width: int) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    table.add_column("op", justify="left", no_wrap=True, overflow="ellipsis", min_width=op_width, max_width=op_width)
+    for column in columns:
+        table.add_column(column.name.format(**headers), justify=column.justify, no_wrap=True)
+    # Where the module or phase column was dropped, they go under the op, so that two rows of one op still read apart.
+    names = {c.name for c in columns}
+    for c in changes:
+        phase = c.phase if "phase" not in names else ""
+        module = tail(c.module, op_width - 2 - len(phase) - 2) if "module" not in names else ""
+        under = f"{phase}: {module}" if phase and module else phase or module  # as predict's ops table says it
+        op_cell = Text(short_op(c.op))
+        if under:
+            op_cell.append("\n  " + under, style="dim")
+        table.add_row(op_cell, *(column.cell(c) for column in columns))
     return table
+
 
 
 def sync_changes(a: PredictionRecord, b: PredictionRecord) -> list[str]:

@@ -4,20 +4,10 @@ from __future__ import annotations
 
 import re
 
-US_PER_MS = 1e3
-US_PER_S = 1e6
+from kernelcast.records.common import time_text  # noqa: F401 (the report's, kept where it is read)
+
 SI_PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 _LAYER_INDEX = re.compile(r"\.\d+(?=\.|$)")
-
-
-def time_text(us: float) -> str:
-    """812.3 µs, 31.36 ms, 31.36 s: the unit grows with the time (a signed time keeps its sign)."""
-    size = abs(us)
-    if size >= US_PER_S:
-        return f"{us / US_PER_S:.2f} s"
-    if size >= US_PER_MS:
-        return f"{us / US_PER_MS:.2f} ms"
-    return f"{us:.1f} µs"
 
 
 def si(value: float, unit: str = "") -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import prediction_json, summary_line
-from .format import time_text
+from .format import short_op, time_text
 from .memory_text import human_bytes
 
 
@@ -20,10 +20,18 @@ def fit_progress_line(name: str, value: int, fits: bool, pred: Any, margin_pct: 
     """One value tried: whether it fits, its peak and reserved memory, and what the margin allows."""
     mem = pred.memory
     if mem is None or mem.fit is None:
-        return f"  {name}={value}: no memory prediction"
+        return f"  - {name}={value}: no memory prediction"
+    oom = mem.fit.oom
+    if not mem.fit.fits and oom is not None:
+        # the allocator's replay stops at the request that fails: its reserved figure is the state there, not the
+        # step's need, so the line says which request fails and beside what (as predict's out-of-memory lines)
+        where = f"in {short_op(oom.op.op)}" if oom.op is not None else f"in the {oom.stage}"
+        return (f"  - {name}={value}: out of memory {where}: asks for {human_bytes(oom.segment_bytes)} with "
+                f"{human_bytes(oom.allocated_bytes)} allocated and {human_bytes(oom.reserved_bytes)} reserved of "
+                f"{human_bytes(mem.fit.usable_bytes)} usable (step peak {human_bytes(mem.peak_bytes)} allocated)")
     verdict = "fits" if fits else ("out of memory" if not mem.fit.fits else f"inside the {margin_pct:g}% margin")
     allowed = mem.fit.usable_bytes * (1.0 - margin_pct / 100.0)
-    return (f"  {name}={value}: {verdict} (peak {human_bytes(mem.peak_bytes)} allocated, "
+    return (f"  - {name}={value}: {verdict} (peak {human_bytes(mem.peak_bytes)} allocated, "
             f"{human_bytes(mem.fit.peak_reserved_bytes)} reserved at most; {human_bytes(allowed)} allowed: "
             f"{human_bytes(mem.fit.usable_bytes)} usable less the margin)")
 

@@ -2,8 +2,8 @@
 again, and its memory predicted again (nothing here is estimated from the first prediction alone).
 
 The changes, tried in this order:
-- a smaller batch, when build() takes one as a keyword argument (the largest that fits, searched over captures
-  as `kernelcast fit` does);
+- a smaller batch, when build() takes one as a keyword argument (the largest that fits with `kernelcast fit`'s
+  margin, searched over captures as it does);
 - activation checkpointing of the largest modules: each layer of the model's largest nn.ModuleList (else the
   root's children) runs under torch.utils.checkpoint (use_reentrant=False), so backward recomputes its
   forward instead of keeping its activations;
@@ -40,7 +40,7 @@ def _fix(name: str, pred: Prediction | None, note: str = "") -> MemoryFix:
         return MemoryFix(name, None, None, None, None, note or "no memory prediction")
     oom = mem.fit.oom
     if oom is not None:
-        where = f"{oom.op.op.removeprefix('aten.')} at {oom.op.source}" if oom.op is not None else f"the {oom.stage}"
+        where = f"{oom.op.op.removeprefix('aten.').removesuffix('.default')} at {oom.op.source}" if oom.op is not None else f"the {oom.stage}"
         note = "; ".join(filter(None, (note, f"fails in {where}")))
     return MemoryFix(name, mem.peak_bytes, mem.fit.peak_reserved_bytes, mem.fit.fits, pred.step_time_us, note)
 
@@ -94,7 +94,7 @@ def memory_fixes(spec: str, gpu: str, pred: Prediction, args: dict | None = None
 
 
 def _smaller_batch(spec: str, gpu: str, args: dict, name: str, default: int, world_size: int) -> MemoryFix:
-    from .fit import largest_fitting
+    from .fit import FIT_MARGIN, fits_with_margin, largest_fitting
 
     current = int(args.get(name, default))
     if current <= 1:
@@ -104,7 +104,8 @@ def _smaller_batch(spec: str, gpu: str, args: dict, name: str, default: int, wor
     def fits(value: int) -> bool:
         pred = _repredict(spec, gpu, {**args, name: value}, world_size)
         found[value] = pred
-        return bool(pred.memory and pred.memory.fit and pred.memory.fit.fits)
+        # as `kernelcast fit` searches: with FIT_MARGIN of the usable memory left for what the prediction misses
+        return fits_with_margin(pred.memory.fit if pred.memory else None, FIT_MARGIN)
 
     try:
         search = largest_fitting(fits, 1, current - 1)
@@ -112,8 +113,8 @@ def _smaller_batch(spec: str, gpu: str, args: dict, name: str, default: int, wor
         return MemoryFix(f"a smaller {name}", None, None, None, None, f"the step failed: {str(exc)[:200]}")
     if search.max_fit is None:
         return _fix(f"{name}={1}", found.get(1), f"even {name}=1 does not fit")
-    return _fix(f"{name}={search.max_fit} (from {current}; {name}={search.first_oom} does not fit)",
-                found[search.max_fit])
+    return _fix(f"{name}={search.max_fit} (from {current}; {name}={search.first_oom} does not fit with a "
+                f"{FIT_MARGIN:.0%} margin)", found[search.max_fit])
 
 
 def _fsdp(spec: str, gpu: str, args: dict, world_size: int, interconnect: str | None) -> MemoryFix:
