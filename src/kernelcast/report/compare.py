@@ -86,8 +86,8 @@ def _summary(a: PredictionRecord, b: PredictionRecord, names: tuple[str, str], g
     for name, value, text in SUMMARY_ROWS:
         va, vb = value(a), value(b)
         table.add_row(name, text(va), text(vb), _ratio(va, vb))
-    table.add_row("verdict (GPU idle)", f"{a.bound}, {a.gpu_idle_fraction:.0%}", f"{b.bound}, {b.gpu_idle_fraction:.0%}",
-                  "" if a.bound == b.bound else "changed")
+    table.add_row("verdict (GPU idle)", f"{a.bound}, {a.gpu_idle_fraction:.0%}",
+                  f"{b.bound}, {b.gpu_idle_fraction:.0%}", "" if a.bound == b.bound else "changed")
     table.add_row("uncosted ops", str(len(a.uncosted)), str(len(b.uncosted)), "")
     return table
 

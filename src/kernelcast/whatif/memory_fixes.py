@@ -40,7 +40,8 @@ def _fix(name: str, pred: Prediction | None, note: str = "") -> MemoryFix:
         return MemoryFix(name, None, None, None, None, note or "no memory prediction")
     oom = mem.fit.oom
     if oom is not None:
-        where = f"{oom.op.op.removeprefix('aten.').removesuffix('.default')} at {oom.op.source}" if oom.op is not None else f"the {oom.stage}"
+        where = (f"{oom.op.op.removeprefix('aten.').removesuffix('.default')} at {oom.op.source}"
+                 if oom.op is not None else f"the {oom.stage}")
         note = "; ".join(filter(None, (note, f"fails in {where}")))
     return MemoryFix(name, mem.peak_bytes, mem.fit.peak_reserved_bytes, mem.fit.fits, pred.step_time_us, note)
 
