@@ -64,12 +64,19 @@ def test_report_renders_with_both_figures_and_no_console_error(browser, tmp_path
     assert "step.py:14 in step" in page.evaluate("document.body.innerText")  # the .item() sync point's line
 
 
-# Where each GPU section's key numbers are: the ops table's "time" and "% step" headers, and the summary.
+# Where each GPU section's key numbers are: the ops table's "time" and "% step" headers and every row's time and
+# share cells, the summary, and the memory list's lines (its peak and whether it fits).
 KEY_NUMBERS_JS = """[...document.querySelectorAll('section.gpu')].map(s => {
     const heads = [...s.querySelectorAll('table.ops th')];
     const right = name => heads.find(h => h.textContent === name).getBoundingClientRect().right;
-    return [right('time'), right('% step'), s.querySelector('dl.summary').getBoundingClientRect().right];
+    const cells = [...s.querySelectorAll('table.ops tbody tr')].flatMap(
+        r => [...r.querySelectorAll('td.num')].slice(0, 2).map(c => c.getBoundingClientRect().right));
+    const memory = [...s.querySelectorAll('ul.memory li')].map(li => li.getBoundingClientRect().right);
+    return [right('time'), right('% step'), s.querySelector('dl.summary').getBoundingClientRect().right,
+            ...cells, ...memory];
 })"""
+# The memory list must say the peak and the verdict (what the CLI prints).
+MEMORY_TEXT_JS = "[...document.querySelectorAll('section.gpu ul.memory')].map(u => u.innerText)"
 
 
 @pytest.mark.slow
@@ -86,6 +93,9 @@ def test_the_key_numbers_are_in_a_1280_px_window_without_scrolling(browser, tmp_
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
     edges = page.evaluate(KEY_NUMBERS_JS)
     assert len(edges) == len(gpus.split(",")) and all(right <= 1280 for row in edges for right in row), edges
+    assert all(len(row) > 5 for row in edges), edges  # the rows' cells and the memory lines were found
+    for memory in page.evaluate(MEMORY_TEXT_JS):
+        assert "memory: peak" in memory and "fits on" in memory, memory
 
 
 @pytest.mark.slow

@@ -160,3 +160,18 @@ def test_the_row_after_the_last_op_is_placed_at_the_steps_end():
     assert series is not None and series.times_us[-1] == max(
         s.gpu_end_us if s.gpu_end_us is not None else s.cpu_end_us for s in rec.spans)
     assert memory_series([{"op_index": n + 1, "allocated_bytes": 1.0}], rec.spans) is None
+
+
+def test_a_short_phase_at_the_end_is_labelled_inside_the_axes():
+    """A post-backward run of a few ops at the step's end had its label centred on it, past the right edge."""
+    rec = small_record()
+    ops = list(rec.ops)
+    ops[5] = dataclasses.replace(ops[5], phase="post-backward")  # the last op, 1 of the step's 51 µs
+    spans = list(rec.spans)
+    spans[5] = dataclasses.replace(spans[5], cpu_start_us=49.5, cpu_end_us=50.5, gpu_start_us=50.5, gpu_end_us=51.0)
+    fig = plot_timeline(dataclasses.replace(rec, ops=tuple(ops), spans=tuple(spans)))
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    label = next(t for t in ax.texts if t.get_text() == "post-backward")
+    box, axes_box = label.get_window_extent(), ax.get_window_extent()
+    assert axes_box.x0 <= box.x0 and box.x1 <= axes_box.x1, (box, axes_box)

@@ -30,6 +30,8 @@ IDLE_COLOUR = "#fbe3e3"  # the GPU runs nothing
 HOST_TIMER_COLOUR = "#b35900"
 BAR_HEIGHT = 0.7
 PHASE_Y = 0.95  # the phases' brackets, above the CPU lane and its sync labels
+# a phase run centred this close to either end of the step (a share of it) is labelled from that end
+PHASE_LABEL_EDGE = 0.1
 IDLE_LABEL_FRACTION = 0.04  # label an idle gap of at least this share of the step with its length ...
 IDLE_LABELS = 3  # ... the longest few of them
 SYNC_LABELS = 3  # name the first few sync points; the rest are marked only
@@ -168,8 +170,12 @@ def plot_timeline(pred, title: str | None = None) -> Figure:
         ax.annotate("", (start_us / scale, cpu_y + PHASE_Y), (end / scale, cpu_y + PHASE_Y),
                     arrowprops={"arrowstyle": "|-|", "color": "#777777", "lw": 0.6, "shrinkA": 0, "shrinkB": 0,
                                 "mutation_scale": 2})
-        ax.text((start_us + end) / 2 / scale, cpu_y + PHASE_Y + 0.05, phase, ha="center", va="bottom", fontsize=7,
-                color="#555555")
+        # a short run at either end of the step is labelled from that end inward, so that its name stays inside
+        # the axes (a post-backward run of a few ops at the end had run past the right edge)
+        middle = (start_us + end) / 2
+        x_us, ha = ((end, "right") if middle > (1.0 - PHASE_LABEL_EDGE) * end_us else
+                    (start_us, "left") if middle < PHASE_LABEL_EDGE * end_us else (middle, "center"))
+        ax.text(x_us / scale, cpu_y + PHASE_Y + 0.05, phase, ha=ha, va="bottom", fontsize=7, color="#555555")
     ax.set_yticks([cpu_y] + [y_of[s] for s in streams],
                   ["CPU: Python thread"] + [stream_label(s) for s in streams])
     ax.set_ylim(-1.3, cpu_y + PHASE_Y + 0.35)
