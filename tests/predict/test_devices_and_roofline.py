@@ -173,7 +173,7 @@ def test_fp32_matrix_products_say_where_tf32_would_take_them():
     conv = Cost(flops=1e9, bytes_read=1e6, kernels=1, math="conv", dtype="float32", kind="conv")
     (note,) = precision_notes(get_gpu("a100-80gb"), [pred("fp32", 300.0), pred("fp32", 100.0, "memory")],
                               [gemm, None])
-    assert "0.30 ms" in note and "75%" in note and "set_float32_matmul_precision('high')" in note
+    assert "300.0 µs" in note and "75%" in note and "set_float32_matmul_precision('high')" in note
     small = 0.5 * FP32_MATMUL_NOTE_SHARE * 1000.0
     assert precision_notes(get_gpu("a100-80gb"), [pred("fp32", small), pred("fp32", 1000.0, "memory")],
                            [gemm, None]) == ()
