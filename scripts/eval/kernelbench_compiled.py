@@ -9,7 +9,7 @@ same way as eager: 3 warm-up calls, then one call from an idle GPU between CUDA 
 (`../shared/kernelbench/README.md`). Inductor default is published for H100, B200, A100 (40 and 80 GB), L40S, L4,
 T4, A6000 and RTX 3090 Ti; reduce-overhead and max-autotune for H100, B200, L40S, A6000 and RTX 3090 Ti. Our H200
 has eager timings only, so the H200's compiled predictions are listed, not scored. GPUs we timed ourselves with a
-current torch (`measure` on the device machine; OWN_COMPILED_RUNS) are scored beside the published rows, predicted
+current torch (`measure` on the device machine; kernelbench_validate.py OWN_RUNS) are scored beside the published rows, predicted
 as captured ("h100-sxm (torch 2.11)").
 
 Each program is captured as `kernelcast predict --compile MODE` captures it (kernelbench_validate.py's build, the
@@ -41,9 +41,7 @@ MODES = ("default", "reduce-overhead", "max-autotune")
 EAGER_PREDICTED = kv.ROOT / "validation" / "kernelbench" / "predicted.json"
 SPEEDUP_CHANGE = 0.20  # a published compile speed-up (or slow-down) past this is scored on its sign
 # GPUs we timed ourselves, eager and compiled, with a current torch (`measure` on the device machine, each run a
-# fresh process): GPU -> (the runs' files, their torch). Scored beside the published rows, predicted as captured
-# (kernelbench_validate.py OWN_RUNS does the same for eager).
-OWN_COMPILED_RUNS = {"h100-sxm": ("validation/h100/kernelbench_compiled_h100_run*.json", "torch 2.11")}
+# fresh process) are kernelbench_validate.py OWN_RUNS; scored beside the published rows, predicted as captured.
 
 
 def read_json(path: str) -> dict:
@@ -148,8 +146,9 @@ def published(mode: str) -> dict[str, dict[str, dict[str, float]]]:
 
 
 def own_runs(gpu: str, mode: str) -> dict[str, dict[str, float]]:
-    """program -> {"eager": ms, "compiled": ms}, each the mean over our runs of a GPU in OWN_COMPILED_RUNS."""
-    runs = [json.loads(p.read_text())["programs"] for p in sorted(kv.ROOT.glob(OWN_COMPILED_RUNS[gpu][0]))]
+    """program -> {"eager": ms, "compiled": ms}, each the mean over our compiled runs of a GPU in
+    kernelbench_validate.py OWN_RUNS."""
+    runs = [json.loads(p.read_text())["programs"] for p in sorted(kv.ROOT.glob(kv.OWN_RUNS[gpu].compiled))]
     out = {}
     for name in {n for r in runs for n in r}:
         pairs = [(r[name]["eager"]["mean_ms"], r[name][mode]["mean_ms"]) for r in runs
@@ -160,17 +159,13 @@ def own_runs(gpu: str, mode: str) -> dict[str, dict[str, float]]:
     return out
 
 
-def own_label(gpu: str) -> str:
-    return f"{gpu} ({OWN_COMPILED_RUNS[gpu][1]})"
-
-
 def predict(mode: str, out: str) -> int:
     from kernelcast.devices.achieved import PUBLISHED_TORCH
     from kernelcast.predict import predict_capture
     from kernelcast.records import Capture
 
     pub = published(mode)
-    own = {gpu: own_runs(gpu, mode) for gpu in OWN_COMPILED_RUNS}
+    own = {gpu: own_runs(gpu, mode) for gpu in kv.OWN_RUNS}
     eager = json.loads(EAGER_PREDICTED.read_text())["programs"] if EAGER_PREDICTED.exists() else {}
     gpus = ["h200"] + [g for g in pub if kv.get_gpu_or_none(g)]
     folder = captures_dir(mode)
@@ -194,9 +189,9 @@ def predict(mode: str, out: str) -> int:
             pred = predict_capture(cap if gpu == "h200" else published_era, gpu)
             row["predicted"][gpu] = _predicted(pred)
         # beside our own runs of a GPU, as captured (the capture's torch picks the rates), with eager likewise
-        for gpu in OWN_COMPILED_RUNS:
+        for gpu in kv.OWN_RUNS:
             row.setdefault("predicted_as_captured", {})[gpu] = _predicted(predict_capture(cap, gpu))
-            row.setdefault("own_measured_ms", {})[own_label(gpu)] = own.get(gpu, {}).get(name)
+            row.setdefault("own_measured_ms", {})[kv.own_label(gpu)] = own.get(gpu, {}).get(name)
             eager_as_captured = eager.get(name, {}).get("predicted_as_captured", {}).get(gpu, {})
             row.setdefault("eager_predicted_as_captured_us", {})[gpu] = eager_as_captured.get("first_step_us")
         rows[name] = row
@@ -216,7 +211,7 @@ def _predicted(pred) -> dict:
 def _scored(doc: dict, gpu: str, busy_only: bool):
     """(program, predicted compiled µs, measured compiled ms, predicted speed-up, measured speed-up) per program:
     against the published timings, or for a row named as own_label names one, against our own runs."""
-    own = next((g for g in OWN_COMPILED_RUNS if own_label(g) == gpu), None)
+    own = next((g for g in kv.OWN_RUNS if kv.own_label(g) == gpu), None)
     for name, r in doc["programs"].items():
         if busy_only and not r.get("h200_busy"):
             continue
@@ -239,7 +234,7 @@ def summarize(doc: dict, busy_only: bool) -> dict[str, dict]:
     """Per GPU: n, median |error| of the compiled call, share within 15%; the speed-up's median |error|; the
     programs whose published speed-up changes the time by over 20%, and how many of them have the sign right."""
     out = {}
-    own = [own_label(g) for g in OWN_COMPILED_RUNS if any((r.get("own_measured_ms") or {}).get(own_label(g))
+    own = [kv.own_label(g) for g in kv.OWN_RUNS if any((r.get("own_measured_ms") or {}).get(kv.own_label(g))
                                                           for r in doc["programs"].values())]
     for gpu in [*doc["gpus"], *own]:
         rows = list(_scored(doc, gpu, busy_only))

@@ -50,7 +50,19 @@ OURS = "H200_ours"
 # call between CUDA events, 30 trials; each run on a fresh device machine): GPU -> (the runs' files, their torch).
 # Their achieved rates are fitted to these runs (scripts/fit/fit_gpu_rates.py), and the report shows them beside the
 # published torch-2.5 timings.
-OWN_RUNS = {"h100-sxm": ("validation/h100/kernelbench_call_times_h100_run*.json", "torch 2.11")}
+@dataclasses.dataclass(frozen=True)
+class OwnRuns:
+    """Our own KernelBench runs of one GPU with a current torch: the eager call times
+    (scripts/device/kernelbench_call_times.py) and the compiled ones (scripts/eval/kernelbench_compiled.py measure),
+    each a glob of run files relative to the repository, and the torch they ran."""
+
+    eager: str
+    compiled: str
+    torch: str
+
+
+OWN_RUNS = {"h100-sxm": OwnRuns("validation/h100/kernelbench_call_times_h100_run*.json",
+                                "validation/h100/kernelbench_compiled_h100_run*.json", "torch 2.11")}
 BUSY_SHARE = 0.85  # kernel time over call time, on the H200, for a program to count as GPU-busy
 BUSY_MIN_MS = 0.1
 WITHIN = 0.15
@@ -155,7 +167,7 @@ def _ours() -> dict[str, dict]:
 @functools.lru_cache(maxsize=None)  # summarize and report read them several times per run
 def own_runs(gpu: str) -> tuple[dict[str, float], list[str]]:
     """({program: mean call ms over our runs}, the run files, relative to the repository) of a GPU in OWN_RUNS."""
-    pattern = OWN_RUNS[gpu][0]
+    pattern = OWN_RUNS[gpu].eager
     paths = sorted(ROOT.glob(pattern))
     runs = [json.loads(p.read_text())["problems"] for p in paths]
     names = {n for r in runs for n, v in r.items() if "mean_ms" in v}
@@ -164,7 +176,7 @@ def own_runs(gpu: str) -> tuple[dict[str, float], list[str]]:
 
 
 def own_label(gpu: str) -> str:
-    return f"{gpu} ({OWN_RUNS[gpu][1]})"
+    return f"{gpu} ({OWN_RUNS[gpu].torch})"
 
 
 def predict(out: str) -> int:
@@ -406,7 +418,7 @@ def table_lines(doc: dict) -> dict[str, list[str]]:
         accuracy.append(f"| {name} | {b['median_error']:.0%} | {b['within_15']:.0%} | {ratio} | "
                         f"{a['median_error']:.0%} | {a['within_15']:.0%} |")
         if gpu in OWN_RUNS:  # beside our own runs with a current torch, predicted as captured
-            b, a, torch_version = busy[own_label(gpu)], every[own_label(gpu)], OWN_RUNS[gpu][1]
+            b, a, torch_version = busy[own_label(gpu)], every[own_label(gpu)], OWN_RUNS[gpu].torch
             ratio = f"{b['ratio_median_error']:.0%}" if b["ratio_median_error"] is not None else "-"
             readme.append(f"| {name}, our runs ({torch_version})\u2020 | fitted | {b['n']} | {b['median_error']:.0%} | "
                           f"{b['within_15']:.0%} |")

@@ -41,7 +41,7 @@ def main() -> int:
     predicted = json.loads(PREDICTED.read_text())
     reference = _ours()
     ours, files = own_runs(gpu)
-    torch_version = OWN_RUNS[gpu][1]
+    torch_version = OWN_RUNS[gpu].torch
     fits = {label: observations(predicted, {gpu: timings}, reference, gpu, _busy_row)
             for label, timings in (("published (torch 2.5)", _published()[gpu]), (f"ours ({torch_version})", ours))}
     whole = {label: fit_factors(obs) for label, obs in fits.items()}

@@ -49,7 +49,7 @@ def current_torch_sets(predicted: dict, reference: dict) -> dict[str, dict]:
     factors (convolutions 1.30x) held out at 11.7% on our torch-2.11 runs against 7.2% for factors fitted to
     them (scripts/eval/torch_era_check.py)."""
     out = {}
-    for gpu, (_, torch_version) in OWN_RUNS.items():
+    for gpu, torch_version in ((g, runs.torch) for g, runs in OWN_RUNS.items()):
         ours, files = own_runs(gpu)
         out[gpu] = {torch_version.split()[-1]: {**fit_one_set(predicted, ours, reference, gpu, _busy_row),
                                                 "timings": f"our runs ({torch_version}): {', '.join(files)}"}}

@@ -673,12 +673,8 @@ class CalibratedModel:
         work_us = max(time_us - self.floor_us, 0.0)
         streaming_us = min(work_us, nbytes / self._streaming_bytes_per_us())
         bandwidth = self._dram_ratio()
-        here, there = self.gpu.sm_cycles_per_s, self.profiled_gpu.sm_cycles_per_s
-        if blocks and here and there:
-            here *= min(blocks, self.gpu.sm_count) / self.gpu.sm_count
-            there *= min(blocks, self.profiled_gpu.sm_count) / self.profiled_gpu.sm_count
-        issue = there / here if here and there else bandwidth
-        if blocks and blocks < self.profiled_gpu.sm_count and here and there:
+        issue = self._sm_cycles_ratio(fallback=bandwidth, blocks=blocks)
+        if blocks and blocks < self.profiled_gpu.sm_count and self._sm_cycles_known():
             # fewer blocks than the profiled GPU's SMs: its DRAM was never the limit, the blocks' walk was, bytes
             # included; on this GPU the walk carries by the clocks, bounded below by its own bandwidth. Summing
             # the two had counted the bytes twice: KernelBench L1 #40's layer norm over 16 rows of 4 M values
@@ -693,8 +689,7 @@ class CalibratedModel:
         number of bytes per clock within an architecture, so L2 bandwidth follows SMs x clock), bounded by the
         DRAM bandwidths' ratio where that is faster (L2 is never slower than DRAM); times this GPU's
         memory-bound factor (devices/achieved.py), as the cold share."""
-        here, there = self.gpu.sm_cycles_per_s, self.profiled_gpu.sm_cycles_per_s
-        issue = there / here if here and there else self._dram_ratio()
+        issue = self._sm_cycles_ratio(fallback=self._dram_ratio())
         return time_us * min(issue, self._dram_ratio()) * self.achieved.factor(MEMORY)
 
     def _carried_blocks_us(self, time_us: float, nbytes: float) -> float:
@@ -847,11 +842,26 @@ class CalibratedModel:
         compute_us = min(work_us, cost.flops / profiled_peak * 1e6)
         streaming_us = min(work_us, cost.bytes / self._streaming_bytes_per_us())
         bandwidth = self._dram_ratio()
-        here, there = self.gpu.sm_cycles_per_s, self.profiled_gpu.sm_cycles_per_s
-        issue = there / here if here and there else profiled_peak / peak
+        issue = self._sm_cycles_ratio(fallback=profiled_peak / peak)
         beyond_us = work_us - max(compute_us, streaming_us)
         carried_us = max(compute_us * profiled_peak / peak, streaming_us * bandwidth) + beyond_us * issue
         return self.floor_us + carried_us * self.achieved.factor(rate_class(kernel_family(cost), roof))
+
+    def _sm_cycles_known(self) -> bool:
+        return bool(self.gpu.sm_cycles_per_s and self.profiled_gpu.sm_cycles_per_s)
+
+    def _sm_cycles_ratio(self, fallback: float, blocks: int | None = None) -> float:
+        """Profiled GPU's SMs x clock over this GPU's (devices.GPU.sm_cycles_per_s): how time that work spread over
+        the SMs sets carries from one GPU to the other (the three carries above use it). With `blocks` thread
+        blocks, only the SMs they occupy count on each GPU where there are fewer blocks than SMs. `fallback`
+        where either GPU lacks the figures."""
+        if not self._sm_cycles_known():
+            return fallback
+        here, there = self.gpu.sm_cycles_per_s, self.profiled_gpu.sm_cycles_per_s
+        if blocks:
+            here *= min(blocks, self.gpu.sm_count) / self.gpu.sm_count
+            there *= min(blocks, self.profiled_gpu.sm_count) / self.profiled_gpu.sm_count
+        return there / here
 
     def _bandwidth_ratio(self) -> float:
         """Profiled GPU's DRAM bandwidth over this GPU's, times this GPU's achieved factor for memory-bound
