@@ -173,3 +173,24 @@ def test_every_help_fits(width, monkeypatch):
         text = parser.format_help()
         assert max(len(line) for line in text.splitlines()) <= width, (name, [
             line for line in text.splitlines() if len(line) > width])
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_advise_wraps_at_word_boundaries_under_each_fix(width, monkeypatch, capsys):
+    """advise had wrapped mid-word ("saves 797.5 µs, 1" / "3%")."""
+    from kernelcast.cli import _say
+    from kernelcast.whatif.advise import Advice, Fix, advice_text
+
+    fixes = (Fix("torch.compile(mode=\"reduce-overhead\") (CUDA graphs)", "re-captured", 33610.0, 20550.0,
+                 cost="compile time 45.6 s on this machine, plus Triton's on the device's host; the CUDA graph pool's "
+                      "memory is not modelled; peak memory 8.11 GiB -> 4.80 GiB"),
+             Fix("batch=16 (compared per 8 samples: the larger step's time / 2 against one of today's)", "re-captured",
+                 33610.0, 26240.0, cost="the optimizer sees a 2x larger batch; peak memory 8.11 GiB -> 14.52 GiB"))
+    advice = Advice("example:gpt", "h100-sxm", 33610.0, "gpu", fixes, (),
+                    (("channels_last", "no 2-d convolutions in NCHW"),))
+    monkeypatch.setenv("COLUMNS", str(width))
+    _say(advice_text(advice))
+    out = capsys.readouterr().out
+    _fits(out, width)
+    for line in out.splitlines()[2:]:  # every line under the header belongs to a numbered fix or hangs under one
+        assert line.startswith(("  1. ", "  2. ", "     ", "  not tried")), line
