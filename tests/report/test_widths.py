@@ -194,3 +194,12 @@ def test_advise_wraps_at_word_boundaries_under_each_fix(width, monkeypatch, caps
     _fits(out, width)
     for line in out.splitlines()[2:]:  # every line under the header belongs to a numbered fix or hangs under one
         assert line.startswith(("  1. ", "  2. ", "     ", "  not tried")), line
+
+
+def test_sweep_rows_fit_80_columns():
+    from kernelcast.report.whatif_text import sweep_header, sweep_row, sweep_verdict
+
+    point = type("P", (), {"value": 1024, "step_us": 1_234_567.0, "gpu_us": 987_654.0, "bound": "mixed",
+                           "fits": False, "throughput": lambda self: 123_456.7})()
+    text = "\n".join([sweep_header("batch", "samples/s"), sweep_row(point), sweep_verdict("batch", 1, 1024, None)])
+    _fits(text, 80)
