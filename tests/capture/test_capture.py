@@ -320,3 +320,26 @@ def test_fused_multi_head_attention_hands_bf16_heads_to_cudnn_without_a_mask():
              "aten._transform_bias_rescale_qkv.default", "aten.clone.default"}
     assert [op for op in _ops(cap.capture) if op in chain] == [
         "aten.addmm.default", "aten._scaled_dot_product_cudnn_attention.default", "aten.addmm.default"]
+
+
+def test_finding_the_live_modules_leaves_the_warnings_shown_once_shown():
+    """capture/lifetimes.py alive() had silenced warnings with warnings.catch_warnings(), whose exit resets every
+    location's once-shown registry: a model that warns each call then printed its warning again in the recorded
+    step, its source line read from disk, booked as the model's Python (KernelBench L2 #28)."""
+    import warnings
+    from unittest import mock
+
+    from kernelcast.capture.lifetimes import alive
+
+    shown = []
+
+    def warn_like_a_model():
+        warnings.warn("a model's warning, shown once per location", UserWarning)
+
+    with mock.patch.object(warnings, "_showwarnmsg", lambda msg: shown.append(msg.lineno)), \
+            warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warn_like_a_model()
+        assert alive(torch.nn.Module) is not None
+        warn_like_a_model()
+    assert len(shown) == 1, shown

@@ -5,8 +5,11 @@ without it they are skipped, and the eager fallback is tested in test_cuda_path.
 come from the H200 (torch 2.11), named where they were measured.
 """
 
+import os
 import subprocess
 import sys
+import warnings
+from unittest import mock
 
 import pytest
 import torch
@@ -460,3 +463,42 @@ def test_an_eval_transformer_encoder_compiles_without_a_graph_break_of_ours():
         finally:
             session.recording = False
     assert explained.graph_break_count == 0, [str(b.reason) for b in explained.break_reasons]
+
+
+class _WarnsInForward(torch.nn.Module):
+    """A module whose forward warns (InstanceNorm's num_features check does): a graph break inside it."""
+
+    def forward(self, x):
+        if x.shape[1] != 7:
+            warnings.warn("shape check, as torch.nn.InstanceNorm1d does")
+        return x * 2
+
+
+@needs_triton
+def test_a_graph_break_inside_a_module_compiles_none_of_the_captures_hooks():
+    """The eager code after a graph break inside a module runs with Dynamo's frame callback on: the capture's
+    module-tracker hooks, which fire there, had been compiled as frames of their own in the recorded step (the
+    tracker is entered only for it), reported as "Dynamo compiled 2 frames again" (a false claim about a real
+    run) and timed as the model's Python (KernelBench L2 #28). Only the user's frames are compiled now."""
+    import kernelcast
+    from kernelcast.capture import capture_workload
+
+    compiled_files = []
+    original = torch._dynamo.convert_frame._compile
+
+    def build():
+        model = torch.nn.Sequential(torch.nn.Linear(16, 16), _WarnsInForward(), torch.nn.ReLU()).cuda()
+        x = torch.randn(4, 16, device="cuda")
+        return torch.compile(lambda x: model(x)), (x,)
+
+    def watched(code, *args, **kwargs):
+        compiled_files.append(code.co_filename)
+        return original(code, *args, **kwargs)
+
+    with mock.patch.object(torch._dynamo.convert_frame, "_compile", watched), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        cap = capture_workload(build, "h200")
+    ours = os.path.dirname(kernelcast.__file__)
+    assert not [f for f in compiled_files if f.startswith(ours)], compiled_files
+    assert not any("again in the recorded step" in note for note in cap.notes), cap.notes
+    assert any(n.startswith("graph break") for n in cap.notes)

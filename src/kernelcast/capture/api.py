@@ -81,6 +81,10 @@ def _run_steps(session: CaptureSession, step: Callable, args: tuple, timing_step
         # whose per-unit host costs were fitted beside its timed Python (scripts/fit/fit_compiled_host.py), is priced
         # as timed (the step's default-mode time on the compiled zoo went from 33.5% to 43.9% off, counted)
         session.end_line_count()
+        # and its one reading gets no fastest-of-several: the first pass through code that runs differently with
+        # the module tracker's hooks in place (a warning raised in a module's forward is attributed to another
+        # line of Module._call_impl and shown again, its source read from disk) goes to one more warm-up step
+        session.tracked_warmup(lambda: step(*args))
     progress.stage("recording the step")
     session.recording = True
     session.record_timed(lambda: step(*args), timing_steps, storages, args)

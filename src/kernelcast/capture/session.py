@@ -185,6 +185,25 @@ class _CountingTracker(ModuleTracker):
             self.clock.ours_end()
 
 
+def _dynamo_never_compiles(*functions) -> None:
+    """Dynamo's frame callback compiles every frame entered while a torch.compile'd function runs, the eager code
+    after a graph break included: there, a module the user calls fires the tracker's hooks as frames of their own,
+    which Dynamo compiled in the recorded step (the tracker is entered only for it), putting this machine's
+    tracing on the model's Python (KernelBench L2 #28, a graph break inside InstanceNorm: 1.42 ms predicted against
+    a 0.20 ms call). A skipped code object runs as it is; where Dynamo traces a module call instead, it still
+    inlines the hooks (they do nothing under compilation), so no graph break of ours appears."""
+    try:
+        from torch._dynamo.eval_frame import set_code_exec_strategy
+        from torch._dynamo.types import FrameAction, FrameExecStrategy
+    except ImportError:  # a torch without Dynamo's per-code frame strategy
+        return
+    for fn in functions:  # the hook's frame and every frame it calls (the tracker's, weakref's) run as they are
+        set_code_exec_strategy(fn.__code__, FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP))
+
+
+_dynamo_never_compiles(_CountingTracker._fw_pre_hook, _CountingTracker._fw_post_hook)
+
+
 def _recomputing() -> bool:
     """Whether a module's forward runs inside a backward: activation checkpointing recomputing it
     (torch.utils.checkpoint). ModuleTracker's backward hooks on its tensors would hold the recomputed graph's
@@ -342,6 +361,18 @@ class CaptureSession:
         if self.recorder is not None:
             self.recorder.clock.count_lines(False)
         self.lines_done = True
+
+    def tracked_warmup(self, run: Callable[[], object]) -> None:
+        """One more unrecorded step, with the module tracker's hooks in place as the recorded step will have them
+        (its clock stopped: nothing of it is kept)."""
+        if self.tracker is None:
+            run()
+            return
+        self.tracker.__enter__()
+        try:
+            run()
+        finally:
+            self._stop_tracking()
 
     def _stop_tracking(self) -> None:
         if self.tracker is not None and getattr(self.tracker, "_fw_pre_handle", None) is not None:
