@@ -299,9 +299,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
                                 sweep_budget_s=args.sweep_budget,
                                 sections=args.sections.split(",") if args.sections else None)
     timings = profile["timings"]
-    print(f"profile for {gpu.name} ({profile['device_name']}, torch {profile['torch']}): "
-          f"{len(timings['gemm'])} GEMM, {len(timings['conv'])} conv, {len(timings['attention'])} attention shapes, "
-          f"{sum(len(v) for v in timings['memory'].values())} memory-bound points -> {args.out}")
+    _say(f"profile for {gpu.name} ({profile['device_name']}, torch {profile['torch']}): "
+         f"{len(timings['gemm'])} GEMM, {len(timings['conv'])} conv, {len(timings['attention'])} attention shapes, "
+         f"{sum(len(v) for v in timings['memory'].values())} memory-bound points -> {args.out}")
     return 0
 
 
@@ -323,7 +323,8 @@ def _cmd_measure(args: argparse.Namespace) -> int:
         stage("build()")
         step, step_args = build()
         m = measure_step(step, tuple(step_args), trace_path=args.trace)
-    print("\n".join(measurement_lines(m, args.workload, args.top)))
+    for line in measurement_lines(m, args.workload, args.top):
+        _say(line)
     if args.json:
         write_text_atomic(args.json, json.dumps(m.to_json(), indent=1))
     return 0
@@ -345,7 +346,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     console = console_for_output()
     console.print(validation_table(v, args.workload))
     for line in validation_summary(v):
-        console.print(line, markup=False)
+        _say(line)
     if args.json:
         write_text_atomic(args.json, json.dumps(v.to_json(), indent=1))
     return 0
