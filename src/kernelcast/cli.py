@@ -196,6 +196,14 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _percent(text: str) -> float:
+    """A percentage as given on the command line: "5" or "5%"."""
+    try:
+        return float(text.strip().removesuffix("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a percentage: {text!r} (e.g. 5 or 5%)") from None
+
+
 def _say(text: str) -> None:
     """One line of a command's output, wrapped to the output's width (COLUMNS, the terminal's, else the pipe's)
     with each number kept beside its unit; flushed, as a search prints while it runs."""
@@ -468,7 +476,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     a, b = _read_prediction(args.a), _read_prediction(args.b)
     names = (Path(args.a).stem, Path(args.b).stem)
     if names[0] == names[1]:
-        names = ("a", "b")
+        names = (f"{names[0]} (1)", f"{names[1]} (2)")
     console = console_for_output()
     if (a.workload or b.workload) and a.workload != b.workload:
         console.print(f"note: different workloads ({a.workload or '?'} and {b.workload or '?'})")
@@ -607,13 +615,13 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--interconnect", metavar="LINK", help="GPU-to-GPU link for collectives")
     f.add_argument("--expandable-segments", action="store_true",
                    help="predict memory with the allocator's expandable_segments:True")
-    f.add_argument("--margin", type=float, default=FIT_MARGIN * 100, metavar="PCT",
+    f.add_argument("--margin", type=_percent, default=FIT_MARGIN * 100, metavar="PCT",
                    help=f"the share of usable memory to leave free for what the prediction can miss "
                         f"(default {FIT_MARGIN * 100:g}%%)")
     f.add_argument("--profile", metavar="FILE", help=PROFILE_HELP)
     f.set_defaults(func=_cmd_fit)
 
-    a = sub.add_parser("advise", help="the fixes that would make a step faster, each applied and re-predicted")
+    a = sub.add_parser("advise", help="the fixes that would make a step faster, each applied and predicted again")
     a.add_argument("workload", help="FILE.py:build or example:NAME")
     a.add_argument("--gpu", default=DEFAULT_GPU, help=f"target GPU (default {DEFAULT_GPU})")
     a.add_argument("--arg", action="append", metavar="NAME=VALUE", help="build() arguments (repeatable)")

@@ -300,8 +300,19 @@ def test_fit_with_an_empty_range_says_so_before_anything_else():
     result = subprocess.run([sys.executable, "-m", "kernelcast", "fit", "example:gpt", "--gpu", "l4",
                              "--arg-range", "batch=100..1"], capture_output=True, text=True, env=subprocess_env())
     assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr.strip().splitlines() == ["kernelcast: error: the range 100..1 is empty (it must be 1 or "
-                                                  "more, low to high)"]
+    assert result.stderr.strip().splitlines() == ["kernelcast: error: the range 100..1 has no value to try (low to "
+                                                  "high, please)"]
+
+
+def test_fit_says_a_range_from_0_starts_too_low_and_takes_its_margin_with_a_percent_sign():
+    """A new user's `batch=0..4` was called empty, and `--margin 5%` (as the help writes the default) refused."""
+    from kernelcast.cli import _percent
+    from kernelcast.errors import KernelcastError
+    from kernelcast.whatif.fit import check_range
+
+    with pytest.raises(KernelcastError, match="must start at 1 or more"):
+        check_range(0, 4)
+    assert _percent("5%") == 5.0 and _percent("2.5") == 2.5
 
 
 def test_set_up_in_a_capture_block_is_resident_and_labelled():

@@ -101,8 +101,9 @@ def _oom_record():
     failed = {"name": "activation checkpointing of each layer", "peak_memory_bytes": 18534 * MIB,
               "reserved_memory_bytes": 21463 * MIB, "fits": False, "step_time_us": 952660.0,
               "note": "fails in nll_loss_backward at /home/someone/projects/models/train_gpt.py:63 in forward"}
+    relative = {**failed, "name": "bf16 weights", "note": "fails in mm at src/models/llama_block.py:12 in forward"}
     fit = {"fits": False, "usable_bytes": 22374 * MIB, "capacity_bytes": 22886 * MIB, "cuda_context_bytes": 512 * MIB,
-           "fixes": [fix, failed],
+           "fixes": [fix, failed, relative],
            "oom": {"stage": "warmup", "op": None, "source": None, "segment_bytes": 6287 * MIB,
                    "allocated_bytes": 17561 * MIB, "reserved_bytes": 17571 * MIB}}
     mem = {"peak_memory_bytes": 27955 * MIB, "resident_memory_bytes": 1454 * MIB, "reserved_memory_bytes": 17571 * MIB,
@@ -121,6 +122,7 @@ def test_the_out_of_memory_block_wraps_under_its_bullets(width):
     for line in block:  # a bullet, or a continuation under its words
         assert line.startswith("  - ") or line.startswith("    "), line
     assert "/home/someone" not in text and "train_gpt.py:63" in text  # a path said by its file and line
+    assert "at llama_block.py:12 in forward" in text.replace("\n", " ").replace("    ", " ")  # a relative one too
 
 
 class _Fit:

@@ -411,7 +411,7 @@ def console_for_output() -> Console:
 
 
 # A number and its unit stay on one line when text wraps: a no-break space between them.
-_NUMBER_UNIT = re.compile(r"(\d) (µs|ms|s|ns|[KMGT]?i?B|[kMGT]B|%|GB/s|TB/s|TFLOP/s)(?=[\s,;:)]|$)")
+_NUMBER_UNIT = re.compile(r"(\d) (µs|ms|s|ns|[KMGT]?i?B|[kMGT]B|%|GB/s|TB/s|TFLOP/s|cores?)(?=[\s,;:)]|$)")
 
 
 def keep_units(text: str) -> str:

@@ -139,6 +139,10 @@ def changes_table(a: PredictionRecord, b: PredictionRecord, names: tuple[str, st
         while _width(_changes(title, by_priority, changes, headers, op_width)) > width and by_priority[-1].priority:
             by_priority.pop()
         columns = [c for c in CHANGE_COLUMNS if c in by_priority]
+        # the width the dropped columns left goes to the op names that were cut
+        slack = width - _width(_changes(title, columns, changes, headers, op_width))
+        longest = max((len(short_op(c.op)) for c in changes), default=0)
+        op_width = max(op_width, min(longest, op_width + max(slack, 0)))
     return _changes(title, columns, changes, headers, op_width)
 
 

@@ -110,8 +110,11 @@ def _summary(rec: PredictionRecord) -> str:
             ("kernel times", rec.kernel_model), ("host", rec.host)]
     slow, fast = rec.host_run_speed_range
     if rec.step_time_run_range_us[1] > 0 and (slow, fast) != (1.0, 1.0):
+        low, high = rec.step_time_run_range_us
         rows.append((f"step over the calibrating host's runs (CPU work x{slow:.2f}-x{fast:.2f})",
-                     f"{time_text(rec.step_time_run_range_us[0])}-{time_text(rec.step_time_run_range_us[1])}"))
+                     # as the terminal says it (report._step_over): a range that does not move is the GPU's
+                     "the step does not move: the GPU sets it" if time_text(low) == time_text(high)
+                     else f"{time_text(low)}-{time_text(high)}"))
     for factor, step in rec.step_time_by_host_speed:
         rows.append((f"step with CPU work x{factor:g}", time_text(step)))
     items = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in rows)

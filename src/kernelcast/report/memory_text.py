@@ -39,11 +39,12 @@ def fix_line(fix: dict) -> str:
             f"{time}{note}")
 
 
-_PATH = re.compile(r"(?:/[^\s/:]+)+/([^\s/:]+:\d+)")
+_PATH = re.compile(r"(?:[^\s/:]*/)+([^\s/:]+:\d+)")
 
 
 def _short_paths(text: str) -> str:
-    """text with each file path at a line ("/home/u/proj/train.py:63") down to the file's name and line."""
+    """text with each file path at a line ("/home/u/proj/train.py:63", "src/kernelcast/examples/gpt.py:63") down
+    to the file's name and line."""
     return _PATH.sub(r"\1", text)
 
 

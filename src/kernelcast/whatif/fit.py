@@ -25,7 +25,8 @@ class FitSearch:
 def check_range(low: int, high: int) -> None:
     """Raises KernelcastError for a range with no value to try (below 1, or high below low)."""
     if low < 1 or high < low:
-        raise KernelcastError(f"the range {low}..{high} is empty (it must be 1 or more, low to high)")
+        why = "it must start at 1 or more" if low < 1 else "low to high, please"
+        raise KernelcastError(f"the range {low}..{high} has no value to try ({why})")
 
 
 def largest_fitting(fits: Callable[[int], bool], low: int, high: int) -> FitSearch:
