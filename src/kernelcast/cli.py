@@ -234,7 +234,6 @@ def _rebuilt_workload_args(args: argparse.Namespace, why: str, arg_range: tuple[
 def _cmd_advise(args: argparse.Namespace) -> int:
     from kernelcast.whatif.advise import advice_json, advice_text, advise
     from kernelcast.devices import get_gpu
-    from kernelcast.report import keep_units, output_width, wrap_lines
 
     gpu = get_gpu(args.gpu)
     _check_outputs(("--json", args.json))
@@ -246,7 +245,7 @@ def _cmd_advise(args: argparse.Namespace) -> int:
         warnings.simplefilter("ignore", UserWarning)
         advice = advise(args.workload, gpu.id, build_args, _world_size(args),
                         (lambda what: print(f"  capturing: {what}", file=sys.stderr, flush=True)) if talk else None)
-    print(wrap_lines(keep_units(advice_text(advice)), output_width()))
+    _say(advice_text(advice))
     if args.json:
         write_text_atomic(args.json, json.dumps(advice_json(advice), indent=1))
         print(f"wrote {args.json}")

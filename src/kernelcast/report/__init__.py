@@ -363,6 +363,13 @@ def _under_op(g: OpGroup, pairs: Counter, by_name: dict, op_max: int) -> str:
     return under
 
 
+def natural_width(table: Table) -> int:
+    """The width rich lays `table` out in when nothing limits it: what a table that drops columns to fit the
+    output compares with the output's width (the ops table, compare's, devices')."""
+    console = Console(width=10_000)
+    return Measurement.get(console, console.options, table).maximum
+
+
 def ops_table(pred, top: int = DEFAULT_TOP, width: int | None = None) -> Table:
     """The top op groups by predicted time, with as many columns as fit `width` (the console's, by default):
     columns drop by priority (bytes first, time last) and the source moves under its op below
@@ -377,15 +384,14 @@ def ops_table(pred, top: int = DEFAULT_TOP, width: int | None = None) -> Table:
     source_column = width >= SOURCE_COLUMN_FROM_WIDTH
     op_width = _op_width(rows, source_column)
     columns = sorted(OPS_COLUMNS, key=lambda c: c.priority)
-    console = Console(width=10_000)
     while columns:
         narrow = _table(title, columns, rows, source_column, op_max=op_width, op_min=op_width)
-        if Measurement.get(console, console.options, narrow).maximum <= width:
+        if natural_width(narrow) <= width:
             break
         columns = columns[:-1]
     if not source_column:
         # the width the dropped columns left goes to the op names that were cut
-        slack = width - Measurement.get(console, console.options, narrow).maximum
+        slack = width - natural_width(narrow)
         longest = max([len(short_op(g.op)) for g, _ in rows], default=0)
         op_width = max(op_width, min(longest, op_width + max(slack, 0)))
     return _table(title, columns, rows, source_column, op_max=None if source_column else op_width, op_min=op_width)

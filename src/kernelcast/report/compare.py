@@ -10,13 +10,12 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from rich import box
-from rich.console import Console
-from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
 from kernelcast.records import PredictionRecord
 
+from . import natural_width
 from .format import module_pattern, short_op, tail, time_text
 
 DEFAULT_TOP = 15
@@ -72,7 +71,7 @@ def summary_table(a: PredictionRecord, b: PredictionRecord, names: tuple[str, st
     """Both predictions' summaries side by side, at most `width` columns wide where it is given: below that,
     each GPU by its kernelcast id rather than its full name."""
     table = _summary(a, b, names, (a.gpu_name, b.gpu_name))
-    if width is not None and _width(table) > width:
+    if width is not None and natural_width(table) > width:
         table = _summary(a, b, names, (a.gpu, b.gpu))
     return table
 
@@ -90,12 +89,6 @@ def _summary(a: PredictionRecord, b: PredictionRecord, names: tuple[str, str], g
                   f"{b.bound}, {b.gpu_idle_fraction:.0%}", "" if a.bound == b.bound else "changed")
     table.add_row("uncosted ops", str(len(a.uncosted)), str(len(b.uncosted)), "")
     return table
-
-
-def _width(table: Table) -> int:
-    """The width rich lays `table` out in when nothing limits it."""
-    console = Console(width=10_000)
-    return Measurement.get(console, console.options, table).maximum
 
 
 @dataclass(frozen=True)
@@ -136,11 +129,12 @@ def changes_table(a: PredictionRecord, b: PredictionRecord, names: tuple[str, st
     columns = list(CHANGE_COLUMNS)
     if width is not None:
         by_priority = sorted(columns, key=lambda c: c.priority)
-        while _width(_changes(title, by_priority, changes, headers, op_width)) > width and by_priority[-1].priority:
+        while by_priority[-1].priority and natural_width(_changes(title, by_priority, changes, headers,
+                                                                   op_width)) > width:
             by_priority.pop()
         columns = [c for c in CHANGE_COLUMNS if c in by_priority]
         # the width the dropped columns left goes to the op names that were cut
-        slack = width - _width(_changes(title, columns, changes, headers, op_width))
+        slack = width - natural_width(_changes(title, columns, changes, headers, op_width))
         longest = max((len(short_op(c.op)) for c in changes), default=0)
         op_width = max(op_width, min(longest, op_width + max(slack, 0)))
     return _changes(title, columns, changes, headers, op_width)

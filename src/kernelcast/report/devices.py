@@ -119,9 +119,9 @@ def _fitted_table(title: str, rows: list[dict], columns: tuple, min_columns: int
                   wraps: tuple):
     """A rich Table of `rows` under `columns`, the last dropped while it measures wider than `width` (never fewer
     than min_columns). Cells in `wraps` wrap between words; every other cell stays on one line."""
-    from rich.console import Console
-    from rich.measure import Measurement
     from rich.table import Table
+
+    from . import natural_width
 
     def table(cols):
         t = Table(title=title, title_justify="left")
@@ -133,7 +133,6 @@ def _fitted_table(title: str, rows: list[dict], columns: tuple, min_columns: int
         return t
 
     kept = list(columns)
-    measure = Console(width=10_000)
-    while len(kept) > min_columns and Measurement.get(measure, measure.options, table(kept)).maximum > width:
+    while len(kept) > min_columns and natural_width(table(kept)) > width:
         kept.pop()
     return table(kept)
