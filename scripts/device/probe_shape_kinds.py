@@ -15,6 +15,8 @@ Writes two raw runs in the format scripts/fit/build_h200_profile.py merges:
   large maps (calibrate/sweep.py conv_pointwise_cases), about a minute;
 - with --only conv_stem, h200_conv_stem_raw.json.gz: stems and heads, 1-6 channels on one side over large maps
   (calibrate/sweep.py conv_stem_cases);
+- with --only conv_upsample, h200_conv_upsample_raw.json.gz: stride-2 transposed 2-D and 3-D convolutions as
+  decoders up-sample (calibrate/sweep.py conv_upsample_cases);
 - with --only attention_fp32, h200_attention_fp32_raw.json.gz: fp32 scaled_dot_product_attention, forward and
   backward, on the memory-efficient backend PyTorch picks for fp32 (calibrate/sweep.py attention_fp32_cases).
 """
@@ -30,8 +32,8 @@ from pathlib import Path
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out-dir", required=True)
-    parser.add_argument("--only", choices=("conv", "grid", "conv_wide", "conv_pointwise", "conv_stem",
-                                                                "attention_fp32"), help="run one of them")
+    parser.add_argument("--only", choices=("conv", "grid", "conv_wide", "conv_pointwise", "conv_stem", "conv_upsample",
+                                           "attention_fp32"), help="run one of them")
     args = parser.parse_args()
     from kernelcast.calibrate import require_gpu, run_meta, write_raw
     from kernelcast.calibrate.microbench import run_all
@@ -40,7 +42,8 @@ def main() -> int:
     require_gpu()
     out = Path(args.out_dir)
     command = "PYTHONPATH=src python3 scripts/device/probe_shape_kinds.py --out-dir ."
-    if args.only in ("conv_pointwise", "conv_stem", "attention_fp32"):  # one drawn or designed section of sweep.py
+    # one drawn or designed section of sweep.py
+    if args.only in ("conv_pointwise", "conv_stem", "conv_upsample", "attention_fp32"):
         t0 = time.perf_counter()
         results = run_sweep(sweep_cases([args.only]))
         write_raw({"meta": run_meta(command + " --only " + args.only, t0), "cases": [], "sweep": results,

@@ -60,7 +60,8 @@ def test_without_a_fitted_section_the_nearest_points_decide():
 
 def test_shipped_profile_has_fitted_corrections_with_held_out_errors():
     fitted = load_profile("h200").data["timings"]["fitted"]
-    assert set(fitted) == {"conv", "conv_volumetric"}  # 3-D and transposed convolutions apart (fit_families)
+    # 3-D and transposed convolutions apart, and 1-D / 2-D stems and heads (fit_families)
+    assert set(fitted) == {"conv", "conv_volumetric", "conv_stem"}
     for name, section in fitted.items():
         kind = "conv" if name.startswith("conv") else name
         held = section["held_out"]
@@ -78,3 +79,27 @@ def test_conv_features_name_the_implicit_gemm():
     x = SHAPE_FEATURES["conv"](key)
     assert x[:3] == [1.0, 0.0, 0.0] and x[3:6] == [1.0, 0.0, 0.0] and x[6] == 1.0
     assert x[7:11] == pytest.approx([math.log2(32 * 56 * 56), 7.0, math.log2(64 * 9), 0.0])
+
+
+def test_stems_and_heads_have_their_own_fit_and_fall_back_to_the_2d_one():
+    from kernelcast.predict.shape_kinds import fitted_name
+
+    stem = ("conv_fwd", "float32", False, 3, 64, 3, 1, 256, 1, 16, 2, False, 0, 1, 0)  # KernelBench L1 #63's
+    head = ("conv_fwd", "bfloat16", True, 64, 1, 1, 1, 128, 1, 8, 2, False, 0, 1, 0)   # a 1-channel mask head
+    body = ("conv_fwd", "bfloat16", True, 64, 128, 3, 1, 56, 1, 32, 2, False, 1, 1, 0)
+    depthwise = ("conv_fwd", "bfloat16", True, 64, 64, 3, 1, 56, 64, 32, 2, False, 1, 1, 0)
+    video_stem = ("conv_fwd", "float32", False, 3, 64, 3, 1, 64, 1, 16, 3, False, 0, 1, 0)
+    assert [fitted_name("conv", k) for k in (stem, head, body, depthwise, video_stem)] == \
+        ["conv_stem", "conv_stem", "conv", "conv", "conv_volumetric"]
+    profile = load_profile("h200").data
+    _, est = _model(profile)._lookup_shape("conv", stem)
+    assert est.source == "fitted"
+    assert est.uncertainty == profile["timings"]["fitted"]["conv_stem"]["held_out"]["uncertainty"]
+    # a profile fitted before the family existed (an earlier `kernelcast calibrate`) prices a stem by the 1-D /
+    # 2-D fit, not by the nearest points alone
+    older = dict(profile)
+    older["timings"] = {**profile["timings"],
+                        "fitted": {k: v for k, v in profile["timings"]["fitted"].items() if k != "conv_stem"}}
+    _, est = _model(older)._lookup_shape("conv", stem)
+    assert est.source == "fitted"
+    assert est.uncertainty == profile["timings"]["fitted"]["conv"]["held_out"]["uncertainty"]

@@ -504,6 +504,60 @@ def conv_volumetric_cases(device: str, scale: float = 1.0, wide: bool = False) -
             yield Case("conv", {**params, "pass": pass_}, lambda p={**params, "pass": pass_}: _conv_call(p, device))
 
 
+# -- up-sampling transposed convolutions (issue 30) ----------------------------------------------------------
+# A decoder doubles its maps with a transposed convolution of stride 2 (U-Net and VAE decoders, GAN generators,
+# video and volumetric decoders): kernel 2 (no overlap), 3 (padding 1, output padding 1 for an exact 2x) or 4
+# (padding 1), channels halving or kept, 2-D and 3-D, every dtype. cuDNN runs these as data-gradient implicit
+# GEMMs, "indexed" ones for strided windows, with NCHW <-> NHWC copies around them; the volumetric draws above
+# hold 23 fp32 3-D ones of stride 2 in all, at 0.1-157 TFLOP/s, too few for the 3-D / transposed family's fit to
+# follow (KernelBench level 2's transposed 3-D convolutions were priced 16-79% over on every GPU). This draw
+# spans the kind: 2-D and 3-D, stride 2 in every dim (or only the spatial ones of a clip), the three kernels and
+# their paddings, 8-512 channels in, batches 1-128, maps to 128 x 128 (2-D) and 32 x 64 x 64 (3-D), the three
+# passes.
+CONV_UPSAMPLE = {"seed": 20261206, "cases": 300, "channels": [8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512],
+                 "batches": [1, 2, 4, 8, 16, 32, 64, 128], "max_bytes": 1 << 30,
+                 "max_flops": {"float32": 5e11, "bfloat16": 2e12, "float16": 2e12}}
+
+
+def _conv_upsample_params(rng: random.Random) -> dict:
+    while True:
+        dims = rng.choice([2, 3])
+        if dims == 2:
+            side = rng.choice([8, 16, 28, 32, 56, 64, 128])
+            spatial = [side, side] if rng.random() < 0.8 else [side, rng.choice([16, 32, 64, 96])]
+        else:
+            side = rng.choice([8, 16, 28, 32, 64])
+            spatial = [rng.choice([4, 8, 16, 32]), side, side]
+        k = rng.choice([2, 3, 3, 4])
+        padding, output_padding = {2: (0, 0), 3: (1, rng.choice([0, 1, 1])), 4: (1, 0)}[k]
+        stride = [2] * dims if dims == 2 or rng.random() < 0.75 else [1, 2, 2]
+        if min(stride) == 1:
+            output_padding = 0  # output padding must be smaller than every dim's stride
+        c_in = rng.choice(CONV_UPSAMPLE["channels"])
+        c_out = rng.choice([max(c_in // 2, 4), max(c_in // 2, 4), c_in, rng.choice(CONV_UPSAMPLE["channels"])])
+        dtype = rng.choice(["float32", "float32", "bfloat16", "float16"])
+        p = {"dims": dims, "batch": rng.choice(CONV_UPSAMPLE["batches"]), "c_in": c_in, "c_out": c_out,
+             "kernel": k, "stride": stride[-1], "groups": 1, "size": spatial[-1], "dtype": dtype,
+             "channels_last": rng.random() < 0.3, "transposed": True, "spatial": spatial,
+             "kernel_shape": [k] * dims, "stride_shape": stride, "padding": padding}
+        if output_padding:
+            p["output_padding"] = output_padding
+        out = [(n - 1) * st - 2 * padding + (k - 1) + output_padding + 1 for n, st in zip(spatial, stride)]
+        flops = 2.0 * p["batch"] * c_out * c_in * k ** dims * math.prod(spatial)
+        nbytes = p["batch"] * (c_in * math.prod(spatial) + c_out * math.prod(out)) * (4 if dtype == "float32" else 2)
+        if min(out) >= 1 and 0 < flops <= CONV_UPSAMPLE["max_flops"][dtype] and nbytes <= CONV_UPSAMPLE["max_bytes"]:
+            return p
+
+
+def conv_upsample_cases(device: str, scale: float = 1.0) -> Iterator[Case]:
+    """CONV_UPSAMPLE's draw (_conv_upsample_params), each in its three passes."""
+    rng = random.Random(CONV_UPSAMPLE["seed"])
+    for _ in range(max(1, int(CONV_UPSAMPLE["cases"] * scale))):
+        params = _conv_upsample_params(rng)
+        for pass_ in CONV_PASSES:
+            yield Case("conv", {**params, "pass": pass_}, lambda p={**params, "pass": pass_}: _conv_call(p, device))
+
+
 # -- pointwise (1x1) and 3x3 convolutions over large maps with few channels (issue 31) -------------------------
 # An FFT layer's 1x1 fp32 convolutions (32 -> 32 channels over 16 x 128 x 128 maps) ran their weight gradient
 # with cuDNN's `wgrad_implicit_gemm_indexed_wo_smem` at 2.8 ms each, 0.2 TFLOP/s (zoo fft_layers_train,
@@ -741,6 +795,7 @@ EXTRA_SECTIONS = {
     "conv_volumetric_wide": lambda dev, scale: conv_volumetric_cases(dev, scale, wide=True),
     "conv_pointwise": conv_pointwise_cases,
     "conv_stem": conv_stem_cases,
+    "conv_upsample": conv_upsample_cases,
     **{drawn_section("gemm_log_uniform", draw): (lambda dev, scale, draw=draw: gemm_log_uniform_cases(Pool(dev), scale, draw))
        for draw in range(1, DRAWS + 1)},
     **{drawn_section("conv_log_uniform", draw): (lambda dev, scale, draw=draw: conv_log_uniform_cases(dev, scale, draw))

@@ -132,7 +132,10 @@ def fit_families(kind: str, keys: list[tuple]) -> dict[str, list[int]]:
     moved the 2-D convolutions' corrections once 1200 volumetric and transposed passes joined the table (their
     cuDNN kernels differ: fallback direct kernels of 76 ms beside implicit GEMMs of 100 us; KernelBench's
     level 1 2-D convolutions went from +29% to +67% at the median, level 2's 2-D chains from 6% to 15%, on the
-    H200 with the profile of 2026-12-03)."""
+    H200 with the profile of 2026-12-03). Ungrouped 1-D / 2-D stems and heads (fewer than 8 channels on one side)
+    are a third: cuDNN runs CUDA-core or channel-padding engines for them, and their own fit took KernelBench's 29
+    single-stem programs on the H200 from 17.7% to 8.4% median error (scripts/fit/build_h200_profile.py says what
+    it cost the zoo's convolutions)."""
     from kernelcast.predict.shape_kinds import fitted_name
 
     out: dict[str, list[int]] = {}

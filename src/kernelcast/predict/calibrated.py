@@ -51,7 +51,8 @@ from kernelcast.records import DTYPE_BYTES, CaptureSettings
 from .kernel_model import NO_KERNEL, KernelEstimate, RooflineModel, combined
 from .linalg_time import linalg_time_us
 from .rnn_time import bias_grad_time_us, persist_time_us, step_time_us
-from .shape_kinds import KEY_LENGTH, SHAPE_FEATURES, SHAPE_GROUPS, SHAPE_POINTS, SHAPE_WORK, dtype_itemsize, fitted_name
+from .shape_kinds import (KEY_LENGTH, SHAPE_FEATURES, SHAPE_GROUPS, SHAPE_POINTS, SHAPE_WORK, dtype_itemsize,
+                          fitted_fallback, fitted_name)
 from .shape_model import ShapeEstimate, ShapePoint, ShapeTable, build_tables
 from .sparse_time import coalesce_us, embedding_bag_bytes, embedding_bag_us
 from .window_time import window_us
@@ -433,7 +434,8 @@ class CalibratedModel:
         tables = self._tables(kind)
         group = SHAPE_GROUPS[kind](key, self.settings)
         table = _nearest_table(tables, group)
-        fitted = self._fitted(fitted_name(kind, key))
+        name = fitted_name(kind, key)
+        fitted = self._fitted(name) or (self._fitted(fitted_fallback(name)) if fitted_fallback(name) else None)
         if table is None and fitted is None:
             return None
         coords, shape_kind = SHAPE_POINTS[kind](key)

@@ -185,11 +185,33 @@ SHAPE_POINTS = {"gemm": _gemm_point, "conv": conv_point, "attention": _attention
 
 
 VOLUMETRIC_FIT = "conv_volumetric"
+STEM_FIT = "conv_stem"
+# An ungrouped 1-D or 2-D convolution with fewer channels than this on one side (an RGB stem's 3 in, a mask
+# head's 1 out) is a stem or head: its implicit GEMM's K (stem) or N (head) is narrower than one tensor-core
+# vector of channels (4 fp32 / 8 half values, cuDNN Developer Guide "Tensor Core Operations"), and cuDNN runs
+# CUDA-core kernels for it (`..._ffma_...`, `cutlass_80_simt_sgemm_...` on the H200 for KernelBench level 1's
+# 3 -> 64 channel stems) whose corrections are not those of the model-shaped convolutions beside them.
+STEM_CHANNELS = 8
+
+
+def is_stem_or_head(key: tuple) -> bool:
+    """An ungrouped convolution of fewer than STEM_CHANNELS channels in or out (a conv key, conv_key's fields)."""
+    return key[8] == 1 and min(key[3], key[4]) < STEM_CHANNELS
 
 
 def fitted_name(kind: str, key: tuple) -> str:
     """The profile's fitted correction model (timings.fitted) that prices a shape of this kind: a 3-D or
-    transposed convolution has its own (calibrate/time_model.py fit_families says why)."""
-    if kind == "conv" and len(key) == KEY_LENGTH["conv"] and (key[10] == 3 or key[11]):
-        return VOLUMETRIC_FIT
+    transposed convolution has its own, and so has a 1-D or 2-D stem or head (calibrate/time_model.py
+    fit_families says why)."""
+    if kind == "conv" and len(key) == KEY_LENGTH["conv"]:
+        if key[10] == 3 or key[11]:
+            return VOLUMETRIC_FIT
+        if is_stem_or_head(key):
+            return STEM_FIT
     return kind
+
+
+def fitted_fallback(name: str) -> str | None:
+    """The fitted model that prices a family's shapes in a profile fitted before that family had its own (a
+    profile written by an earlier `kernelcast calibrate`): the stems and heads' is the 1-D / 2-D one."""
+    return "conv" if name == STEM_FIT else None
