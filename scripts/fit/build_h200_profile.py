@@ -284,7 +284,8 @@ def main() -> int:
     args = parser.parse_args()
     raw = merged_raw(list(RAW_RUNS))
     launch_sweep = [c for p in LAUNCH_RUNS for c in read_raw(str(ROOT / p)).get("sweep", ())]
-    time_sweep = [c for p in TIME_RUNS for c in read_raw(str(ROOT / p)).get("sweep", ()) if TIME_RUN_KEEPS.get(p, _every)(c)]
+    time_sweep = [c for p in TIME_RUNS for c in read_raw(str(ROOT / p)).get("sweep", ())
+                  if TIME_RUN_KEEPS.get(p, _every)(c)]
     profile = build_profile(raw, "h200", launch_sweep, time_sweep)
     profile["command"] += " + " + " + ".join(read_raw(str(ROOT / p))["meta"]["command"] for p in LAUNCH_RUNS + TIME_RUNS)
     profile["timings"]["rnn"] = json.loads((ROOT / RNN_FIT).read_text())

@@ -370,6 +370,13 @@ def natural_width(table: Table) -> int:
     return Measurement.get(console, console.options, table).maximum
 
 
+def widened_op_column(op_width: int, table_width: int, width: int, names: list[str]) -> int:
+    """The op column's width once a table that dropped columns to fit `width` gives the op names it cut the
+    columns' room: `table_width` is the table's natural width at `op_width`; at most the longest of `names`."""
+    slack = width - table_width
+    return max(op_width, min(max(map(len, names), default=0), op_width + max(slack, 0)))
+
+
 def ops_table(pred, top: int = DEFAULT_TOP, width: int | None = None) -> Table:
     """The top op groups by predicted time, with as many columns as fit `width` (the console's, by default):
     columns drop by priority (bytes first, time last) and the source moves under its op below
@@ -391,9 +398,7 @@ def ops_table(pred, top: int = DEFAULT_TOP, width: int | None = None) -> Table:
         columns = columns[:-1]
     if not source_column:
         # the width the dropped columns left goes to the op names that were cut
-        slack = width - natural_width(narrow)
-        longest = max([len(short_op(g.op)) for g, _ in rows], default=0)
-        op_width = max(op_width, min(longest, op_width + max(slack, 0)))
+        op_width = widened_op_column(op_width, natural_width(narrow), width, [short_op(g.op) for g, _ in rows])
     return _table(title, columns, rows, source_column, op_max=None if source_column else op_width, op_min=op_width)
 
 

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from kernelcast.records import PredictionRecord
 
-from . import natural_width
+from . import natural_width, widened_op_column
 from .format import module_pattern, short_op, tail, time_text
 
 DEFAULT_TOP = 15
@@ -134,9 +134,8 @@ def changes_table(a: PredictionRecord, b: PredictionRecord, names: tuple[str, st
             by_priority.pop()
         columns = [c for c in CHANGE_COLUMNS if c in by_priority]
         # the width the dropped columns left goes to the op names that were cut
-        slack = width - natural_width(_changes(title, columns, changes, headers, op_width))
-        longest = max((len(short_op(c.op)) for c in changes), default=0)
-        op_width = max(op_width, min(longest, op_width + max(slack, 0)))
+        op_width = widened_op_column(op_width, natural_width(_changes(title, columns, changes, headers, op_width)),
+                                     width, [short_op(c.op) for c in changes])
     return _changes(title, columns, changes, headers, op_width)
 
 

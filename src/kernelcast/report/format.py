@@ -34,6 +34,15 @@ def short_source(source: str) -> str:
     return path.rsplit("/", 1)[-1] + sep + rest if sep else source
 
 
+_PATH_AT_LINE = re.compile(r"(?:[^\s/:]*/)+([^\s/:]+:\d+)")
+
+
+def short_paths(text: str) -> str:
+    """Free text with each file path at a line in it ("/home/u/proj/train.py:63", "src/kernelcast/examples/gpt.py:63")
+    down to the file's name and line, as short_source does for one source."""
+    return _PATH_AT_LINE.sub(r"\1", text)
+
+
 def tail(text: str, width: int) -> str:
     """The end of `text` in at most `width` characters ("…h.*.attn.c_attn"): a module path's last parts say most."""
     return text if len(text) <= width else "…" + text[len(text) - width + 1:]

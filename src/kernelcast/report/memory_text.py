@@ -3,12 +3,10 @@ out-of-memory verdict (printed first), the memory lines of the summary, and the 
 
 from __future__ import annotations
 
-import re
-
 from kernelcast.records.memory import MIB, human_bytes
 from kernelcast.records import PredictionRecord
 
-from .format import short_source, time_text
+from .format import short_paths, short_source, time_text
 
 TRACE_MEMORY_PID = 3  # the trace's process for counters (1: host, 2: GPU; see trace.py)
 
@@ -29,7 +27,7 @@ def fix_line(fix: dict) -> str:
     if fix.get("peak_memory_bytes") is None:
         return f"  - {fix['name']}: not re-predicted ({fix.get('note', '')})"
     time = f", step {time_text(fix['step_time_us'])}" if fix.get("step_time_us") else ""
-    note = f" ({_short_paths(fix['note'])})" if fix.get("note") else ""
+    note = f" ({short_paths(fix['note'])})" if fix.get("note") else ""
     if fix.get("fits"):
         return (f"  - {fix['name']}: peak {human_bytes(fix['peak_memory_bytes'])} allocated, "
                 f"{human_bytes(fix['reserved_memory_bytes'])} reserved at most -> fits{time}{note}")
@@ -37,15 +35,6 @@ def fix_line(fix: dict) -> str:
     return (f"  - {fix['name']}: peak {human_bytes(fix['peak_memory_bytes'])} allocated -> still out of memory "
             f"(the next block does not fit beside the {human_bytes(fix['reserved_memory_bytes'])} reserved)"
             f"{time}{note}")
-
-
-_PATH = re.compile(r"(?:[^\s/:]*/)+([^\s/:]+:\d+)")
-
-
-def _short_paths(text: str) -> str:
-    """text with each file path at a line ("/home/u/proj/train.py:63", "src/kernelcast/examples/gpt.py:63") down
-    to the file's name and line."""
-    return _PATH.sub(r"\1", text)
 
 
 def oom_verdict_lines(rec: PredictionRecord) -> list[str]:
