@@ -261,10 +261,24 @@ def work_item_us(events) -> float:
 
 def attribute(events, recorded_ops: set[str] | None = None) -> tuple[list[KernelTime], int]:
     """Each GPU work item -> (aten op, module). The op is the outermost aten op on the launch stack that a
-    capture records (recorded_ops), or the innermost aten op when none is known."""
-    total = sum(1 for e in events if is_work_item(e))
+    capture records (recorded_ops), or the innermost aten op when none is known. No kernel name is handed out
+    more often than the device-side events hold it, to ops in the order they ran (by name alone: a CPU op's
+    kernel list and the device events need not round a duration alike): the
+    profiler listed a Llama-7B AdamW step's multi_tensor_apply kernels on its foreach ops 140 times over (379638
+    attributed for 2576 work items; H100, torch 2.11, validation/h100/zoo_issue31_measured_h100.json.gz)."""
+    items = [e for e in events if is_work_item(e)]
+    total = len(items)
+    budget = collections.Counter(e.name for e in items)
     out: list[KernelTime] = []
-    for event, kernels in _own_kernels(events):
+    for event, kernels in sorted(_own_kernels(events), key=lambda pair: pair[0].time_range.start):
+        kept = []
+        for k in kernels:
+            if budget[k.name] > 0:
+                budget[k.name] -= 1
+                kept.append(k)
+        kernels = kept
+        if not kernels:
+            continue
         chain, module = [], ""
         node = event
         while node is not None:
