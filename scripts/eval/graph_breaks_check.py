@@ -143,6 +143,9 @@ def main() -> int:
         t0 = time.perf_counter()
         sides = {kind: _run_worker(kind, name) for kind in ("capture", "compile", "explain")}
         rows.append({"name": name, **sides, "seconds": round(time.perf_counter() - t0, 1)})
+        if args.out:  # after every workload: a run stopped at its time limit keeps what it checked
+            Path(args.out).write_text(json.dumps({"command": "python3 scripts/eval/graph_breaks_check.py "
+                                                  + " ".join(sys.argv[1:]), "rows": rows}, indent=1) + "\n")
         errors = [f"{kind}: {side['error']}" for kind, side in sides.items() if "error" in side]
         if errors:
             print(f"{name:32s} error: {'; '.join(errors)}", flush=True)
@@ -156,9 +159,6 @@ def main() -> int:
                  f"explain {explained}"), flush=True)
     print(f"graph breaks at the same places as a plain torch.compile's on {agree} of {ran} workloads, as "
           f"torch._dynamo.explain's on {agree_explain} ({len(names) - ran} could not run)")
-    if args.out:
-        Path(args.out).write_text(json.dumps({"command": "python3 scripts/eval/graph_breaks_check.py "
-                                              + " ".join(sys.argv[1:]), "rows": rows}, indent=1) + "\n")
     return 0
 
 
