@@ -120,7 +120,8 @@ def _step_times(step, args: tuple) -> dict:
 
 
 def _dynamo_graphs() -> int:
-    """Graphs torch.compile has made in this process so far (Dynamo's own counter)."""
+    """A count that grows whenever Dynamo compiles in this process (its own stats and frames counters): compared
+    before and after a workload's timed steps, it says whether the step runs torch.compile'd code."""
     import torch._dynamo.utils
 
     return sum(torch._dynamo.utils.counters["stats"].values()) + sum(torch._dynamo.utils.counters["frames"].values())

@@ -491,6 +491,14 @@ def _conv_volumetric_params(rng: random.Random, batches=(1, 2, 4, 8, 16, 32), ma
             return p
 
 
+def _three_pass_cases(draw: Callable[[], dict], count: int, device: str) -> Iterator[Case]:
+    """`count` convolutions from `draw`, each in its three passes (CONV_PASSES)."""
+    for _ in range(max(1, count)):
+        params = draw()
+        for pass_ in CONV_PASSES:
+            yield Case("conv", {**params, "pass": pass_}, lambda p={**params, "pass": pass_}: _conv_call(p, device))
+
+
 def conv_volumetric_cases(device: str, scale: float = 1.0, wide: bool = False) -> Iterator[Case]:
     """3-D and transposed convolutions drawn as _conv_volumetric_params draws them, each in its three passes;
     wide: the second draw, at CONV_VOLUMETRIC_WIDE's larger batches and sizes."""
@@ -498,10 +506,8 @@ def conv_volumetric_cases(device: str, scale: float = 1.0, wide: bool = False) -
     draw = (lambda: _conv_volumetric_params(rng, CONV_VOLUMETRIC_WIDE["batches"], CONV_VOLUMETRIC_WIDE["max_bytes"],
                                             CONV_VOLUMETRIC_WIDE["max_flops"])) if wide else \
         (lambda: _conv_volumetric_params(rng))
-    for _ in range(max(1, int((CONV_VOLUMETRIC_WIDE["cases"] if wide else CONV_VOLUMETRIC_CASES) * scale))):
-        params = draw()
-        for pass_ in CONV_PASSES:
-            yield Case("conv", {**params, "pass": pass_}, lambda p={**params, "pass": pass_}: _conv_call(p, device))
+    yield from _three_pass_cases(draw, int((CONV_VOLUMETRIC_WIDE["cases"] if wide else CONV_VOLUMETRIC_CASES) * scale),
+                                 device)
 
 
 # -- up-sampling transposed convolutions (issue 30) ----------------------------------------------------------
@@ -552,10 +558,7 @@ def _conv_upsample_params(rng: random.Random) -> dict:
 def conv_upsample_cases(device: str, scale: float = 1.0) -> Iterator[Case]:
     """CONV_UPSAMPLE's draw (_conv_upsample_params), each in its three passes."""
     rng = random.Random(CONV_UPSAMPLE["seed"])
-    for _ in range(max(1, int(CONV_UPSAMPLE["cases"] * scale))):
-        params = _conv_upsample_params(rng)
-        for pass_ in CONV_PASSES:
-            yield Case("conv", {**params, "pass": pass_}, lambda p={**params, "pass": pass_}: _conv_call(p, device))
+    yield from _three_pass_cases(lambda: _conv_upsample_params(rng), int(CONV_UPSAMPLE["cases"] * scale), device)
 
 
 # -- pointwise (1x1) and 3x3 convolutions over large maps with few channels (issue 31) -------------------------
@@ -648,10 +651,7 @@ def _conv_stem_params(rng: random.Random) -> dict:
 def conv_stem_cases(device: str, scale: float = 1.0) -> Iterator[Case]:
     """CONV_STEM's draw (_conv_stem_params), each in its three passes."""
     rng = random.Random(CONV_STEM["seed"])
-    for _ in range(max(1, int(CONV_STEM["cases"] * scale))):
-        params = _conv_stem_params(rng)
-        for pass_ in CONV_PASSES:
-            yield Case("conv", {**params, "pass": pass_}, lambda p={**params, "pass": pass_}: _conv_call(p, device))
+    yield from _three_pass_cases(lambda: _conv_stem_params(rng), int(CONV_STEM["cases"] * scale), device)
 
 
 # -- attention -----------------------------------------------------------------------------------------------

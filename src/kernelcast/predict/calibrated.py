@@ -434,8 +434,7 @@ class CalibratedModel:
         tables = self._tables(kind)
         group = SHAPE_GROUPS[kind](key, self.settings)
         table = _nearest_table(tables, group)
-        name = fitted_name(kind, key)
-        fitted = self._fitted(name) or (self._fitted(fitted_fallback(name)) if fitted_fallback(name) else None)
+        fitted = self._fitted(fitted_name(kind, key))
         if table is None and fitted is None:
             return None
         coords, shape_kind = SHAPE_POINTS[kind](key)
@@ -450,11 +449,16 @@ class CalibratedModel:
         return self._prior_us(kind, key) * est.correction, est
 
     def _fitted(self, kind: str) -> tuple[TreeRegressor, float] | None:
-        """The profile's fitted correction model of this kind and its held-out uncertainty, if it has one."""
+        """The profile's fitted correction model of this kind and its held-out uncertainty, if it has one; in a
+        profile fitted before the kind had a model of its own, its fallback's (shape_kinds.fitted_fallback)."""
         if kind not in self._fitted_models:
             section = self.profile["timings"].get("fitted", {}).get(kind)
-            self._fitted_models[kind] = None if section is None else (
-                TreeRegressor.from_dict(section["regressor"]), float(section["held_out"]["uncertainty"]))
+            if section is not None:
+                self._fitted_models[kind] = (TreeRegressor.from_dict(section["regressor"]),
+                                             float(section["held_out"]["uncertainty"]))
+            else:
+                fallback = fitted_fallback(kind)
+                self._fitted_models[kind] = self._fitted(fallback) if fallback else None
         return self._fitted_models[kind]
 
     def _tables(self, kind: str) -> dict[tuple, ShapeTable]:
