@@ -9,6 +9,9 @@ those counts at a time, with kernels too small to fill the GPU queue, so each ca
 - mm_relu_chain k: k cuBLAS mm calls, k Triton kernels (relu), k + 1 inputs;
 - sum_inputs n: one Triton kernel reading n inputs;
 - many_outputs k: one Triton kernel writing k outputs (k allocations);
+- mlp_module k: an nn.Module of k Linear(64, 64) + ReLU layers, called compiled as a model is: Dynamo guards
+  on the module and its 2k parameters, which become the graph's inputs (the plain functions above lack them,
+  and units fitted on those alone had priced compiled module calls too fast: docs/accuracy.md, 2026-12-04);
 each eager, compiled (default) and compiled (reduce-overhead). Per case: the CPU time of the calling thread
 per call (median of REPEATS loops of CALLS calls, no synchronization inside a loop) and the wall time, with the
 host's CPU benchmarks. scripts/fit/fit_compiled_host.py captures the same cases here and fits per-unit costs.
@@ -34,7 +37,7 @@ REPEATS = 5
 WARMUP = 5
 MODES = ("eager", "default", "reduce-overhead")
 CASES = [("mm_relu_chain", k) for k in (1, 4, 16, 32)] + [("sum_inputs", n) for n in (1, 8, 32, 128)] + \
-        [("many_outputs", k) for k in (1, 8, 32)]
+        [("many_outputs", k) for k in (1, 8, 32)] + [("mlp_module", k) for k in (1, 4, 16, 32)]
 
 
 def _mm_relu_chain(x, *weights):
@@ -63,6 +66,9 @@ def case(name: str, size: int, device: str = "cuda"):
         return _sum_inputs, tuple(torch.randn(256, device=device) for _ in range(size))
     if name == "many_outputs":
         return _many_outputs(size), (torch.randn(256, device=device),)
+    if name == "mlp_module":
+        layers = [m for _ in range(size) for m in (torch.nn.Linear(64, 64), torch.nn.ReLU())]
+        return torch.nn.Sequential(*layers).to(device), (torch.randn(64, 64, device=device),)
     raise ValueError(name)
 
 
@@ -102,11 +108,14 @@ def probe(name: str, size: int, mode: str) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
+    parser.add_argument("--only", nargs="*", help="case names to run (all by default)")
     args = parser.parse_args()
     from kernelcast.capture.cpu_speed import measure_cpu_bench
 
     rows = []
     for name, size in CASES:
+        if args.only and name not in args.only:
+            continue
         for mode in MODES:
             try:
                 rows.append(probe(name, size, mode))

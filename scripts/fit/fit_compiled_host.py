@@ -1,10 +1,14 @@
 """Fit the host cost of torch.compile'd code per unit, from the device probe of compiled calls.
 
-    PYTHONPATH=src python3 scripts/fit/fit_compiled_host.py validation/probes/compiled_host.json \
-        [--out validation/probes/compiled_host_fit.json]
+    PYTHONPATH=src python3 scripts/fit/fit_compiled_host.py \
+        validation/probes/h100_compiled_host/compiled_host_run*.json \
+        --reference validation/probes/compiled_host.json [--out validation/probes/compiled_host_fit.json]
 
-scripts/device/probe_compiled_host.py measured, on the H200's host, the CPU time per call of small compiled functions
-(eager, default, reduce-overhead) whose kernels never fill the GPU queue. Each case is captured here as
+scripts/device/probe_compiled_host.py measures, on a GPU's host, the CPU time per call of small compiled functions
+and modules (eager, default, reduce-overhead) whose kernels never fill the GPU queue. The committed fit is from
+three runs on an H100 machine (2026-12-06, when no H200 came; the module cases are new there), per case their
+median, scaled to the H200's host by the median ratio over the cases the H200's run (compiled_host.json,
+2026-12-01) measured too. Each case is captured here as
 `kernelcast predict --compile MODE` does and its compiled units counted from the capture: graph calls and their
 tensor inputs (host.compiled_graph), Triton launches, allocations and reinterpretations in Inductor's wrapper,
 CUDA graph replays and their inputs (host.cudagraph_replay). The rest of each call's host time (extern kernels
@@ -27,7 +31,7 @@ from pathlib import Path
 
 import kernelcast  # noqa: F401  (before torch)
 
-from kernelcast.calibrate.compiled_host import fit
+from kernelcast.calibrate.compiled_host import fit, merged_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "scripts" / d) for d in ("device", "fit", "eval")]  # sibling scripts
@@ -54,10 +58,13 @@ def _capture(name: str, size: int, mode: str | None):
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("probe")
+    parser.add_argument("probe", nargs="+", help="probe runs (separate processes): per case their median")
+    parser.add_argument("--reference", help="a probe run on the profiled GPU's host, to scale the runs to it")
     parser.add_argument("--out", default=str(ROOT / "validation/probes/compiled_host_fit.json"))
     args = parser.parse_args()
-    doc = json.loads(Path(args.probe).read_text())
+    runs = [json.loads(Path(p).read_text()) for p in args.probe]
+    reference = json.loads(Path(args.reference).read_text()) if args.reference else None
+    doc = runs[0] if len(runs) == 1 and reference is None else merged_runs(runs, reference)
     units, rows = fit(doc, _capture)
     errors = {}
     for r in rows:
@@ -69,7 +76,8 @@ def main() -> int:
     for mode, e in errors.items():
         print(f"{mode}: median |error| {statistics.median(e):.1%}, worst {max(e):.1%} over {len(e)} cases")
     Path(args.out).write_text(json.dumps({
-        "command": "python3 scripts/fit/fit_compiled_host.py " + args.probe, "probe": doc["command"],
+        "command": "python3 scripts/fit/fit_compiled_host.py " + " ".join(sys.argv[1:]), "probe": doc["command"],
+        "host_ratio_to_reference": doc.get("host_ratio_to_reference"),
         "units_us": units, "median_error": {m: round(statistics.median(e), 4) for m, e in errors.items()},
         "rows": rows}, indent=1) + "\n")
     return 0

@@ -5,6 +5,7 @@ without it they are skipped, and the eager fallback is tested in test_cuda_path.
 come from the H200 (torch 2.11), named where they were measured.
 """
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -103,19 +104,30 @@ def test_host_side_of_compiled_code():
                        python_us=3.0)
     replay = OpRecord(2, "host.cudagraph_replay", {"inputs": 3}, (), tags=("host", "compiled"), python_us=40.0)
     graph = OpRecord(3, "host.compiled_graph", {"inputs": 5}, (), tags=("host", "compiled"), python_us=500.0)
+    module_graph = OpRecord(9, "host.compiled_graph", {"inputs": 5, "modules": 3}, (), tags=("host", "compiled"))
     alloc = OpRecord(4, "aten.empty_strided.default", {"size": [8], "stride": [1]}, (contiguous((8,)),),
                      tags=("compiled",), python_us=20.0)
     caller = OpRecord(5, "host.compiled_call", {}, (), tags=("host",), python_us=7.0)
+    end = OpRecord(6, "host.compiled_graph_end", {}, (), tags=("host", "compiled"), python_us=30.0)
+    after = OpRecord(7, "aten.add.Tensor", {}, (contiguous((8,)),), python_us=40.0)
+    later = OpRecord(8, "aten.add.Tensor", {}, (contiguous((8,)),), python_us=9.0)
     assert host.dispatch_us(launch, cost_of(launch)) == host.generated_launch_us
     assert host.dispatch_us(graphed, cost_of(graphed)) == 0.0 and host.python_us(graphed) == 0.0
     assert host.dispatch_us(replay, None) == host.cudagraph_replay_us + 3 * host.replay_input_us
     assert host.dispatch_us(graph, None) == host.compiled_graph_us + 5 * host.compiled_input_us
+    # a graph Dynamo traced through nn.Modules costs more (the probe's module cases), whatever their number;
+    # replayed as a CUDA graph too
+    assert host.dispatch_us(module_graph, None) == host.dispatch_us(graph, None) + host.compiled_module_us
+    module_replay = dataclasses.replace(replay, args={"inputs": 3, "modules": 2})
+    assert host.dispatch_us(module_replay, None) == host.dispatch_us(replay, None) + host.replay_module_us
     assert host.dispatch_us(alloc, cost_of(alloc)) == host.compiled_view_us
-    # a graph's call and a replay are priced by units: the Python timed before them at capture (Dynamo's guards
-    # and AOTAutograd's wrapper on fake tensors, 2-4x the H200 host's time: scripts/device/probe_compiled_host.py) is
-    # left out; Inductor's wrapper Python between its ops and the caller's own stay
-    assert host.python_us(graph) == host.python_us(replay) == 0.0
-    assert (host.python_us(launch), host.python_us(alloc), host.python_us(caller)) == (3.0, 20.0, 7.0)
+    # a graph's call and a replay are priced by units: the Python timed at capture before them (Dynamo's guards,
+    # AOTAutograd's wrapper), inside Inductor's wrapper and on the way out (before the op after the graph's end)
+    # ran on fake tensors under the capture's hooks and is left out; the caller's own stays
+    step = host.for_step([caller, graph, alloc, launch, end, after, later])
+    assert step.python_us(graph) == step.python_us(replay) == 0.0
+    assert (step.python_us(launch), step.python_us(alloc), step.python_us(end), step.python_us(after)) == (0.0,) * 4
+    assert (step.python_us(caller), step.python_us(later)) == (7.0, 9.0)
 
 
 @pytest.mark.slow
@@ -151,9 +163,9 @@ def _kernels(cap):
 
 @needs_triton
 def test_a_compiled_step_counts_no_lines_and_is_priced_as_timed():
-    """A compiled step is recorded once; a line tracer in that one step would be in its timed reading, and
-    Inductor's wrapper is priced as timed beside its per-unit costs (scripts/fit/fit_compiled_host.py): its capture
-    counts no lines and the host model keeps the reading (capture/api.py _run_steps)."""
+    """A compiled step is recorded once; a line tracer in that one step would be in its timed reading: its capture
+    counts no lines and the host model keeps the reading of the caller's Python (capture/api.py _run_steps);
+    Inductor's wrapper is priced by its per-unit costs (scripts/fit/fit_compiled_host.py)."""
     from kernelcast.capture import capture_workload
     from kernelcast.devices import get_gpu
     from kernelcast.predict import host_model_for
@@ -162,6 +174,36 @@ def test_a_compiled_step_counts_no_lines_and_is_priced_as_timed():
     assert _kernels(cap) and not cap.settings.python_lines_counted
     assert sum(op.python_lines for op in cap.ops) == 0
     assert not host_model_for(get_gpu("h200"), cap).price_lines
+
+
+@needs_triton
+def test_a_compiled_graph_is_closed_by_a_marker_after_its_wrapper():
+    """The capture marks where Inductor's wrapper returns (host.compiled_graph_end), after its last launch: the
+    Python before the next op is the compiled call's way out, which the host model prices by units."""
+    from kernelcast.capture import capture_workload
+
+    ops = capture_workload(_gelu_chain, "h200").ops
+    names = [op.op for op in ops]
+    begin, end = names.index("host.compiled_graph"), names.index("host.compiled_graph_end")
+    assert begin < max(i for i, n in enumerate(names) if n.startswith("triton.")) < end
+    assert ops[begin].args["modules"] == 0  # a lambda: no nn.Module traced
+
+    def mlp():
+        model = torch.compile(torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU()).cuda())
+        return (lambda x: model(x)), (torch.randn(8, 64, device="cuda"),)
+
+    graph = next(op for op in capture_workload(mlp, "h200").ops if op.op == "host.compiled_graph")
+    assert graph.args["modules"] == 3  # the Sequential, its Linear and its ReLU
+
+    def mlp_graphed():
+        model = torch.compile(torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU()).cuda(),
+                              mode="reduce-overhead")
+        return (lambda x: model(x)), (torch.randn(8, 64, device="cuda"),)
+
+    names_args = [(op.op, op.args) for op in capture_workload(mlp_graphed, "h200").ops]
+    replay = next(i for i, (n, _) in enumerate(names_args) if n == "host.cudagraph_replay")
+    assert names_args[replay][1]["modules"] == 3  # as the replayed graph traced them
+    assert names_args[-2][0] == "host.compiled_graph_end"  # the replay closed, before the step's end
 
 
 @needs_triton
@@ -186,7 +228,7 @@ def test_mean_over_the_noncontiguous_dim_is_two_triton_kernels():
     assert [op.packet for op in _kernels(cap)] == ["triton.reduction", "triton.persistent_reduction"]
     # the call begins (the caller's Python before it), then the graph with its one tensor input
     assert [op.op for op in cap.ops[:2]] == ["host.compiled_call", "host.compiled_graph"]
-    assert cap.ops[1].args == {"inputs": 1}
+    assert cap.ops[1].args == {"inputs": 1, "modules": 0}
     assert all("compiled" in op.tags for op in cap.ops[1:] if op.op != STEP_END_OP)  # the step's end: no op
 
 
@@ -459,7 +501,7 @@ def test_max_autotune_predicts_the_extern_gemm_and_says_so():
 
 def test_the_profiles_compiled_host_costs_come_from_the_committed_probe_fit():
     """The H200 profile's host costs of compiled code are scripts/fit/fit_compiled_host.py's fit of the device probe
-    (validation/probes/compiled_host.json), and the host model reads them."""
+    (validation/probes/h100_compiled_host/, scaled to the H200's host), and the host model reads them."""
     import json
     from pathlib import Path
 
@@ -472,6 +514,26 @@ def test_the_profiles_compiled_host_costs_come_from_the_committed_probe_fit():
     host = HostModel.from_profile(section, "H200 host")
     assert host.cudagraph_replay_us == fit["units_us"]["cudagraph_replay_us"]
     assert host.compiled_input_us == fit["units_us"]["compiled_input_us"]
+    assert host.compiled_module_us == fit["units_us"]["compiled_module_us"]
+
+
+def test_probe_runs_merge_to_medians_scaled_to_the_reference_host():
+    """Probe runs in separate processes are merged per case by their median, and a run on another machine is
+    scaled to the profiled GPU's host by the median ratio over the cases both measured."""
+    from kernelcast.calibrate.compiled_host import merged_runs
+
+    def run(*cpu_us):
+        cases = (("a", 1, "default"), ("b", 1, "default"), ("c", 1, "default"))
+        return {"command": "probe", "rows": [{"case": c, "size": n, "mode": m, "cpu_us": t}
+                                             for (c, n, m), t in zip(cases, cpu_us)]}
+
+    merged = merged_runs([run(10.0, 20.0, 30.0), run(12.0, 24.0, 90.0), run(14.0, 22.0, 60.0)],
+                         reference={"rows": [{"case": "a", "size": 1, "mode": "default", "cpu_us": 6.0},
+                                             {"case": "b", "size": 1, "mode": "default", "cpu_us": 11.0}]})
+    assert merged["host_ratio_to_reference"] == 2.0  # medians 12 and 22 over 6 and 11
+    assert [r["cpu_us"] for r in merged["rows"]] == [6.0, 11.0, 30.0]
+    with pytest.raises(ValueError):
+        merged_runs([run(1.0)], reference={"rows": [{"case": "z", "size": 1, "mode": "default", "cpu_us": 1.0}]})
 
 
 @needs_triton

@@ -3,9 +3,10 @@
 scripts/device/probe_compiled_host.py measures, on a GPU's host, the CPU time per call of small compiled functions
 (eager, default, reduce-overhead) whose kernels never fill the GPU queue; scripts/fit/fit_compiled_host.py captures
 the same cases here and calls `fit`. Each case's compiled units are counted from its capture (units_of): graph
-calls and their tensor inputs (host.compiled_graph), Triton launches, allocations and reinterpretations in
-Inductor's wrapper, CUDA graph replays and their inputs (host.cudagraph_replay). The rest of each call's host
-time (extern kernels such as cuBLAS, the static-input copies, the Python timed in the capture) is priced by
+calls, their tensor inputs and whether Dynamo traced an nn.Module into them (host.compiled_graph), Triton
+launches, allocations and reinterpretations in Inductor's wrapper, CUDA graph replays and their inputs
+(host.cudagraph_replay). The rest of each call's host
+time (extern kernels such as cuBLAS, the static-input copies, the caller's Python timed in the capture) is priced by
 the profile's eager host model (rest_us), corrected by that model's miss on the same case run eagerly where
 the extern kernels are GEMMs (the eager model prices a 64x64 mm's launch at 13 µs, the probe's eager rows
 measured about 25: that miss is not the compiled code's). What the measurement leaves is fitted as units x
@@ -19,8 +20,9 @@ import dataclasses
 from typing import Callable
 
 GEMM_OPS = ("mm", "addmm", "bmm", "baddbmm")
-DEFAULT_UNITS = ("compiled_graph_us", "compiled_input_us", "generated_launch_us", "compiled_view_us")
-REPLAY_UNITS = ("cudagraph_replay_us", "replay_input_us")
+DEFAULT_UNITS = ("compiled_graph_us", "compiled_input_us", "generated_launch_us", "compiled_view_us",
+                 "compiled_module_us")
+REPLAY_UNITS = ("cudagraph_replay_us", "replay_input_us", "replay_module_us")
 
 
 def units_of(capture) -> dict[str, float]:
@@ -36,9 +38,11 @@ def units_of(capture) -> dict[str, float]:
         if op.op == COMPILED_GRAPH_OP:
             units["compiled_graph_us"] += 1
             units["compiled_input_us"] += op.args.get("inputs", 0)
+            units["compiled_module_us"] += 1 if op.args.get("modules") else 0
         elif op.op == CUDAGRAPH_REPLAY_OP:
             units["cudagraph_replay_us"] += 1
             units["replay_input_us"] += op.args.get("inputs", 0)
+            units["replay_module_us"] += 1 if op.args.get("modules") else 0
         elif op.op.startswith(TRITON_OP_PREFIX):
             units["generated_launch_us"] += 1
         elif is_compiled_view(op, cost_of(op)):
@@ -54,14 +58,43 @@ def gemm_launches(capture) -> int:
 
 
 def rest_us(capture, gpu: str = "h200") -> float:
-    """The call's host time on the profiled host with every compiled unit at zero (the Python timed in the
-    capture, Inductor's wrapper's included, carried by the Python benchmarks' ratio as in a prediction)."""
+    """The call's host time on the profiled host with every compiled unit at zero: the caller's Python timed in
+    the capture (carried by the Python benchmarks' ratio as in a prediction) and the extern kernels' calls;
+    Inductor's wrapper and the compiled call's way in and out are the units' (predict/host.py)."""
     from kernelcast.devices import get_gpu
     from kernelcast.predict import host_model_for, predict_capture
 
     host = host_model_for(get_gpu(gpu), capture)
     zero = dataclasses.replace(host, **dict.fromkeys(DEFAULT_UNITS + REPLAY_UNITS, 0.0))
     return predict_capture(capture, gpu, host_model=zero).host_time_us
+
+
+def merged_runs(runs: list[dict], reference: dict | None = None) -> dict:
+    """One probe document from runs of the probe in separate processes (the host's speed moves from one process to
+    the next): per case and mode the median of their CPU µs; with `reference`, a run on the profiled GPU's host,
+    scaled to that host by the median ratio over the rows both measured (the probe run on another machine when
+    the profiled GPU did not come). Raises ValueError where the runs and the reference share no row."""
+    import statistics
+
+    def key(row: dict) -> tuple:
+        return row["case"], row["size"], row["mode"]
+
+    measured: dict[tuple, list[float]] = {}
+    for run in runs:
+        for row in run["rows"]:
+            if "error" not in row:
+                measured.setdefault(key(row), []).append(row["cpu_us"])
+    medians = {k: statistics.median(v) for k, v in measured.items()}
+    scale = 1.0
+    if reference is not None:
+        theirs = {key(r): r["cpu_us"] for r in reference["rows"] if "error" not in r}
+        shared = [medians[k] / theirs[k] for k in medians if k in theirs]
+        if not shared:
+            raise ValueError("the probe runs and the reference run measured no case in common")
+        scale = statistics.median(shared)
+    rows = [{"case": k[0], "size": k[1], "mode": k[2], "cpu_us": round(v / scale, 3)} for k, v in medians.items()]
+    return {"command": " + ".join(r.get("command", "?") for r in runs), "runs": len(runs),
+            "host_ratio_to_reference": round(scale, 4), "rows": rows}
 
 
 def nonnegative_relative_fit(rows: list[list[float]], targets: list[float], measured: list[float]) -> list[float]:

@@ -52,6 +52,7 @@ TRITON_OP_PREFIX = "triton."
 CUDAGRAPH_REPLAY_OP = "host.cudagraph_replay"
 COMPILED_CALL_OP = "host.compiled_call"  # a call of compiled code begins (the caller's Python is before it)
 COMPILED_GRAPH_OP = "host.compiled_graph"  # Inductor's wrapper for one graph begins (guards, AOT wrapper before)
+COMPILED_GRAPH_END_OP = "host.compiled_graph_end"  # and returns (the Python before it is the wrapper's tail)
 COMPILED_TAG = "compiled"  # an op run by Inductor's generated wrapper
 GRAPHED_TAG = "graphed"  # an op replayed inside a CUDA graph (no host work of its own)
 USER_GRAPH_REPLAY_OP = "host.user_graph_replay"  # a user's torch.cuda.CUDAGraph.replay(): one graph launch
@@ -535,13 +536,23 @@ def _set_mode_stack(stack: list) -> None:
     set_torch_function_mode_stack(list(stack))
 
 
+def traced_modules(graph) -> int:
+    """How many nn.Modules Dynamo traced into an FX graph (its nodes' nn_module_stack): a compiled call through
+    a module pays for it on the host (scripts/device/probe_compiled_host.py's module cases)."""
+    paths = set()
+    for node in graph.nodes:
+        for entry in (node.meta.get("nn_module_stack") or {}).values():
+            paths.add(entry[0] if isinstance(entry, tuple) else str(entry))
+    return len(paths)
+
+
 @dataclass
 class InductorHooks:
     """Callbacks into the recorder: a Triton launch, and the bracket of a CUDA graph replay."""
 
     on_launch: Callable[[TritonKernelMeta, tuple], None]
     replay: Callable[[Callable, list, GraphedCall], Any]
-    run_compiled: Callable[[Callable, list], Any]
+    run_compiled: Callable[[Callable, list, int], Any]  # (the graph's call, its inputs, nn.Modules it traced)
     time_us: Callable[[list], float]  # predicted device time of some ops on the target GPU (for pad_mm)
     ours: Callable[[], Any] = contextlib.nullcontext  # books the time inside as the capture's, not the model's
 
@@ -586,9 +597,10 @@ def inductor_on_fake_cuda(hooks: InductorHooks) -> Iterator[CompiledRegions]:
         regions.graphs += 1
         regions.max_autotune |= bool(inductor_config.max_autotune)
         call = module.call
+        modules = traced_modules(self.graph)
 
         def tagged_call(args):
-            return hooks.run_compiled(call, args)
+            return hooks.run_compiled(call, args, modules)
 
         module.call = tagged_call
         return module

@@ -268,6 +268,7 @@ class Recorder(TorchDispatchMode):
         super().__init__()
         self.capability = capability  # the target GPU's: a few ops read data back on some archs only
         self.recording = False
+        self.graph_modules = 0  # nn.Modules Dynamo traced into the compiled graph being run (run_compiled)
         self.ops: list[OpRecord] = []
         self.notes: set[str] = set()
         self.current_stream = 0  # the stream ops are issued on (torch.cuda.stream(...) changes it)
@@ -543,22 +544,29 @@ class Recorder(TorchDispatchMode):
         finally:
             self.clock.ours_end()
 
-    def run_compiled(self, call, args: list) -> Any:
+    def run_compiled(self, call, args: list, modules: int = 0) -> Any:
         """Inductor's generated wrapper for one graph: the ops it runs are tagged as compiled code. Outside a
         CUDA graph a marker op (COMPILED_GRAPH_OP, with the graph's tensor inputs) opens it: the Python timed
         before it since the compiled call began is Dynamo's guards and AOTAutograd's wrapper, as they ran here
-        on fake tensors, which the host model prices by its own calibration instead."""
-        from .inductor import COMPILED_GRAPH_OP, COMPILED_TAG, GRAPHED_TAG
+        on fake tensors, which the host model prices by its own calibration instead; a second marker
+        (COMPILED_GRAPH_END_OP) closes it, so that the wrapper's Python after its last op is not read as the
+        caller's. The marker holds how many nn.Modules Dynamo traced into the graph (inductor.traced_modules)."""
+        from .inductor import COMPILED_GRAPH_END_OP, COMPILED_GRAPH_OP, COMPILED_TAG, GRAPHED_TAG
 
-        if self.recording and GRAPHED_TAG not in self.region_tags:
+        marked = self.recording and GRAPHED_TAG not in self.region_tags
+        self.graph_modules = modules  # for a replay's marker (replay_graph), which is recorded before this call
+        if marked:
             inputs = sum(isinstance(a, torch.Tensor) for a in args)
-            self._record_marker(COMPILED_GRAPH_OP, {"inputs": inputs}, tags=("host", COMPILED_TAG))
+            self._record_marker(COMPILED_GRAPH_OP, {"inputs": inputs, "modules": modules},
+                                tags=("host", COMPILED_TAG))
         saved = self.region_tags
         self.region_tags = tuple(dict.fromkeys((*saved, COMPILED_TAG)))
         try:
             return call(args)
         finally:
             self.region_tags = saved
+            if marked and self.recording:
+                self._record_marker(COMPILED_GRAPH_END_OP, {}, tags=("host", COMPILED_TAG))
 
     def _static_buffer(self, call, index: int, like: torch.Tensor) -> torch.Tensor:
         """The graph's own buffer for its input `index` (made once, unrecorded: the graph's memory pool)."""
@@ -578,8 +586,9 @@ class Recorder(TorchDispatchMode):
         (torch/_inductor/cudagraph_trees.py, CUDAGraphNode.run): a host-only marker for the replay (its launch
         and checks), the inputs that are not static (parameters, buffers, outputs of earlier graphs) copied
         into the graph's own buffers with one _foreach_copy_, then the graph's kernels, which have no host work
-        of their own."""
-        from .inductor import COMPILED_TAG, CUDAGRAPH_REPLAY_OP, GRAPHED_TAG
+        of their own, and the end marker (COMPILED_GRAPH_END_OP, as run_compiled). The replay's marker holds how
+        many nn.Modules the graph traced, known once the graph has run."""
+        from .inductor import COMPILED_GRAPH_END_OP, COMPILED_TAG, CUDAGRAPH_REPLAY_OP, GRAPHED_TAG
 
         with self.clock.ours():  # kernelcast's bookkeeping, not the model's Python
             refused = call.mutation_refused(lambda i: isinstance(inputs[i], torch.Tensor)
@@ -590,7 +599,9 @@ class Recorder(TorchDispatchMode):
         if refused is not None:  # the trees run it without a graph, every call
             call.refused(refused)
             return model(list(inputs))
+        marker = None
         if self.recording:  # first: the Python before it (guards, the trees' checks) is priced by the marker
+            marker = len(self.ops)
             self._record_marker(CUDAGRAPH_REPLAY_OP, {"backward": call.is_backward, "copied_inputs": len(copies),
                                                       "inputs": sum(isinstance(t, torch.Tensor) for t in inputs)},
                                 tags=("host", COMPILED_TAG))
@@ -602,6 +613,7 @@ class Recorder(TorchDispatchMode):
                 self.region_tags = saved
         saved = self.region_tags
         self.region_tags = tuple(dict.fromkeys((*saved, COMPILED_TAG, GRAPHED_TAG)))
+        self.graph_modules = 0
         try:
             out = model(list(inputs))
         finally:
@@ -610,6 +622,11 @@ class Recorder(TorchDispatchMode):
             for t in out if isinstance(out, (list, tuple)) else (out,):
                 if isinstance(t, torch.Tensor):
                     self._graph_outputs.add(_storage_id(t))
+            if marker is not None and self.recording:  # the modules the replayed graph traced (run_compiled)
+                op = self.ops[marker]
+                self.ops[marker] = dataclasses.replace(op, args={**op.args, "modules": self.graph_modules})
+        if marker is not None and self.recording:
+            self._record_marker(COMPILED_GRAPH_END_OP, {}, tags=("host", COMPILED_TAG))
         return out
 
     # -- a user's own CUDA graphs (torch.cuda.CUDAGraph, torch.cuda.graph; cuda_facade.FakeCUDAGraph) -----------

@@ -62,16 +62,17 @@ LIBRARY_CASE_ITEMS = {"_cudnn_rnn": 2, "_cudnn_rnn_backward": 2}
 LIBRARY_LAUNCH_CASE = "library launch"
 RANGE_MARKERS = (RANGE_BEGIN_OP, RANGE_END_OP)
 # torch.compile'd code (capture/inductor.py). A compiled graph's call is priced by units, not by the Python
-# timed before it at capture (Dynamo's guards and AOTAutograd's wrapper on fake tensors: 2-4x the H200 host's
-# time on scripts/device/probe_compiled_host.py's cases): a fixed cost and one per tensor input; a CUDA graph replay
-# likewise. Inductor's wrapper Python between its ops is timed as the model's is; a Triton launch and an
-# allocation or reinterpretation in the wrapper add a unit cost each. The defaults below are stand-ins for a
-# profile without its `host.compiled` fit (scripts/fit/fit_compiled_host.py).
+# timed at capture (Dynamo's guards, AOTAutograd's wrapper and Inductor's generated wrapper on fake tensors:
+# 2-4x the H200 host's time on scripts/device/probe_compiled_host.py's cases): a fixed cost (the way in and out)
+# and one per tensor input; a CUDA graph replay likewise; a Triton launch and an allocation or reinterpretation
+# in the wrapper a unit cost each, its Python included. The defaults below are stand-ins for a profile without
+# its `host.compiled` fit (scripts/fit/fit_compiled_host.py).
 GENERATED_LAUNCH_US = 6.0
 CUDAGRAPH_REPLAY_US = 25.0
 COMPILED_GRAPH_US = 20.0
 COMPILED_INPUT_US = 2.0
 COMPILED_VIEW_US = 1.0
+COMPILED_MODULE_US = 0.0
 REPLAY_INPUT_US = 2.0
 TRITON_OP_PREFIX = "triton."
 CUDAGRAPH_REPLAY_OP = HOST_OP_PREFIX + "cudagraph_replay"
@@ -83,6 +84,7 @@ USER_GRAPH_REPLAY_OP = HOST_OP_PREFIX + "user_graph_replay"
 USER_GRAPH_LAUNCH_US = 4.78
 USER_GRAPH_PER_KERNEL_US = 0.0115
 COMPILED_GRAPH_OP = HOST_OP_PREFIX + "compiled_graph"
+COMPILED_GRAPH_END_OP = HOST_OP_PREFIX + "compiled_graph_end"
 GRAPHED_TAG = "graphed"
 COMPILED_TAG = "compiled"
 MODEL_PYTHON = "model python"  # the profile's host-section fit of the model's Python per counted line
@@ -90,7 +92,7 @@ HEAVY_STRETCH_FACTOR = 4.0  # a stretch read at more than this x its lines' pric
 HEAVY_STRETCH_MIN_US = 1000.0  # is priced as read (HostModel.priced_by_lines)
 # The HostModel fields a profile's `host.compiled` fit sets (scripts/fit/fit_compiled_host.py).
 COMPILED_HOST_FIELDS = ("generated_launch_us", "cudagraph_replay_us", "replay_input_us", "compiled_graph_us",
-                        "compiled_input_us", "compiled_view_us")
+                        "compiled_input_us", "compiled_view_us", "compiled_module_us", "replay_module_us")
 
 
 def is_compiled_view(op: OpRecord, cost: Cost | None) -> bool:
@@ -118,15 +120,20 @@ class HostModel:
     user_graph_launch_us: float = USER_GRAPH_LAUNCH_US  # a user's CUDAGraph.replay(), fixed part
     user_graph_per_kernel_us: float = USER_GRAPH_PER_KERNEL_US  # and per kernel node
     replay_input_us: float = REPLAY_INPUT_US  # and per tensor input
+    replay_module_us: float = COMPILED_MODULE_US  # and more for a graph Dynamo traced through nn.Modules
     compiled_graph_us: float = COMPILED_GRAPH_US  # one call of a compiled graph (guards, AOTAutograd), fixed
     compiled_input_us: float = COMPILED_INPUT_US  # and per tensor input
     compiled_view_us: float = COMPILED_VIEW_US  # an allocation or reinterpretation in Inductor's wrapper
+    compiled_module_us: float = COMPILED_MODULE_US  # more for a graph Dynamo traced through nn.Modules
     # The model's Python priced by its counted lines (OpRecord.python_lines): µs per line on the target host, fitted
     # to the device's measured steps (the profile's `host.model python`, calibrate/python_lines.py; 0: not fitted),
     # and the fit's held-out spread as factors on it. price_lines: the capture counted them (older ones did not).
     python_line_us: float = 0.0
     python_line_range: tuple[float, float] = (1.0, 1.0)
     price_lines: bool = False
+    # The ops recorded right after a compiled graph returned (for_step): the Python the capture read before them
+    # is AOTAutograd's and Dynamo's return path on fake tensors, priced in compiled_graph_us.
+    compiled_tails: frozenset[int] = frozenset()
     heavy_stretch_min_us: float = HEAVY_STRETCH_MIN_US  # (priced_by_lines; inf: every stretch by its lines)
     python_scale: float = 1.0  # target host's Python time / capture machine's (1: same speed or unknown)
     # The lowest and highest target/capture ratio over the benchmarks both machines ran: the model Python's
@@ -232,11 +239,13 @@ class HostModel:
         if GRAPHED_TAG in op.tags:  # replayed inside a CUDA graph: the replay's launch covers it
             return 0.0
         if op.op == CUDAGRAPH_REPLAY_OP:
-            return self.cudagraph_replay_us + self.replay_input_us * op.args.get("inputs", 0)
+            return (self.cudagraph_replay_us + self.replay_input_us * op.args.get("inputs", 0)
+                    + (self.replay_module_us if op.args.get("modules") else 0.0))
         if op.op == USER_GRAPH_REPLAY_OP:
             return (self.user_graph_launch_us + self.user_graph_per_kernel_us * op.args.get("kernels", 0)) * self.cpu_scale
         if op.op == COMPILED_GRAPH_OP:
-            return self.compiled_graph_us + self.compiled_input_us * op.args.get("inputs", 0)
+            return (self.compiled_graph_us + self.compiled_input_us * op.args.get("inputs", 0)
+                    + (self.compiled_module_us if op.args.get("modules") else 0.0))
         if op.op.startswith(TRITON_OP_PREFIX):
             return self.generated_launch_us
         if is_compiled_view(op, cost):
@@ -274,7 +283,8 @@ class HostModel:
             return 1.0 + (chain - 1.0) * share
 
         return dataclasses.replace(
-            self, forward_factor=factor(self.forward_factor, self.forward_chain_kinds,
+            self, compiled_tails=compiled_tails(ops),
+            forward_factor=factor(self.forward_factor, self.forward_chain_kinds,
                                         ("forward", POST_BACKWARD, "optimizer")),
             no_grad_factor=factor(self.no_grad_factor, self.forward_chain_kinds, ("forward", POST_BACKWARD)),
             backward_factor=factor(self.backward_factor, self.backward_chain_kinds, ("backward",)))
@@ -287,10 +297,15 @@ class HostModel:
     def captured_python_us(self, op: OpRecord) -> float:
         """The model's Python the capture saw before this op, on the target: its counted lines at the fitted
         µs per line where the capture counted them and the profile has the fit, else the time the capture
-        machine read, carried by the Python benchmark's ratio. None before a compiled graph's call or replay:
-        Dynamo's guards and AOTAutograd's wrapper, run here on fake tensors, are priced by units instead
-        (_tight_loop_us); Inductor's wrapper Python between its ops is kept."""
-        if GRAPHED_TAG in op.tags or op.op in (COMPILED_GRAPH_OP, CUDAGRAPH_REPLAY_OP):
+        machine read, carried by the Python benchmark's ratio. None before a compiled graph's call or replay
+        (Dynamo's guards and AOTAutograd's wrapper) nor inside Inductor's generated wrapper: run here on fake
+        tensors under the capture's hooks, the wrapper's Python, its way out included (compiled_tails), read
+        more than the device's host measured for the whole compiled call (on scripts/device/probe_compiled_host.py's
+        cases, 2026-12-06: the probe's default-mode calls predicted 46% over at the median with every unit at 0),
+        so its graph calls, Triton launches and allocations are priced by units instead (_tight_loop_us, fitted
+        to that probe: scripts/fit/fit_compiled_host.py)."""
+        if (GRAPHED_TAG in op.tags or COMPILED_TAG in op.tags or op.op in (COMPILED_GRAPH_OP, CUDAGRAPH_REPLAY_OP)
+                or op.index in self.compiled_tails):
             return 0.0
         if not self.priced_by_lines(op):
             return op.python_us * self.python_scale
@@ -313,6 +328,14 @@ class HostModel:
     @property
     def sync_return(self) -> float:
         return self.sync_return_us * self.cpu_scale
+
+
+def compiled_tails(ops) -> frozenset[int]:
+    """The indices of the ops recorded right after a compiled graph's wrapper returned (COMPILED_GRAPH_END_OP):
+    the Python read before each is the compiled call's way out (AOTAutograd's runtime wrapper, Dynamo's return),
+    not the caller's."""
+    ops = list(ops)
+    return frozenset(ops[i + 1].index for i, op in enumerate(ops[:-1]) if op.op == COMPILED_GRAPH_END_OP)
 
 
 # How far either side of a single benchmark's ratio the model Python is given when only the Python benchmark
