@@ -12,9 +12,16 @@ those counts at a time, with kernels too small to fill the GPU queue, so each ca
 - mlp_module k: an nn.Module of k Linear(64, 64) + ReLU layers, called compiled as a model is: Dynamo guards
   on the module and its 2k parameters, which become the graph's inputs (the plain functions above lack them,
   and units fitted on those alone had priced compiled module calls too fast: docs/accuracy.md, 2026-12-04);
-each eager, compiled (default) and compiled (reduce-overhead). Per case: the CPU time of the calling thread
-per call (median of REPEATS loops of CALLS calls, no synchronization inside a loop) and the wall time, with the
-host's CPU benchmarks. scripts/fit/fit_compiled_host.py captures the same cases here and fits per-unit costs.
+- graph_breaks k: k + 1 graphs of one Triton kernel each, split by torch._dynamo.graph_break() (Dynamo's resume
+  functions between them);
+- encoder_layers k: k nn.TransformerEncoderLayer(64, 4) forwards (batch 4 x 32 tokens): the extern GEMMs,
+  attention and many-argument fused kernels a transformer's compiled forward runs;
+- mlp_backward k: the mlp_module forward, a sum and its backward (autograd runs the compiled backward graph);
+each eager, compiled (default) and compiled (reduce-overhead). The last three were added on 2026-12-06: the compiled
+zoo's default-mode steps spent 20-80 µs of host time per kernel, the first four cases 15-20 (which cases the fit
+takes: scripts/fit/fit_compiled_host.py). Per case: the CPU time of the calling
+thread per call (median of REPEATS loops of CALLS calls, no synchronization inside a loop) and the wall time, with
+the host's CPU benchmarks. scripts/fit/fit_compiled_host.py captures the same cases here and fits per-unit costs.
 
     PYTHONPATH=src python3 scripts/device/probe_compiled_host.py --out $OUT/compiled_host.json
 """
@@ -37,7 +44,9 @@ REPEATS = 5
 WARMUP = 5
 MODES = ("eager", "default", "reduce-overhead")
 CASES = [("mm_relu_chain", k) for k in (1, 4, 16, 32)] + [("sum_inputs", n) for n in (1, 8, 32, 128)] + \
-        [("many_outputs", k) for k in (1, 8, 32)] + [("mlp_module", k) for k in (1, 4, 16, 32)]
+        [("many_outputs", k) for k in (1, 8, 32)] + [("mlp_module", k) for k in (1, 4, 16, 32)] + \
+        [("graph_breaks", k) for k in (1, 4, 16)] + [("encoder_layers", k) for k in (1, 4)] + \
+        [("mlp_backward", k) for k in (1, 4, 16)]
 
 
 def _mm_relu_chain(x, *weights):
@@ -57,6 +66,24 @@ def _many_outputs(k: int):
     return outputs
 
 
+def _graph_breaks(k: int):
+    def breaks(x):
+        for _ in range(k):
+            x = torch.relu(x) + 1.0
+            torch._dynamo.graph_break()
+        return x * 0.5
+
+    return breaks
+
+
+def _mlp_backward(model: torch.nn.Module):
+    def step(x):
+        with torch.enable_grad():
+            model(x).sum().backward()
+
+    return step
+
+
 def case(name: str, size: int, device: str = "cuda"):
     """(function, args) of one probe case; `device` "cuda" on the GPU, any for a capture."""
     if name == "mm_relu_chain":
@@ -66,9 +93,16 @@ def case(name: str, size: int, device: str = "cuda"):
         return _sum_inputs, tuple(torch.randn(256, device=device) for _ in range(size))
     if name == "many_outputs":
         return _many_outputs(size), (torch.randn(256, device=device),)
-    if name == "mlp_module":
+    if name in ("mlp_module", "mlp_backward"):
         layers = [m for _ in range(size) for m in (torch.nn.Linear(64, 64), torch.nn.ReLU())]
-        return torch.nn.Sequential(*layers).to(device), (torch.randn(64, 64, device=device),)
+        model = torch.nn.Sequential(*layers).to(device)
+        return (model if name == "mlp_module" else _mlp_backward(model)), (torch.randn(64, 64, device=device),)
+    if name == "graph_breaks":
+        return _graph_breaks(size), (torch.randn(256, device=device),)
+    if name == "encoder_layers":
+        layers = [torch.nn.TransformerEncoderLayer(64, 4, dim_feedforward=128, dropout=0.0, batch_first=True)
+                  for _ in range(size)]
+        return torch.nn.Sequential(*layers).to(device).eval(), (torch.randn(4, 32, 64, device=device),)
     raise ValueError(name)
 
 

@@ -2,21 +2,28 @@
 
     PYTHONPATH=src python3 scripts/fit/fit_compiled_host.py \
         validation/probes/h100_compiled_host/compiled_host_run*.json \
-        --reference validation/probes/compiled_host.json [--out validation/probes/compiled_host_fit.json]
+        validation/probes/h100_compiled_host_more/compiled_host_more_run*.json \
+        --reference validation/probes/compiled_host.json \
+        --cases mm_relu_chain sum_inputs many_outputs mlp_module mlp_backward \
+        [--out validation/probes/compiled_host_fit.json]
 
 scripts/device/probe_compiled_host.py measures, on a GPU's host, the CPU time per call of small compiled functions
 and modules (eager, default, reduce-overhead) whose kernels never fill the GPU queue. The committed fit is from
-three runs on an H100 machine (2026-12-06, when no H200 came; the module cases are new there), per case their
-median, scaled to the H200's host by the median ratio over the cases the H200's run (compiled_host.json,
-2026-12-01) measured too. Each case is captured here as
-`kernelcast predict --compile MODE` does and its compiled units counted from the capture: graph calls and their
-tensor inputs (host.compiled_graph), Triton launches, allocations and reinterpretations in Inductor's wrapper,
-CUDA graph replays and their inputs (host.cudagraph_replay). The rest of each call's host time (extern kernels
-such as cuBLAS, the static-input copies) is priced by the profile's eager host model, corrected by that model's
-miss on the same case run eagerly where the extern kernels are GEMMs (the eager model prices a 64x64 mm's
-launch at 13 µs, the probe's eager rows measured about 25: that miss is not the compiled code's); what the
-measurement leaves is fitted as units x per-unit costs, non-negative, by least squares on relative error
-(scipy's NNLS), default and reduce-overhead apart: calibrate/compiled_host.py does the fitting; this script
+six runs on an H100 machine (2026-12-06, when no H200 came; the module and backward cases are new there), per
+case their median, scaled to the H200's host by the median ratio over the cases the H200's run
+(compiled_host.json, 2026-12-01) measured too. Two of the probe's cases are left out (--cases), because their
+captures here do not run what the device ran, and a fit that took them in missed them by far: graph_breaks
+(Dynamo ran the broken frames eagerly in the capture and its frame handling was timed as the caller's Python:
++46% to +261%) and encoder_layers (the capture keeps nn.TransformerEncoderLayer's fused fast-path op as one
+extern kernel where the device ran more: -70% and -79%). Each case is captured here as `kernelcast predict --compile
+MODE` does and its compiled units counted from the capture: calls of compiled functions, graph calls, their tensor
+inputs, whether they traced an nn.Module, backward graphs (host.compiled_graph), Triton launches, allocations and
+reinterpretations in Inductor's wrapper, CUDA graph replays and their inputs (host.cudagraph_replay). The rest of
+each call's host time (extern kernels such as cuBLAS, the static-input copies) is priced by the profile's eager host
+model, corrected by that model's miss on the same case run eagerly where the extern kernels are GEMMs (the eager
+model prices a 64x64 mm's launch at 13 µs, the probe's eager rows measured about 25: that miss is not the compiled
+code's); what the measurement leaves is fitted as units x per-unit costs, non-negative, by least squares on relative
+error (scipy's NNLS), default and reduce-overhead apart: calibrate/compiled_host.py does the fitting; this script
 captures the probe's cases and writes the fit, which scripts/fit/build_h200_profile.py puts into the profile's host
 section as `compiled`, read by predict/host.py's HostModel.
 """
@@ -60,11 +67,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("probe", nargs="+", help="probe runs (separate processes): per case their median")
     parser.add_argument("--reference", help="a probe run on the profiled GPU's host, to scale the runs to it")
+    parser.add_argument("--cases", nargs="*", help="the probe's case names to fit on (all by default)")
     parser.add_argument("--out", default=str(ROOT / "validation/probes/compiled_host_fit.json"))
     args = parser.parse_args()
     runs = [json.loads(Path(p).read_text()) for p in args.probe]
     reference = json.loads(Path(args.reference).read_text()) if args.reference else None
     doc = runs[0] if len(runs) == 1 and reference is None else merged_runs(runs, reference)
+    if args.cases:
+        doc = {**doc, "rows": [r for r in doc["rows"] if r["case"] in args.cases]}
     units, rows = fit(doc, _capture)
     errors = {}
     for r in rows:

@@ -120,6 +120,11 @@ def test_host_side_of_compiled_code():
     assert host.dispatch_us(module_graph, None) == host.dispatch_us(graph, None) + host.compiled_module_us
     module_replay = dataclasses.replace(replay, args={"inputs": 3, "modules": 2})
     assert host.dispatch_us(module_replay, None) == host.dispatch_us(replay, None) + host.replay_module_us
+    # a compiled backward graph, which autograd calls through AOTAutograd's backward, costs more again (the
+    # probe's mlp_backward cases); the call of the compiled function has a cost of its own
+    backward_graph = dataclasses.replace(graph, phase="backward")
+    assert host.dispatch_us(backward_graph, None) == host.dispatch_us(graph, None) + host.compiled_backward_us
+    assert host.dispatch_us(caller, None) == host.compiled_call_us
     assert host.dispatch_us(alloc, cost_of(alloc)) == host.compiled_view_us
     # a graph's call and a replay are priced by units: the Python timed at capture before them (Dynamo's guards,
     # AOTAutograd's wrapper), inside Inductor's wrapper and on the way out (before the op after the graph's end)
@@ -515,6 +520,7 @@ def test_the_profiles_compiled_host_costs_come_from_the_committed_probe_fit():
     assert host.cudagraph_replay_us == fit["units_us"]["cudagraph_replay_us"]
     assert host.compiled_input_us == fit["units_us"]["compiled_input_us"]
     assert host.compiled_module_us == fit["units_us"]["compiled_module_us"]
+    assert host.compiled_backward_us == fit["units_us"]["compiled_backward_us"] > 0
 
 
 def test_probe_runs_merge_to_medians_scaled_to_the_reference_host():

@@ -20,23 +20,28 @@ import dataclasses
 from typing import Callable
 
 GEMM_OPS = ("mm", "addmm", "bmm", "baddbmm")
-DEFAULT_UNITS = ("compiled_graph_us", "compiled_input_us", "generated_launch_us", "compiled_view_us",
-                 "compiled_module_us")
+DEFAULT_UNITS = ("compiled_call_us", "compiled_graph_us", "compiled_input_us", "generated_launch_us",
+                 "compiled_view_us", "compiled_module_us", "compiled_backward_us")
 REPLAY_UNITS = ("cudagraph_replay_us", "replay_input_us", "replay_module_us")
+# Fitted on the default-mode calls and priced as fitted in the reduce-overhead ones, which pay them too.
+SHARED_UNITS = ("compiled_call_us",)
 
 
 def units_of(capture) -> dict[str, float]:
     """The compiled units of one captured call (the module docstring lists them)."""
     from kernelcast.costs import cost_of
-    from kernelcast.predict.host import (COMPILED_GRAPH_OP, CUDAGRAPH_REPLAY_OP, GRAPHED_TAG, TRITON_OP_PREFIX,
-                                         is_compiled_view)
+    from kernelcast.predict.host import (COMPILED_CALL_OP, COMPILED_GRAPH_OP, CUDAGRAPH_REPLAY_OP, GRAPHED_TAG,
+                                         TRITON_OP_PREFIX, is_compiled_view)
 
     units = dict.fromkeys(DEFAULT_UNITS + REPLAY_UNITS, 0.0)
     for op in capture.ops:
         if GRAPHED_TAG in op.tags:
             continue
-        if op.op == COMPILED_GRAPH_OP:
+        if op.op == COMPILED_CALL_OP:
+            units["compiled_call_us"] += 1
+        elif op.op == COMPILED_GRAPH_OP:
             units["compiled_graph_us"] += 1
+            units["compiled_backward_us"] += 1 if op.phase == "backward" else 0
             units["compiled_input_us"] += op.args.get("inputs", 0)
             units["compiled_module_us"] += 1 if op.args.get("modules") else 0
         elif op.op == CUDAGRAPH_REPLAY_OP:
@@ -127,11 +132,13 @@ def fit(doc: dict, capture: Callable[[str, int, str | None], object]) -> tuple[d
     out = {}
     for names, mode in ((DEFAULT_UNITS, "default"), (REPLAY_UNITS, "reduce-overhead")):
         picked = [r for r in rows if r["mode"] == mode]
+        known = [sum(out.get(n, 0.0) * r["units"][n] for n in SHARED_UNITS if n not in names) for r in picked]
         coef = nonnegative_relative_fit([[r["units"][n] for n in names] for r in picked],
-                                        [r["cpu_us"] - r["rest_us"] for r in picked], [r["cpu_us"] for r in picked])
+                                        [r["cpu_us"] - r["rest_us"] - k for r, k in zip(picked, known)],
+                                        [r["cpu_us"] for r in picked])
         for name, c in zip(names, coef):
             out[name] = round(c, 3)
     for r in rows:
-        names = DEFAULT_UNITS if r["mode"] == "default" else REPLAY_UNITS
+        names = DEFAULT_UNITS if r["mode"] == "default" else (*REPLAY_UNITS, *SHARED_UNITS)
         r["fitted_us"] = round(r["rest_us"] + sum(out[n] * r["units"][n] for n in names), 2)
     return out, rows

@@ -34,8 +34,9 @@ GENERATED_TIMES_NOTE = ("Inductor's Triton kernels are timed from Inductor's own
                         "eager pointwise kernels of the same size (templates by their FLOPs): a stand-in until the "
                         "rates of generated kernels (pointwise, reductions, persistent reductions) are calibrated "
                         "on the device")
-COMPILE_HOST_NOTE = ("host side of compiled code: Inductor's generated wrapper Python is timed on this machine; each "
-                     "Triton launch and CUDA graph replay is priced at a stand-in cost until calibrated")
+COMPILE_HOST_NOTE = ("host side of compiled code: Dynamo's guards, AOTAutograd's and Inductor's wrappers, each Triton "
+                     "launch and each CUDA graph replay are priced by per-unit costs (the profile's fit to a device "
+                     "probe of compiled calls; stand-ins without it), not by their time here on fake tensors")
 CUDAGRAPH_SKIP_NOTE = "CUDA graphs not used for a compiled graph (Inductor's reason): {reason}"
 MAX_AUTOTUNE_NOTE = ("max-autotune: Inductor's GEMM/conv template choices need benchmarks on the device; they are "
                      "predicted as the extern (cuBLAS/cuDNN) kernels, which Inductor also times, and pointwise "

@@ -83,6 +83,7 @@ CUDAGRAPH_REPLAY_OP = HOST_OP_PREFIX + "cudagraph_replay"
 USER_GRAPH_REPLAY_OP = HOST_OP_PREFIX + "user_graph_replay"
 USER_GRAPH_LAUNCH_US = 4.78
 USER_GRAPH_PER_KERNEL_US = 0.0115
+COMPILED_CALL_OP = HOST_OP_PREFIX + "compiled_call"
 COMPILED_GRAPH_OP = HOST_OP_PREFIX + "compiled_graph"
 COMPILED_GRAPH_END_OP = HOST_OP_PREFIX + "compiled_graph_end"
 GRAPHED_TAG = "graphed"
@@ -92,7 +93,8 @@ HEAVY_STRETCH_FACTOR = 4.0  # a stretch read at more than this x its lines' pric
 HEAVY_STRETCH_MIN_US = 1000.0  # is priced as read (HostModel.priced_by_lines)
 # The HostModel fields a profile's `host.compiled` fit sets (scripts/fit/fit_compiled_host.py).
 COMPILED_HOST_FIELDS = ("generated_launch_us", "cudagraph_replay_us", "replay_input_us", "compiled_graph_us",
-                        "compiled_input_us", "compiled_view_us", "compiled_module_us", "replay_module_us")
+                        "compiled_input_us", "compiled_view_us", "compiled_module_us", "replay_module_us",
+                        "compiled_call_us", "compiled_backward_us")
 
 
 def is_compiled_view(op: OpRecord, cost: Cost | None) -> bool:
@@ -125,6 +127,8 @@ class HostModel:
     compiled_input_us: float = COMPILED_INPUT_US  # and per tensor input
     compiled_view_us: float = COMPILED_VIEW_US  # an allocation or reinterpretation in Inductor's wrapper
     compiled_module_us: float = COMPILED_MODULE_US  # more for a graph Dynamo traced through nn.Modules
+    compiled_backward_us: float = 0.0  # more for a compiled backward graph (AOTAutograd's backward, from autograd)
+    compiled_call_us: float = 0.0  # one call of a torch.compile'd function (its frame's way in and out)
     # The model's Python priced by its counted lines (OpRecord.python_lines): µs per line on the target host, fitted
     # to the device's measured steps (the profile's `host.model python`, calibrate/python_lines.py; 0: not fitted),
     # and the fit's held-out spread as factors on it. price_lines: the capture counted them (older ones did not).
@@ -243,9 +247,12 @@ class HostModel:
                     + (self.replay_module_us if op.args.get("modules") else 0.0))
         if op.op == USER_GRAPH_REPLAY_OP:
             return (self.user_graph_launch_us + self.user_graph_per_kernel_us * op.args.get("kernels", 0)) * self.cpu_scale
+        if op.op == COMPILED_CALL_OP:
+            return self.compiled_call_us
         if op.op == COMPILED_GRAPH_OP:
             return (self.compiled_graph_us + self.compiled_input_us * op.args.get("inputs", 0)
-                    + (self.compiled_module_us if op.args.get("modules") else 0.0))
+                    + (self.compiled_module_us if op.args.get("modules") else 0.0)
+                    + (self.compiled_backward_us if op.phase == "backward" else 0.0))
         if op.op.startswith(TRITON_OP_PREFIX):
             return self.generated_launch_us
         if is_compiled_view(op, cost):
