@@ -4,18 +4,20 @@
         validation/probes/h100_compiled_host/compiled_host_run*.json \
         validation/probes/h100_compiled_host_more/compiled_host_more_run*.json \
         --reference validation/probes/compiled_host.json \
-        --cases mm_relu_chain sum_inputs many_outputs mlp_module mlp_backward \
+        --cases mm_relu_chain sum_inputs many_outputs mlp_module mlp_backward graph_breaks \
         [--out validation/probes/compiled_host_fit.json]
 
 scripts/device/probe_compiled_host.py measures, on a GPU's host, the CPU time per call of small compiled functions
 and modules (eager, default, reduce-overhead) whose kernels never fill the GPU queue. The committed fit is from
 six runs on an H100 machine (2026-12-06, when no H200 came; the module and backward cases are new there), per
 case their median, scaled to the H200's host by the median ratio over the cases the H200's run
-(compiled_host.json, 2026-12-01) measured too. Two of the probe's cases are left out (--cases), because their
-captures here do not run what the device ran, and a fit that took them in missed them by far: graph_breaks
-(Dynamo ran the broken frames eagerly in the capture and its frame handling was timed as the caller's Python:
-+46% to +261%) and encoder_layers (the capture keeps nn.TransformerEncoderLayer's fused fast-path op as one
-extern kernel where the device ran more: -70% and -79%). Each case is captured here as `kernelcast predict --compile
+(compiled_host.json, 2026-12-01) measured too. One of the probe's cases is left out (--cases), because its
+capture here does not run what the device ran, and a fit that took it in missed it by far: encoder_layers (the
+capture keeps nn.TransformerEncoderLayer's fused fast-path op as one extern kernel where the device ran more: -70%
+and -79%). graph_breaks is in since the capture stopped counting Dynamo's own Python as the model's
+(capture/host_clock.py _COMPILE_PASS, 2026-12-06: it had been +46% to +261%): Dynamo compiles no graph of it here
+nor, by its times, on the device (5-6 µs a call over its eager twin at 1 and 4 breaks), and it is the case that
+sets the per-call unit apart from the per-graph one. Each case is captured here as `kernelcast predict --compile
 MODE` does and its compiled units counted from the capture: calls of compiled functions, graph calls, their tensor
 inputs, whether they traced an nn.Module, backward graphs (host.compiled_graph), Triton launches, allocations and
 reinterpretations in Inductor's wrapper, CUDA graph replays and their inputs (host.cudagraph_replay). The rest of

@@ -28,9 +28,12 @@ prices it per line as fitted to the device's measured steps (calibrate/python_li
 from __future__ import annotations
 
 import contextlib
+import importlib.util
+import inspect
 import os
 import statistics
 import sys
+import sysconfig
 from dataclasses import dataclass
 from threading import get_ident
 from typing import Iterator
@@ -67,6 +70,40 @@ _MODULE_FILE = os.path.join("torch", "nn", "modules", "module.py")
 # counted, nor anything it calls.
 _CAPTURE_ONLY = tuple(os.path.join("torch", *parts) for parts in (
     ("_subclasses", ""), ("_library", ""), ("utils", "_python_dispatch.py"), ("overrides.py",), ("_ops.py",)))
+# torch.compile's machinery: its Python on the target host is priced by the profile's compiled-call units (the
+# profile's `host.compiled`, fitted to a device probe: scripts/fit/fit_compiled_host.py), not per line.
+# - Dynamo's (torch/_dynamo: eval_frame's wrapper, its stance and callback checks, graph_break(), a frame it
+#   declines): not counted, but the model's code it calls is (the compiled function itself, a graph-broken
+#   frame's eager code between graphs). On an H100 host (validation/probes/h100_compiled_host_more/), a compiled
+#   function whose graph breaks left no graph ran 5-6 µs a call over its eager twin; counted, its 262 lines of
+#   Dynamo's Python priced it at 118 µs over (probe case graph_breaks 1).
+#   What Dynamo's Python calls in torch or the standard library (torch.accelerator's stream queries, the
+#   torch._disable_dynamo wrapper its resume functions go through, contextlib) is its machinery too.
+# - AOTAutograd's runtime wrappers and Inductor's (torch/_functorch, torch/_inductor) and the generated wrapper
+#   they call: neither counted nor anything they call.
+_COMPILE_PASS = (os.path.join("torch", "_dynamo", ""), os.path.join("torch", "compiler", ""),
+                 os.path.join("torch", "_compile.py"))
+_COMPILE_ONLY = tuple(os.path.join("torch", part, "") for part in ("_functorch", "_inductor"))
+_TORCH_DIR = os.path.dirname(os.path.abspath(importlib.util.find_spec("torch").origin)) + os.sep
+_STDLIB_DIR = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
+
+
+def _wrapped_by(wrapper, code) -> bool:
+    """Whether a Dynamo wrapper frame is calling the function it wraps (the `fn` of eval_frame's compile and
+    disable wrappers, e.g. an optimizer's zero_grad under torch._disable_dynamo): that function is the model's
+    work, counted, where the wrapper's own helpers are not."""
+    try:
+        fn = wrapper.f_locals.get("fn")
+        fn = getattr(fn, "__func__", fn)
+        return getattr(inspect.unwrap(fn) if callable(fn) else fn, "__code__", None) is code
+    except Exception:  # an object whose attributes raise, an unwrap cycle: not the wrapped function
+        return False
+
+
+def _library_code(name: str) -> bool:
+    """torch's own Python or the standard library's (not a third-party package installed beside it)."""
+    return name.startswith(_TORCH_DIR) or (name.startswith(_STDLIB_DIR) and "site-packages" not in name) \
+        or name.startswith("<frozen")
 # Functions of ours that call the model's code (the step): what they call is counted (model_entry).
 _MODEL_ENTRIES: set = set()
 
@@ -92,8 +129,13 @@ class LineCounter:
         self._previous = None
         self._count = self._count_line  # the bound methods, kept: a frame's f_trace is compared by identity
         self._pass = self._pass_line
+        self._compile_pass = self._compile_pass_line  # torch.compile's machinery (_COMPILE_PASS)
         self._touched: list = []  # (frame, its f_trace before) for the frames start() found running
         self._paused = False  # pause() took our tracer off (resume() puts it back, and nothing else)
+        # The step runs torch.compile'd code: Dynamo's, AOTAutograd's and Inductor's Python are priced by the
+        # compiled-call units, not per line (_COMPILE_PASS). In an eager step the same files' Python (an
+        # optimizer's torch._disable_dynamo wrapper, torch.compiler.is_compiling()) is the model's, as fitted.
+        self.compiled_code = False
 
     def start(self) -> None:
         self._thread = get_ident()
@@ -118,8 +160,11 @@ class LineCounter:
     def _tracer(self, code):
         name = code.co_filename
         if name.startswith(_KERNELCAST_DIR) and not name.startswith(_EXAMPLES_DIR) \
-                or any(part in name for part in _CAPTURE_ONLY):
+                or any(part in name for part in _CAPTURE_ONLY) \
+                or self.compiled_code and any(part in name for part in _COMPILE_ONLY):
             return None
+        if self.compiled_code and any(part in name for part in _COMPILE_PASS):
+            return self._compile_pass
         if code.co_name in _MODULE_CALL_FUNCTIONS and name.endswith(_MODULE_FILE):
             return self._pass
         return self._count
@@ -129,8 +174,11 @@ class LineCounter:
             return None
         caller = frame.f_back
         if caller is not None and caller.f_trace is not self._count and caller.f_trace is not self._pass \
-                and caller.f_code not in _MODEL_ENTRIES:
+                and caller.f_trace is not self._compile_pass and caller.f_code not in _MODEL_ENTRIES:
             return None
+        if caller is not None and caller.f_trace is self._compile_pass and _library_code(frame.f_code.co_filename) \
+                and not _wrapped_by(caller, frame.f_code):
+            return self._tracer(frame.f_code) and self._compile_pass
         return self._tracer(frame.f_code)
 
     def _count_line(self, frame, event, arg):
@@ -140,6 +188,9 @@ class LineCounter:
 
     def _pass_line(self, frame, event, arg):
         return self._pass
+
+    def _compile_pass_line(self, frame, event, arg):
+        return self._compile_pass
 
     def pause(self) -> None:
         """The capture's own work begins on this thread: no tracer at all until resume(). Nothing in our work
@@ -181,6 +232,10 @@ class HostClock:
     @property
     def counting(self) -> bool:
         return bool(self._lines._thread)
+
+    def count_compiled_code_as_units(self, on: bool) -> None:
+        """Whether torch.compile's own Python is left out of the count (LineCounter.compiled_code)."""
+        self._lines.compiled_code = on
 
     def count_lines(self, on: bool) -> None:
         """Start or stop counting the model's Python lines (LineCounter) on this thread."""
