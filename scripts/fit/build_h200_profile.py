@@ -113,6 +113,12 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
 - h200_gather_grid_raw.json.gz: index_select and indexing of rows too narrow or ragged for the vectorized gather
   (1-D, 1-33 floats, bf16 1-6), from 169- to 1M-row tables, 1k-2M indices (`kernelcast calibrate --gpu h200 --out
   h200_gather_grid.json --raw h200_gather_grid_raw.json.gz --sections gather_grid`): unit_rates' gather_elements;
+- h100_small_index_grid_raw.json.gz: index_select and embedding of 1-16 indices (PyTorch's indexSelectSmallIndex
+  kernel) over slices of 64 to 2M elements, contiguous, by a strided index and from a sliced source, bf16 and
+  fp32, timed after the L2 flush and again from L2 (`kernelcast calibrate --gpu h100-sxm --out
+  small_index_profile.json --raw h100_small_index_grid_raw.json --sections small_index_grid`, on an H100 on
+  2026-12-06, when no H200 came): unit_rates' small_index lines. Carried to the H200 as measured: the same GH100
+  SMs and clocks, and a time per index that is a thread's dependent loads;
 - h200_gemm_fp32_round_raw.json.gz: 4235 fp32 GEMMs (TF32 off) at round sizes 16-4096 with a batch of 1-64, in
   every layout (the sweep section gemm_fp32_round, run by calibrate/sweep.py's run_sweep on the H200): the time
   table and launch rows of the shapes recurrent cells and small MLPs use, where cuBLAS's choice jumps between
@@ -173,7 +179,7 @@ RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.js
             "validation/h200_attention_decode_raw.json.gz", "validation/h200_norm_layout_linalg_raw.json.gz",
             "validation/h200_conv_volumetric_raw.json.gz", "validation/h200_shape_kinds_grid_raw.json.gz",
             "validation/h200_channel_grid_raw.json.gz", "validation/h200_value_index_grid_raw.json.gz",
-            "validation/h100_attention_fp32_raw.json.gz")
+            "validation/h100_attention_fp32_raw.json.gz", "validation/h100_small_index_grid_raw.json.gz")
 # Sweep runs whose rows join the time tables but not the launch counts (calibrate/profile.py build_profile).
 TIME_RUNS = ("validation/h200_conv_volumetric_wide_raw.json.gz", "validation/h200_conv_pointwise_raw.json.gz",
              "validation/h200_conv_stem_raw.json.gz")

@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 from helpers import contiguous, op, transposed
+from kernelcast.records import TensorMeta
 from kernelcast.costs import DEFAULT_CONTEXT, cost_of
 from kernelcast.costs.attention import attended_pairs, attention_backward_flops, attention_forward_flops
 from kernelcast.costs.foreach import multi_tensor_launches
@@ -268,6 +269,65 @@ def test_gathers_of_narrow_rows_take_the_elementwise_kernel():
     narrow = cost_of(op("aten.index_select.default", {"self": contiguous((4096, 3)), "dim": 0, "index": idx},
                         [contiguous((1000, 3))]))
     assert wide.key == (ROWS_KEY, 1000, 4) and narrow.key == (ELEMENTS_KEY, 1000, 3000, 4)
+
+
+def test_a_few_indices_run_the_small_index_kernel_by_its_path():
+    """index_select / embedding of at most 16 indices: indexSelectSmallIndex (Indexing.cu), priced by indices x the
+    slice a thread walks, on the specialised or the generic kernel. The H200's and an H100's zoo runs (torch 2.11):
+    beam search's cache reorder (a strided int32 index of 8) ran `indexSelectSmallIndex<..., -1, -1, -1>`, decode
+    embeddings `<..., 2, 2, -2>`."""
+    from kernelcast.costs.gather import GENERIC, SMALL_INDEX_KEY, SPECIALISED, collapsed_dims
+
+    cache = contiguous((8, 12, 32, 64), "bfloat16")
+    strided = TensorMeta((8,), "int32", (16,))
+    reorder = cost_of(op("aten.index_select.default", {"self": cache, "dim": 0, "index": strided}, [cache]))
+    assert reorder.key == (SMALL_INDEX_KEY, GENERIC, 8, 1, 2)
+    tokens = contiguous((8, 1), "int64")
+    embedded = cost_of(op("aten.embedding.default", {"weight": contiguous((50257, 768), "bfloat16"),
+                                                     "indices": tokens}, [contiguous((8, 1, 768), "bfloat16")]))
+    assert embedded.key == (SMALL_INDEX_KEY, SPECIALISED, 8, 1, 2)
+    # a sliced cache does not collapse to the output's dims: the generic kernel, even with a contiguous index
+    sliced = TensorMeta((8, 4, 40, 64), "float32", (4 * 80 * 64, 80 * 64, 64, 1))
+    assert (collapsed_dims(sliced, 0), collapsed_dims(contiguous((8, 4, 40, 64)), 0)) == (3, 2)
+    index = contiguous((8,), "int64")
+    assert cost_of(op("aten.index_select.default", {"self": sliced, "dim": 0, "index": index},
+                      [contiguous((8, 4, 40, 64))])).key[1] == GENERIC
+    # 2M-element slices: 8 x 132 blocks of 128 threads walk 16 elements each per index on the H200
+    wide = cost_of(op("aten.index_select.default", {"self": contiguous((64, 2097152)), "dim": 0, "index": index},
+                      [contiguous((8, 2097152))]))
+    assert wide.key == (SMALL_INDEX_KEY, SPECIALISED, 8, 16, 4)
+    # 17 indices go to gather_out: the row gather
+    many = cost_of(op("aten.index_select.default", {"self": contiguous((64, 768)), "dim": 0,
+                                                   "index": contiguous((17,), "int64")}, [contiguous((17, 768))]))
+    assert many.key[0] != SMALL_INDEX_KEY
+
+
+def test_small_index_times_follow_the_device_grid_and_the_zoo():
+    """The H200 profile's small-index lines (calibrate/unit_rates.py, fitted on an H100's small_index_grid) against
+    zoo kernels they were not fitted on (validation/zoo_measured.json.gz, H200; validation/h100/
+    zoo_issue31_measured_h100.json.gz): gpt2_forward_fp32_b1's embeddings of 16 tokens 10.6 µs (the step's first
+    kernels: cold), beam search's cache reorders of 8 rows 7.3 µs (median of 192; the cache the step had just
+    written: warm), greedy generation's embeddings of 4 tokens 2.9 µs (median of 30). Those ran at the L2 line:
+    the LM head had just streamed the tied table, which the L2 tracker (predict/l2.py) does not follow, being
+    larger than the L2, so the capture prices them cold (4.2 µs): a known miss."""
+    from kernelcast.costs.gather import GENERIC, SMALL_INDEX_KEY, SPECIALISED
+    from kernelcast.devices import get_gpu
+    from kernelcast.predict.calibrated import CalibratedModel
+    from kernelcast.profiles import load_profile
+    from kernelcast.records import CaptureSettings
+
+    gpu = get_gpu("h200")
+    model = CalibratedModel(gpu, CaptureSettings(), load_profile("h200").data, gpu)
+
+    def predicted(path, indices, itemsize, warm):
+        cost = dataclasses.replace(cost_of(op("aten.index_select.default", {
+            "self": contiguous((64, 768)), "dim": 0, "index": contiguous((indices,), "int64")},
+            [contiguous((indices, 768))])), key=(SMALL_INDEX_KEY, path, indices, 1, itemsize))
+        return model.estimate(cost, warm).time_us
+
+    assert predicted(SPECIALISED, 16, 4, 0.0) == pytest.approx(10.6, rel=0.15)
+    assert predicted(GENERIC, 8, 2, 1.0) == pytest.approx(7.3, rel=0.15)
+    assert predicted(SPECIALISED, 4, 2, 1.0) == pytest.approx(2.9, rel=0.15)
 
 
 def test_abs_and_angle_of_complex_copy_the_real_part():

@@ -164,7 +164,11 @@ LINALG_CASE_KINDS = {"linalg_solve", "linalg_lu_factor", "linalg_cholesky", "lin
 # RMS norm's forward and backward timed together (section extras): the whole time would sit on the backward's
 # row of the curve (zoo layernorm_odd_widths' 2040-wide fp32 backward priced 81 us, measured 56); norm_width_grid
 # times the backward alone.
-UNUSED_CASE_KINDS = {"cat_dim0", "cat_dim1", "rms_norm_fwd_bwd", *norm_blocks.BN_WARM_KINDS, *LINALG_CASE_KINDS}
+# (the small-index cases have lines of their own, calibrate/unit_rates.py: their times are a thread's walk over
+# the indices, which the gather curve by bytes must not take in; it had priced zoo dlrm_forward_mean's 2-index
+# aten.index 3.6 -> 9.6 µs, 4.4 measured)
+UNUSED_CASE_KINDS = {"cat_dim0", "cat_dim1", "rms_norm_fwd_bwd", *norm_blocks.BN_WARM_KINDS, *LINALG_CASE_KINDS,
+                     *unit_rates.SMALL_INDEX_CASE_KINDS}
 
 
 def _linalg_rows(cases: list[dict]) -> dict[str, list[list]]:
@@ -291,7 +295,7 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = (), time_sweep
     if spatial_fits:  # softmax over a dim that is not the last, by its launch geometry (calibrate/spatial_rates.py)
         profile["timings"]["spatial_softmax"] = spatial_fits
     measured = [c for c in raw["cases"] if "error" not in c]  # the unit and block fits use the L2-resident cases too
-    rates = unit_rates.fit(measured)
+    rates = unit_rates.fit(measured, gpu_spec.sm_count)
     if rates:  # row gathers and index_add_: a time per unit as well as the bytes (calibrate/unit_rates.py)
         profile["timings"]["unit_rates"] = rates
     sm_count = get_gpu(gpu).sm_count

@@ -9,6 +9,9 @@ predict/calibrated.py, which takes the longer of the units' time and the bytes a
   elementwise gather kernel, a floor plus a time per index and per element gathered (calibrate section
   gather_grid: 5.4 µs + 0.6 ps an index + 3.1 ps an element on the H200, 18% median over 240 cases; tables
   larger than the L2 run slower than that, 29% median).
+- index_select of at most 16 indices, and embedding (indexSelectSmallIndex): a floor and a time per index and
+  slice element each thread walks, by kernel path (specialised / generic), fitted on calibrate section
+  small_index_grid (costs/gather.py says why neither rows nor bytes price it).
 - index_add_ (indexFuncLargeIndex, an atomicAdd per element): a fixed time per element added, by item size
   (7.2 ps fp32, 8.4 ps bf16 on the H200 across 0.26M to 128M elements; the bytes gave -35% on gcn_train).
 
@@ -21,12 +24,16 @@ from __future__ import annotations
 import math
 import statistics
 
-from kernelcast.costs.gather import vectorized_rows
-from kernelcast.records import TensorMeta
+from kernelcast.costs.gather import small_index_units, vectorized_rows
+from kernelcast.records import OpRecord, TensorMeta
 
 from .time_model import relative_least_squares
 
 GATHER_OPS = ("aten.index_select.", "aten.index.Tensor", "aten.embedding.")
+SMALL_INDEX_CASES = "small_index_"  # calibrate/grids.py small_index_grid's case kinds
+WARM_SUFFIX = "_warm"  # its cases timed without the L2 flush
+SMALL_INDEX_CASE_KINDS = ("small_index_select", "small_index_embedding", "small_index_select_warm")
+DEFAULT_SM_COUNT = 132  # the H200's and the H100 SXM's
 INDEX_ADD_OPS = ("aten.index_add_.", "aten.index_add.")
 MIN_POINTS = 3
 
@@ -98,14 +105,48 @@ def _added_elements(op: dict) -> tuple[int, int] | None:
     return math.prod(source["T"]), 4 if source["dtype"] == "float32" else 2
 
 
-def fit(cases: list[dict]) -> dict:
-    """The profile's `timings.unit_rates`: {"gather_rows": line, "index_add_elements": {item size: line}}, each
-    present where the run measured enough cases."""
+def _small_index_units(sm_count: int):
+    """units(op) of an index_select / embedding that runs indexSelectSmallIndex: (path, indices x slice elements a
+    thread walks), None for any other (costs/gather.py small_index_units)."""
+    def units(op: dict) -> tuple[str, int] | None:
+        record = OpRecord(index=0, op=op["op"], args={k: TensorMeta.from_json(v) if isinstance(v, dict) and "T" in v
+                                                        else v for k, v in op["args"].items()},
+                          outputs=tuple(TensorMeta.from_json(o) for o in op.get("outputs") or ()))
+        found = small_index_units(record, sm_count)
+        return None if found is None else (found[0], found[1] * found[2])
+    return units
+
+
+def _small_index_lines(cases: list[dict], sm_count: int) -> dict:
+    """{path: line, with the L2-resident cases' line as its "l2_resident"} of indexSelectSmallIndex (calibrate/
+    grids.py small_index_grid: cases timed after the L2 flush, and the "_warm" ones again without it)."""
+    out = {}
+    for warm in (False, True):
+        picked = [c for c in cases if c.get("kind", "").startswith(SMALL_INDEX_CASES)
+                  and c["kind"].endswith(WARM_SUFFIX) == warm]
+        points = _op_points(picked, GATHER_OPS, _small_index_units(sm_count))
+        for path in sorted({p[0] for p in points}):
+            line = _line([(u, t) for p, u, t in points if p == path])
+            if line and not warm:
+                out[path] = line
+            elif line and path in out:
+                out[path]["l2_resident"] = line
+    return out
+
+
+def fit(cases: list[dict], sm_count: int = DEFAULT_SM_COUNT) -> dict:
+    """The profile's `timings.unit_rates`: {"gather_rows": line, "gather_elements": plane, "small_index": {path:
+    line}, "index_add_elements": {item size: line}}, each present where the run measured enough cases; sm_count:
+    the measured GPU's SMs (how much of a slice each thread of indexSelectSmallIndex walks)."""
     out: dict = {}
     try:
         import numpy  # noqa: F401
     except ImportError:
         return out
+    small = _small_index_lines(cases, sm_count)
+    if small:
+        out["small_index"] = small
+    cases = [c for c in cases if not c.get("kind", "").startswith(SMALL_INDEX_CASES)]
     rows = _line(_op_points(cases, GATHER_OPS, _gathered_rows))
     if rows:
         out["gather_rows"] = rows
