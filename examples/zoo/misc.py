@@ -132,3 +132,26 @@ def compiled_mean():
         return compiled(x)
 
     return step, (x,)
+
+
+def cnn_train_item():
+    """A small CNN's SGD training step that returns `loss.item()`, as a training loop logging its loss does: under
+    torch.compile a graph break at the .item() (issue 32), the optimizer's step after it."""
+    torch.manual_seed(0)
+    net = nn.Sequential(
+        nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(64, 128, 3, padding=1), nn.BatchNorm2d(128), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(), nn.Linear(128, 10)).cuda()
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(64, 3, 32, 32, device="cuda")
+    y = torch.randint(0, 10, (64,), device="cuda")
+
+    def step(x, y):
+        loss = F.cross_entropy(net(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss.item()
+
+    return step, (x, y)

@@ -83,6 +83,7 @@ ZOO: list[tuple[str, str, str]] = [
     ("layernorm_odd_widths", "op_kinds", _Z + "misc.py:layernorm_odd_widths"),
     ("d2h_pageable", "op_kinds", _Z + "misc.py:d2h_pageable"),
     ("compiled_mean", "op_kinds", _Z + "misc.py:compiled_mean"),
+    ("cnn_train_item", "op_kinds", _Z + "misc.py:cnn_train_item"),
     # generation loops whose exit reads the GPU (issue 31)
     ("gpt2_generate_greedy", "generation", _Z + "generation.py:gpt2_generate_greedy"),
     ("gpt2_generate_sample", "generation", _Z + "generation.py:gpt2_generate_sample"),

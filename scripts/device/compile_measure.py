@@ -59,7 +59,7 @@ sys.path[:0] = [str(ROOT / "scripts" / d) for d in ("device", "fit", "eval")]  #
 # that CUDA graphs made 13x faster, the non-contiguous mean). Ordered cheapest first, so a cut-off run keeps
 # the most workloads.
 COMPILE_ZOO = (
-    "compiled_mean", "layernorm_odd_widths", "losses_train", "optim_adamw", "optim_sgd_momentum",
+    "compiled_mean", "layernorm_odd_widths", "losses_train", "optim_adamw", "optim_sgd_momentum", "cnn_train_item",
     "grouped_conv_nchw", "audio_conv1d_train", "dlrm_forward_mean", "gcn_train", "unet_block_forward_fp16",
     "resnet_forward_bf16", "mobilenet_forward_channels_last", "bert_forward_fp16", "gpt2_forward_fp32_b1",
     "vit_forward_b16", "distilbert_forward", "t5_forward", "convnext_forward_bf16", "roberta_train",
