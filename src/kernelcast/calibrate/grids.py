@@ -591,7 +591,9 @@ def channel_grid(results: list, quick: bool) -> None:
         del x, out, g
 
 
-# Not in the default run: by name (`kernelcast calibrate --sections reduce_grid`).
+# Grids the default run takes too (a few seconds each), beside microbench.py's SECTIONS.
+DEFAULT_GRIDS = ("small_index_grid",)
+# The others are not in the default run: by name (`kernelcast calibrate --sections reduce_grid`).
 EXTRA_SECTIONS = {"reduce_grid": reductions_grid, "row_grid": row_grid, "bn_grid": bn_grid,
                   "weight_norm_grid": weight_norm_grid, "sort_grid": sort_grid,
                   "grouped_mm_grid": grouped_mm_grid, "cat_strided_grid": cat_strided_grid,

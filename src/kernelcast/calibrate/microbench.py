@@ -432,11 +432,11 @@ SECTIONS = {"gemm": gemms, "conv": convs, "reduce": reductions, "attention": att
 
 def run_all(quick: bool = False, sections: list[str] | None = None, log: Callable[[str], None] = print) -> list:
     """The named sections (the default ones where None), each case appended to the list returned."""
-    from .grids import EXTRA_SECTIONS  # (grids.py imports this module's row and batch-norm recorders)
+    from .grids import DEFAULT_GRIDS, EXTRA_SECTIONS  # (grids.py imports this module's row and batch-norm recorders)
 
     torch.manual_seed(0)
     results: list = []
-    names = sections or list(SECTIONS)
+    names = sections or [*SECTIONS, *DEFAULT_GRIDS]
     every = {**SECTIONS, **EXTRA_SECTIONS}
     progress.stage("microbenchmarks", total=len(names))
     for name in names:
