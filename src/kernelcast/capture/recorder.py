@@ -10,6 +10,7 @@ output size depends on data (nonzero, unique, bincount, ...) get a stated size (
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from typing import Any, Callable
 
 import torch
@@ -322,7 +323,9 @@ class Recorder(TorchDispatchMode):
         # and the ops Inductor's wrapper runs carry `region_tags` ("compiled", and "graphed" in a CUDA graph).
         self.compiles = False
         self.region_tags: tuple[str, ...] = ()
-        self._graph_outputs: set[int] = set()  # storages CUDA graph replays wrote (static for later graphs)
+        # storages CUDA graph replays wrote (static for later graphs): storage id -> a weak reference to the output,
+        # so that a storage freed since, whose id a new one may reuse, is not taken for an output (_graph_output)
+        self._graph_outputs: dict[int, weakref.ref] = {}
         # ops build() issued on a side stream, one per (op, stream, phase): records.Capture.build_ops
         self.build_ops: list[OpRecord] = []
         self._build_op_kinds: set[tuple[str, int, str]] = set()
@@ -568,6 +571,15 @@ class Recorder(TorchDispatchMode):
             if marked and self.recording:
                 self._record_marker(COMPILED_GRAPH_END_OP, {}, tags=("host", COMPILED_TAG))
 
+    def _graph_output(self, t: torch.Tensor) -> bool:
+        """Whether t's storage is one a CUDA graph replay wrote and that is still alive. A storage's id is its
+        C++ address, which a storage made after it was freed may get again: the id alone had made the inputs
+        copied per replay, and the kernels of a step, move from capture to capture (zoo
+        llama_generate_static_cache, 1975-1985 work items)."""
+        ref = self._graph_outputs.get(_storage_id(t))
+        output = ref() if ref is not None else None
+        return output is not None and _storage_id(output) == _storage_id(t)
+
     def _static_buffer(self, call, index: int, like: torch.Tensor) -> torch.Tensor:
         """The graph's own buffer for its input `index` (made once, unrecorded: the graph's memory pool)."""
         key = (id(call), index)
@@ -592,9 +604,9 @@ class Recorder(TorchDispatchMode):
 
         with self.clock.ours():  # kernelcast's bookkeeping, not the model's Python
             refused = call.mutation_refused(lambda i: isinstance(inputs[i], torch.Tensor)
-                                            and _storage_id(inputs[i]) in self._graph_outputs)
+                                            and self._graph_output(inputs[i]))
             copies = [i for i, t in enumerate(inputs) if isinstance(t, torch.Tensor) and i not in call.static_inputs
-                      and device_type(t) == "cuda" and _storage_id(t) not in self._graph_outputs]
+                      and device_type(t) == "cuda" and not self._graph_output(t)]
             buffers = [self._static_buffer(call, i, inputs[i]) for i in copies]
         if refused is not None:  # the trees run it without a graph, every call
             call.refused(refused)
@@ -621,7 +633,7 @@ class Recorder(TorchDispatchMode):
         with self.clock.ours():
             for t in out if isinstance(out, (list, tuple)) else (out,):
                 if isinstance(t, torch.Tensor):
-                    self._graph_outputs.add(_storage_id(t))
+                    self._graph_outputs[_storage_id(t)] = weakref.ref(t)
             if marker is not None and self.recording:  # the modules the replayed graph traced (run_compiled)
                 op = self.ops[marker]
                 self.ops[marker] = dataclasses.replace(op, args={**op.args, "modules": self.graph_modules})
