@@ -104,6 +104,8 @@ def _library_code(name: str) -> bool:
     """torch's own Python or the standard library's (not a third-party package installed beside it)."""
     return name.startswith(_TORCH_DIR) or (name.startswith(_STDLIB_DIR) and "site-packages" not in name) \
         or name.startswith("<frozen")
+
+
 # Functions of ours that call the model's code (the step): what they call is counted (model_entry).
 _MODEL_ENTRIES: set = set()
 
@@ -120,7 +122,8 @@ class LineCounter:
     off inside the capture's own work: pause/resume). A frame counts its lines when it starts outside the capture's own work (the clock's depth 0)
     and is called by a counted frame (or by a model_entry of ours, or was running when counting began), and is
     not kernelcast's or capture-only Python (_CAPTURE_ONLY); nn.Module's call machinery passes the count on to
-    the forward it calls without counting its own lines. Lines count only while the clock is outside our work."""
+    the forward it calls without counting its own lines, and so, in a step that runs compiled code, does
+    torch.compile's (_COMPILE_PASS). Lines count only while the clock is outside our work."""
 
     def __init__(self, clock: "HostClock") -> None:
         self._clock = clock
