@@ -109,10 +109,7 @@ def _small_index_units(sm_count: int):
     """units(op) of an index_select / embedding that runs indexSelectSmallIndex: (path, indices x slice elements a
     thread walks), None for any other (costs/gather.py small_index_units)."""
     def units(op: dict) -> tuple[str, int] | None:
-        record = OpRecord(index=0, op=op["op"], args={k: TensorMeta.from_json(v) if isinstance(v, dict) and "T" in v
-                                                        else v for k, v in op["args"].items()},
-                          outputs=tuple(TensorMeta.from_json(o) for o in op.get("outputs") or ()))
-        found = small_index_units(record, sm_count)
+        found = small_index_units(OpRecord.from_json(op), sm_count)
         return None if found is None else (found[0], found[1] * found[2])
     return units
 
