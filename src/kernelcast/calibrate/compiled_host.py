@@ -28,30 +28,15 @@ SHARED_UNITS = ("compiled_call_us",)
 
 
 def units_of(capture) -> dict[str, float]:
-    """The compiled units of one captured call (the module docstring lists them)."""
+    """The compiled units of one captured call (the module docstring lists them), as the host model counts them
+    (predict/host.py compiled_units)."""
     from kernelcast.costs import cost_of
-    from kernelcast.predict.host import (COMPILED_CALL_OP, COMPILED_GRAPH_OP, CUDAGRAPH_REPLAY_OP, GRAPHED_TAG,
-                                         TRITON_OP_PREFIX, is_compiled_view)
+    from kernelcast.predict.host import compiled_units
 
     units = dict.fromkeys(DEFAULT_UNITS + REPLAY_UNITS, 0.0)
     for op in capture.ops:
-        if GRAPHED_TAG in op.tags:
-            continue
-        if op.op == COMPILED_CALL_OP:
-            units["compiled_call_us"] += 1
-        elif op.op == COMPILED_GRAPH_OP:
-            units["compiled_graph_us"] += 1
-            units["compiled_backward_us"] += 1 if op.phase == "backward" else 0
-            units["compiled_input_us"] += op.args.get("inputs", 0)
-            units["compiled_module_us"] += 1 if op.args.get("modules") else 0
-        elif op.op == CUDAGRAPH_REPLAY_OP:
-            units["cudagraph_replay_us"] += 1
-            units["replay_input_us"] += op.args.get("inputs", 0)
-            units["replay_module_us"] += 1 if op.args.get("modules") else 0
-        elif op.op.startswith(TRITON_OP_PREFIX):
-            units["generated_launch_us"] += 1
-        elif is_compiled_view(op, cost_of(op)):
-            units["compiled_view_us"] += 1
+        for unit, count in compiled_units(op, cost_of(op)).items():
+            units[unit] += count
     return units
 
 

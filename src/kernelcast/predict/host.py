@@ -102,6 +102,28 @@ def is_compiled_view(op: OpRecord, cost: Cost | None) -> bool:
     return COMPILED_TAG in op.tags and "host" not in op.tags and (cost is None or cost.kernels == 0)
 
 
+def compiled_units(op: OpRecord, cost: Cost | None) -> dict[str, float]:
+    """How many of each compiled host unit (COMPILED_HOST_FIELDS) one captured op stands for; {} for eager work
+    and for work a CUDA graph replays. HostModel prices them at its fields' µs; calibrate/compiled_host.py fits
+    those µs from the same counts."""
+    if GRAPHED_TAG in op.tags:
+        return {}
+    if op.op == CUDAGRAPH_REPLAY_OP:
+        return {"cudagraph_replay_us": 1, "replay_input_us": op.args.get("inputs", 0),
+                "replay_module_us": 1 if op.args.get("modules") else 0}
+    if op.op == COMPILED_CALL_OP:
+        return {"compiled_call_us": 1}
+    if op.op == COMPILED_GRAPH_OP:
+        return {"compiled_graph_us": 1, "compiled_input_us": op.args.get("inputs", 0),
+                "compiled_module_us": 1 if op.args.get("modules") else 0,
+                "compiled_backward_us": 1 if op.phase == "backward" else 0}
+    if op.op.startswith(TRITON_OP_PREFIX):
+        return {"generated_launch_us": 1}
+    if is_compiled_view(op, cost):
+        return {"compiled_view_us": 1}
+    return {}
+
+
 @dataclass(frozen=True)
 class HostModel:
     """µs of CPU per eager event on one host."""
@@ -242,21 +264,11 @@ class HostModel:
             return op.args.get("nodes", 0) * self.backward_node_us
         if GRAPHED_TAG in op.tags:  # replayed inside a CUDA graph: the replay's launch covers it
             return 0.0
-        if op.op == CUDAGRAPH_REPLAY_OP:
-            return (self.cudagraph_replay_us + self.replay_input_us * op.args.get("inputs", 0)
-                    + (self.replay_module_us if op.args.get("modules") else 0.0))
         if op.op == USER_GRAPH_REPLAY_OP:
             return (self.user_graph_launch_us + self.user_graph_per_kernel_us * op.args.get("kernels", 0)) * self.cpu_scale
-        if op.op == COMPILED_CALL_OP:
-            return self.compiled_call_us
-        if op.op == COMPILED_GRAPH_OP:
-            return (self.compiled_graph_us + self.compiled_input_us * op.args.get("inputs", 0)
-                    + (self.compiled_module_us if op.args.get("modules") else 0.0)
-                    + (self.compiled_backward_us if op.phase == "backward" else 0.0))
-        if op.op.startswith(TRITON_OP_PREFIX):
-            return self.generated_launch_us
-        if is_compiled_view(op, cost):
-            return self.compiled_view_us
+        units = compiled_units(op, cost)
+        if units:
+            return sum(getattr(self, unit) * count for unit, count in units.items())
         if op.op.startswith(HOST_OP_PREFIX):  # a sync outside aten (synchronize, tolist): its wait is the timeline's
             return 0.0
         # the autograd engine's own cost per node, paid at the node's first op whatever that op launches
