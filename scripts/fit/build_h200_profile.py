@@ -119,6 +119,12 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
   small_index_profile.json --raw h100_small_index_grid_raw.json --sections small_index_grid`, on an H100 on
   2026-12-06, when no H200 came): unit_rates' small_index lines. Carried to the H200 as measured: the same GH100
   SMs and clocks, and a time per index that is a thread's dependent loads;
+- h100_small_index_add_grid_raw.json.gz: index_add_ of 1-16 indices (indexFuncSmallIndex) over the same slices and
+  layouts, bf16 and fp32, and 12 adds along a middle dim held out of the fit (`bash
+  scripts/device/device_batch_small_index_add.sh`: `kernelcast calibrate --gpu h100-sxm --sections
+  small_index_add_grid`, on an H100 on 2026-12-06, no H200 lent; run 2, h100_small_index_add_grid_raw_run2.json.gz,
+  within 2.2% of run 1 at the 10th-90th percentile): unit_rates' small_index_add lines, carried to the H200 as the
+  select's are;
 - h200_gemm_fp32_round_raw.json.gz: 4235 fp32 GEMMs (TF32 off) at round sizes 16-4096 with a batch of 1-64, in
   every layout (the sweep section gemm_fp32_round, run by calibrate/sweep.py's run_sweep on the H200): the time
   table and launch rows of the shapes recurrent cells and small MLPs use, where cuBLAS's choice jumps between
@@ -179,7 +185,8 @@ RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.js
             "validation/h200_attention_decode_raw.json.gz", "validation/h200_norm_layout_linalg_raw.json.gz",
             "validation/h200_conv_volumetric_raw.json.gz", "validation/h200_shape_kinds_grid_raw.json.gz",
             "validation/h200_channel_grid_raw.json.gz", "validation/h200_value_index_grid_raw.json.gz",
-            "validation/h100_attention_fp32_raw.json.gz", "validation/h100_small_index_grid_raw.json.gz")
+            "validation/h100_attention_fp32_raw.json.gz", "validation/h100_small_index_grid_raw.json.gz",
+            "validation/h100_small_index_add_grid_raw.json.gz")
 # Sweep runs whose rows join the time tables but not the launch counts (calibrate/profile.py build_profile).
 TIME_RUNS = ("validation/h200_conv_volumetric_wide_raw.json.gz", "validation/h200_conv_pointwise_raw.json.gz",
              "validation/h200_conv_stem_raw.json.gz")

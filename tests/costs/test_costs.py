@@ -302,6 +302,35 @@ def test_a_few_indices_run_the_small_index_kernel_by_its_path():
     assert many.key[0] != SMALL_INDEX_KEY
 
 
+def test_index_add_of_a_few_indices_runs_the_small_index_kernel():
+    """index_add_ of at most 16 indices: indexFuncSmallIndex (Indexing.cu, index_add_cuda_impl), the small index
+    select's grid and paths with an atomic add per element; more go to indexFuncLargeIndex, priced per element.
+    The out-of-place op copies self first, a kernel of its own."""
+    from kernelcast.costs.gather import GENERIC, SMALL_INDEX_ADD_KEY, SPECIALISED
+    from kernelcast.costs.indexing import ATOMICS_KEY
+
+    hidden = contiguous((64, 4096), "bfloat16")  # an expert's tokens added back into the hidden states
+    two = contiguous((2,), "int64")
+    added = cost_of(op("aten.index_add_.default", {"self": hidden, "dim": 0, "index": two,
+                                                    "source": contiguous((2, 4096), "bfloat16")}, [hidden]))
+    assert added.key == (SMALL_INDEX_ADD_KEY, SPECIALISED, 2, 1, 8192, 2) and added.kernels == 1
+    assert added.bytes_written == 2 * 4096 * 2  # the rows it adds into, not the whole destination
+    out_of_place = cost_of(op("aten.index_add.default", {"self": hidden, "dim": 0, "index": two,
+                                                         "source": contiguous((2, 4096), "bfloat16")}, [hidden]))
+    assert out_of_place.key == added.key and out_of_place.kernels == 2
+    assert [p.kind for p in out_of_place.parts] == ["copy"] and out_of_place.parts[0].bytes_read == hidden.nbytes
+    # along the middle dim of (8, 64, 128): self and source each collapse to 3 dims, the specialised kernel; a
+    # strided index, the generic one
+    cache = contiguous((8, 64, 128))
+    middle = {"self": cache, "dim": 1, "index": contiguous((8,), "int64"), "source": contiguous((8, 8, 128))}
+    assert cost_of(op("aten.index_add_.default", middle, [cache])).key[1:4] == (SPECIALISED, 8, 1)
+    strided = {**middle, "index": TensorMeta((8,), "int64", (2,))}
+    assert cost_of(op("aten.index_add_.default", strided, [cache])).key[1] == GENERIC
+    many = cost_of(op("aten.index_add_.default", {"self": hidden, "dim": 0, "index": contiguous((17,), "int64"),
+                                                   "source": contiguous((17, 4096), "bfloat16")}, [hidden]))
+    assert many.key == (ATOMICS_KEY, 17 * 4096, 2)
+
+
 def test_small_index_times_follow_the_device_grid_and_the_zoo():
     """The H200 profile's small-index lines (calibrate/unit_rates.py, fitted on an H100's small_index_grid) against
     zoo kernels they were not fitted on (validation/zoo_measured.json.gz, H200; validation/h100/
@@ -328,6 +357,31 @@ def test_small_index_times_follow_the_device_grid_and_the_zoo():
     assert predicted(SPECIALISED, 16, 4, 0.0) == pytest.approx(10.6, rel=0.15)
     assert predicted(GENERIC, 8, 2, 1.0) == pytest.approx(7.3, rel=0.15)
     assert predicted(SPECIALISED, 4, 2, 1.0) == pytest.approx(2.9, rel=0.15)
+
+
+def test_small_index_add_times_follow_the_held_out_device_cases():
+    """The profile's small_index_add lines (calibrate/unit_rates.py, fitted on an H100's small_index_add_grid, added
+    along dim 0) against the same run's adds along the middle dim of (8, 64, D), held out of the fit
+    (validation/h100_small_index_add_grid_raw.json.gz, kind small_index_add_check; torch 2.11): 16 indices into
+    1024-element bf16 slices 14.9 µs, 8 into 32768-element fp32 slices 8.3 µs, 2 into 1024-element fp32 slices
+    2.9 µs. Priced per element added (indexFuncLargeIndex's line) they had been 2.4, 4.3 and 2.5 µs."""
+    from kernelcast.devices import get_gpu
+    from kernelcast.predict.calibrated import CalibratedModel
+    from kernelcast.profiles import load_profile
+    from kernelcast.records import CaptureSettings
+
+    gpu = get_gpu("h200")
+    model = CalibratedModel(gpu, CaptureSettings(), load_profile("h200").data, gpu)
+
+    def predicted(indices, width, dtype):
+        dst = contiguous((8, 64, width), dtype)
+        add = op("aten.index_add_.default", {"self": dst, "dim": 1, "index": contiguous((indices,), "int64"),
+                                              "source": contiguous((8, indices, width), dtype)}, [dst])
+        return model.estimate(cost_of(add)).time_us
+
+    assert predicted(16, 128, "bfloat16") == pytest.approx(14.9, rel=0.15)
+    assert predicted(8, 4096, "float32") == pytest.approx(8.3, rel=0.15)
+    assert predicted(2, 128, "float32") == pytest.approx(2.9, rel=0.15)
 
 
 def test_abs_and_angle_of_complex_copy_the_real_part():

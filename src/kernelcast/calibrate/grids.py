@@ -359,6 +359,31 @@ def small_index_grid(results: list, quick: bool) -> None:
         del src, idx
 
 
+# index_add_ of at most 16 indices runs indexFuncSmallIndex (aten/src/ATen/native/cuda/Indexing.cu,
+# index_add_cuda_impl): the grid and the walk of indexSelectSmallIndex, an atomic add per element where the select
+# stores one. Seen in HF Mixtral's expert loop (`index_add_(0, top_x, ...)`: a decode step routes 1-2 tokens to an
+# expert). Same counts, slices and layouts as small_index_grid, the destination's rows its source: the index
+# strided, or the destination a cache's sliced view that does not collapse, run the generic kernel.
+def small_index_add_grid(results: list, quick: bool) -> None:
+    for layout, n, slice_elements, dtype in itertools.product(
+            SMALL_INDEX_LAYOUTS, SMALL_INDEX_COUNTS[::2] if quick else SMALL_INDEX_COUNTS,
+            SMALL_INDEX_SLICES[::2] if quick else SMALL_INDEX_SLICES, (torch.bfloat16, torch.float32)):
+        dst, idx = _small_index_operands(layout, n, slice_elements, dtype)
+        source = randn(n, *dst.shape[1:], dtype=dtype)
+        base = {"layout": layout, "indices": n, "slice": slice_elements, "dtype": str(dtype)[6:]}
+        record(results, "small_index_add", base, lambda: dst.index_add_(0, idx, source))
+        del dst, idx, source
+    # held out of the fit (its check, tests/costs): adds along the middle dim of a (8, 64, D) tensor, as a
+    # per-head or per-position update is
+    for n, width, dtype in itertools.product((2, 8, 16), (128, 4096), (torch.bfloat16, torch.float32)):
+        dst = randn(8, SMALL_INDEX_ROWS, width, dtype=dtype)
+        idx = torch.randint(0, SMALL_INDEX_ROWS, (n,), device=DEV)
+        source = randn(8, n, width, dtype=dtype)
+        base = {"layout": "middle_dim", "indices": n, "slice": 8 * width, "dtype": str(dtype)[6:]}
+        record(results, "small_index_add_check", base, lambda: dst.index_add_(1, idx, source))
+        del dst, idx, source
+
+
 # Layer norm and RMS norm (forward, backward) across row widths, at four sizes each: their CUDA kernels run one
 # block per row (layer_norm_kernel.cu), so a narrow row leaves a block little work and the rate falls with the
 # width at a given size (ConvNeXt's 96-wide layer norm of (32, 56, 56, 96) bf16 ran 114 us, 340 GB/s, on the H200
@@ -592,12 +617,13 @@ def channel_grid(results: list, quick: bool) -> None:
 
 
 # Grids the default run takes too (a few seconds each), beside microbench.py's SECTIONS.
-DEFAULT_GRIDS = ("small_index_grid",)
+DEFAULT_GRIDS = ("small_index_grid", "small_index_add_grid")
 # The others are not in the default run: by name (`kernelcast calibrate --sections reduce_grid`).
 EXTRA_SECTIONS = {"reduce_grid": reductions_grid, "row_grid": row_grid, "bn_grid": bn_grid,
                   "weight_norm_grid": weight_norm_grid, "sort_grid": sort_grid,
                   "grouped_mm_grid": grouped_mm_grid, "cat_strided_grid": cat_strided_grid,
                   "sparse_grid": sparse_grid, "gather_grid": gather_grid, "small_index_grid": small_index_grid,
+                  "small_index_add_grid": small_index_add_grid,
                   "norm_width_grid": norm_width_grid, "shape_kinds_grid": shape_kinds_grid,
                   "layout_grid": layout_grid, "linalg_grid": linalg_grid, "channel_grid": channel_grid,
                   "value_index_grid": value_index_grid, "middle_reduce_grid": middle_reduce_grid, "fft_grid": fft_grid,

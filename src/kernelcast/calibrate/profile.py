@@ -168,7 +168,8 @@ LINALG_CASE_KINDS = {"linalg_solve", "linalg_lu_factor", "linalg_cholesky", "lin
 # the indices, which the gather curve by bytes must not take in; it had priced zoo dlrm_forward_mean's 2-index
 # aten.index 3.6 -> 9.6 µs, 4.4 measured)
 UNUSED_CASE_KINDS = {"cat_dim0", "cat_dim1", "rms_norm_fwd_bwd", *norm_blocks.BN_WARM_KINDS, *LINALG_CASE_KINDS,
-                     *unit_rates.SMALL_INDEX_CASE_KINDS}
+                     *unit_rates.SMALL_INDEX_CASE_KINDS, *unit_rates.SMALL_INDEX_ADD_CASE_KINDS,
+                     *unit_rates.SMALL_INDEX_ADD_CHECK_KINDS}
 
 
 def _linalg_rows(cases: list[dict]) -> dict[str, list[list]]:

@@ -14,6 +14,8 @@ predict/calibrated.py, which takes the longer of the units' time and the bytes a
   small_index_grid (costs/gather.py says why neither rows nor bytes price it).
 - index_add_ (indexFuncLargeIndex, an atomicAdd per element): a fixed time per element added, by item size
   (7.2 ps fp32, 8.4 ps bf16 on the H200 across 0.26M to 128M elements; the bytes gave -35% on gcn_train).
+- index_add_ of at most 16 indices (indexFuncSmallIndex): as the small index_select, a floor and a time per index
+  and slice element a thread walks, by kernel path, fitted on calibrate section small_index_add_grid.
 
 Each is a line, time = floor_us + us_per_unit x units, least squares on relative error over the calibration's
 cases of that op (sweep cases index_select and index_add_).
@@ -30,9 +32,11 @@ from kernelcast.records import OpRecord, TensorMeta
 from .time_model import relative_least_squares
 
 GATHER_OPS = ("aten.index_select.", "aten.index.Tensor", "aten.embedding.")
-SMALL_INDEX_CASES = "small_index_"  # calibrate/grids.py small_index_grid's case kinds
+SMALL_INDEX_CASES = "small_index_"  # calibrate/grids.py small_index_grid's and small_index_add_grid's case kinds
 WARM_SUFFIX = "_warm"  # its cases timed without the L2 flush
 SMALL_INDEX_CASE_KINDS = ("small_index_select", "small_index_embedding", "small_index_select_warm")
+SMALL_INDEX_ADD_CASE_KINDS = ("small_index_add",)  # calibrate/grids.py small_index_add_grid
+SMALL_INDEX_ADD_CHECK_KINDS = ("small_index_add_check",)  # the same grid's cases held out of the fit
 DEFAULT_SM_COUNT = 132  # the H200's and the H100 SXM's
 INDEX_ADD_OPS = ("aten.index_add_.", "aten.index_add.")
 MIN_POINTS = 3
@@ -106,26 +110,34 @@ def _added_elements(op: dict) -> tuple[int, int] | None:
 
 
 def _small_index_units(sm_count: int):
-    """units(op) of an index_select / embedding that runs indexSelectSmallIndex: (path, indices x slice elements a
-    thread walks), None for any other (costs/gather.py small_index_units)."""
-    def units(op: dict) -> tuple[str, int] | None:
-        found = small_index_units(OpRecord.from_json(op), sm_count)
-        return None if found is None else (found[0], found[1] * found[2])
+    """units(op) of an index_select / embedding / index_add that runs a small-index kernel: (path, indices x slice
+    elements a thread walks, item size), None for any other (costs/gather.py small_index_units)."""
+    def units(op: dict) -> tuple[str, int, int] | None:
+        record = OpRecord.from_json(op)
+        found = small_index_units(record, sm_count)
+        return None if found is None else (found[0], found[1] * found[2], record.tensors_out()[0].itemsize)
     return units
 
 
-def _small_index_lines(cases: list[dict], sm_count: int) -> dict:
-    """{path: line, with the L2-resident cases' line as its "l2_resident"} of indexSelectSmallIndex (calibrate/
-    grids.py small_index_grid: cases timed after the L2 flush, and the "_warm" ones again without it)."""
+def _small_index_lines(cases: list[dict], sm_count: int, kinds: tuple[str, ...] = SMALL_INDEX_CASE_KINDS,
+                       ops: tuple[str, ...] = GATHER_OPS, by_itemsize: bool = False) -> dict:
+    """{path: line, with the L2-resident cases' line as its "l2_resident" where there are such, and with
+    by_itemsize a line per item size too} of the small-index kernels of these case kinds (calibrate/grids.py
+    small_index_grid: indexSelectSmallIndex, cases timed after the L2 flush, and the "_warm" ones again without
+    it; small_index_add_grid: indexFuncSmallIndex, whose bf16 atomics, two lanes at a time, run slower than
+    fp32's: on an H100 2.04 + 0.76 µs per unit against 1.68 + 0.70 on the specialised kernel)."""
     out = {}
     for warm in (False, True):
-        picked = [c for c in cases if c.get("kind", "").startswith(SMALL_INDEX_CASES)
-                  and c["kind"].endswith(WARM_SUFFIX) == warm]
-        points = _op_points(picked, GATHER_OPS, _small_index_units(sm_count))
+        picked = [c for c in cases if c.get("kind") in kinds and c["kind"].endswith(WARM_SUFFIX) == warm]
+        points = _op_points(picked, ops, _small_index_units(sm_count))
         for path in sorted({p[0] for p in points}):
-            line = _line([(u, t) for p, u, t in points if p == path])
+            line = _line([(u, t) for p, u, _, t in points if p == path])
             if line and not warm:
                 out[path] = line
+                if by_itemsize:
+                    lines = {str(size): _line([(u, t) for p, u, s, t in points if p == path and s == size])
+                             for size in sorted({s for p, _, s, _ in points if p == path})}
+                    out[path]["by_itemsize"] = {size: line for size, line in lines.items() if line}
             elif line and path in out:
                 out[path]["l2_resident"] = line
     return out
@@ -133,7 +145,7 @@ def _small_index_lines(cases: list[dict], sm_count: int) -> dict:
 
 def fit(cases: list[dict], sm_count: int = DEFAULT_SM_COUNT) -> dict:
     """The profile's `timings.unit_rates`: {"gather_rows": line, "gather_elements": plane, "small_index": {path:
-    line}, "index_add_elements": {item size: line}}, each present where the run measured enough cases; sm_count:
+    line}, "small_index_add": {path: line}, "index_add_elements": {item size: line}}, each present where the run measured enough cases; sm_count:
     the measured GPU's SMs (how much of a slice each thread of indexSelectSmallIndex walks)."""
     out: dict = {}
     try:
@@ -143,6 +155,9 @@ def fit(cases: list[dict], sm_count: int = DEFAULT_SM_COUNT) -> dict:
     small = _small_index_lines(cases, sm_count)
     if small:
         out["small_index"] = small
+    small_add = _small_index_lines(cases, sm_count, SMALL_INDEX_ADD_CASE_KINDS, INDEX_ADD_OPS, by_itemsize=True)
+    if small_add:
+        out["small_index_add"] = small_add
     cases = [c for c in cases if not c.get("kind", "").startswith(SMALL_INDEX_CASES)]
     rows = _line(_op_points(cases, GATHER_OPS, _gathered_rows))
     if rows:

@@ -75,6 +75,11 @@ def vectorized_rows(source: TensorMeta | None) -> bool:
 # embeddings of 8 tokens 4.4 µs.
 SMALL_INDEX_MAX = 16
 SMALL_INDEX_KEY = "small_index"
+# index_add_ of at most SMALL_INDEX_MAX indices runs indexFuncSmallIndex (Indexing.cu, index_add_cuda_impl): the
+# same grid, walk and specialised / generic split, an atomic add per element where indexSelectSmallIndex stores
+# one; its own lines (calibrate/unit_rates.py small_index_add).
+SMALL_INDEX_ADD_KEY = "small_index_add"
+INDEX_ADD_PACKETS = ("aten.index_add_", "aten.index_add")
 SMALL_INDEX_THREADS = 128  # getDefaultMaxThreadsPerBlock()
 SMALL_INDEX_BLOCKS_PER_SM = 8
 SPECIALISED, GENERIC = "specialised", "generic"
@@ -98,7 +103,8 @@ def collapsed_dims(t: TensorMeta, dim: int) -> int:
 
 
 def small_index_path(source: TensorMeta, out: TensorMeta, index: TensorMeta, dim: int) -> str:
-    """SPECIALISED or GENERIC: which indexSelectSmallIndex an index_select runs (see SMALL_INDEX_MAX)."""
+    """SPECIALISED or GENERIC: which indexSelectSmallIndex (or indexFuncSmallIndex) an op runs (see
+    SMALL_INDEX_MAX): `source` and `out` are the two tensors indexed along dim, in either order."""
     if len(source.shape) == 0:
         return SPECIALISED
     dims = collapsed_dims(source, dim), collapsed_dims(out, dim)
@@ -111,25 +117,37 @@ def small_index_iterations(slice_elements: int, sm_count: int) -> int:
     return -(-slice_elements // max(blocks * min(slice_elements, SMALL_INDEX_THREADS), 1))
 
 
-def small_index_units(op: OpRecord, sm_count: int) -> tuple[str, int, int] | None:
-    """(path, indices, slice elements a thread walks per index) of an index_select or embedding that runs
-    indexSelectSmallIndex, else None."""
-    if op.packet == "aten.embedding":
-        source, index, dim = op.args.get("weight"), op.args.get("indices"), 0
-    elif op.packet == "aten.index_select":
-        source, index, dim = op.args.get("self"), op.args.get("index"), op.args.get("dim", 0)
-    else:
-        return None
+def _small_index_operands(op: OpRecord) -> tuple | None:
+    """(the tensor of whole slices, the one indexed along dim, index, dim) of an op that may run one of the
+    small-index kernels: index_select and embedding (output, source), index_add (source, self); else None."""
     outs = op.tensors_out()
-    if not (isinstance(source, TensorMeta) and isinstance(index, TensorMeta) and outs) or not outs[0].numel \
-            or index.numel > SMALL_INDEX_MAX or max(source.numel, outs[0].numel) >= 2 ** 31:
+    if op.packet == "aten.embedding":
+        return (outs[0] if outs else None), op.args.get("weight"), op.args.get("indices"), 0
+    if op.packet == "aten.index_select":
+        return (outs[0] if outs else None), op.args.get("self"), op.args.get("index"), op.args.get("dim", 0)
+    if op.packet in INDEX_ADD_PACKETS:
+        return op.args.get("source"), op.args.get("self"), op.args.get("index"), op.args.get("dim", 0)
+    return None
+
+
+def small_index_units(op: OpRecord, sm_count: int) -> tuple[str, int, int] | None:
+    """(path, indices, slice elements a thread walks per index) of an index_select, embedding or index_add that
+    runs indexSelectSmallIndex / indexFuncSmallIndex (at most SMALL_INDEX_MAX indices, 32-bit index math), else
+    None."""
+    operands = _small_index_operands(op)
+    if operands is None:
         return None
-    dim = dim % max(len(source.shape), 1)
+    slices, indexed, index, dim = operands
+    if not (isinstance(slices, TensorMeta) and isinstance(indexed, TensorMeta) and isinstance(index, TensorMeta)) \
+            or not slices.numel or not index.numel or index.numel > SMALL_INDEX_MAX \
+            or max(slices.numel, indexed.numel) >= 2 ** 31:
+        return None
+    dim = dim % max(len(indexed.shape), 1)
     if op.packet == "aten.embedding":  # index_select(weight, 0, indices.reshape(-1)): the 2-D (n, D) output
         index = dataclasses.replace(index, shape=(index.numel,), stride=(1,))
-        outs = (dataclasses.replace(outs[0], shape=(index.numel, source.shape[-1]), stride=(source.shape[-1], 1)),)
-    slice_elements = outs[0].numel // index.numel
-    return (small_index_path(source, outs[0], index, dim), index.numel,
+        slices = dataclasses.replace(slices, shape=(index.numel, indexed.shape[-1]), stride=(indexed.shape[-1], 1))
+    slice_elements = slices.numel // index.numel
+    return (small_index_path(indexed, slices, index, dim), index.numel,
             small_index_iterations(slice_elements, sm_count))
 
 

@@ -20,7 +20,8 @@ import math
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import memory_op, row_major
+from .common import contiguous_copy, memory_op, row_major
+from .gather import SMALL_INDEX_ADD_KEY, small_index_units
 from .cub import num_bits, radix_sort_pairs_kernels
 from .reduce_config import is_global_reduce
 from .registry import Cost, CostContext, register
@@ -63,10 +64,10 @@ SCATTER_KIND = "scatter"
 UPDATE_ARGS = ("values", "source", "src")
 
 
-def scatter_cost(op: OpRecord, kernels: int) -> Cost:
+def scatter_cost(op: OpRecord, kernels: int, copy_of_self: bool | None = None) -> Cost:
     """Bytes of an indexed write: the updates and the indices read once, the destination elements they touch read
     and written once (not the whole destination: a gradient scattered into 512 rows of a 500k-row table touches
-    512 rows); an out-of-place variant first copies self whole."""
+    512 rows); an out-of-place variant first copies self whole (copy_of_self=False: without that copy)."""
     self_t = _tensor(op, "self")
     updates = next((op.args[n] for n in UPDATE_ARGS if isinstance(op.args.get(n), TensorMeta)), None)
     indices = [i for i in (*_index_list(op), op.args.get("index")) if isinstance(i, TensorMeta)]
@@ -78,7 +79,7 @@ def scatter_cost(op: OpRecord, kernels: int) -> Cost:
     touched = touched_elems * itemsize
     read = (updates.nbytes if updates is not None else 0) + index_bytes + touched
     written = touched
-    if self_t is not None and not _inplace(op):
+    if self_t is not None and (not _inplace(op) if copy_of_self is None else copy_of_self):
         read, written = read + self_t.nbytes, written + self_t.nbytes
     base = memory_op(op, kind=SCATTER_KIND)
     return dataclasses.replace(base, bytes_read=float(read), bytes_written=float(written), kernels=kernels)
@@ -222,10 +223,18 @@ def index_add_or_copy(op: OpRecord, ctx: CostContext) -> Cost:
     if source is not None and source.numel == 0:
         return scatter_cost(op, _copy_of_self(op))
     cost = scatter_cost(op, _copy_of_self(op) + 1)
-    if op.packet.startswith("aten.index_add") and source is not None:
-        # an atomicAdd per element (indexFuncLargeIndex): a time per element (calibrate/unit_rates.py)
-        return dataclasses.replace(cost, key=(ATOMICS_KEY, source.numel, source.itemsize))
-    return cost
+    if not op.packet.startswith("aten.index_add") or source is None:
+        return cost
+    small = small_index_units(op, ctx.sm_count)
+    if small is not None:
+        # at most 16 indices: indexFuncSmallIndex, whose threads walk the indices (costs/gather.py); the
+        # out-of-place op's copy of self is a kernel of its own
+        kernel = dataclasses.replace(scatter_cost(op, 1, copy_of_self=False),
+                                     key=(SMALL_INDEX_ADD_KEY, *small, source.numel, source.itemsize))
+        self_t = _tensor(op, "self")
+        return kernel.with_parts(contiguous_copy(self_t)) if _copy_of_self(op) and self_t is not None else kernel
+    # an atomicAdd per element (indexFuncLargeIndex): a time per element (calibrate/unit_rates.py)
+    return dataclasses.replace(cost, key=(ATOMICS_KEY, source.numel, source.itemsize))
 
 
 @register("aten.scatter_", "aten.scatter", "aten.scatter_add_", "aten.scatter_add")

@@ -32,7 +32,7 @@ from kernelcast.costs import Cost
 from kernelcast.costs.common import INTO_SUFFIX, TRANSFER_KINDS, is_blocks_key
 from kernelcast.costs.elementwise import ARITHMETIC_KIND, INDEX_SUFFIX, base_kind, factor_key
 from kernelcast.costs.embedding import EMBEDDING_BAG_KEY
-from kernelcast.costs.gather import ELEMENTS_KEY, ROWS_KEY, SMALL_INDEX_KEY
+from kernelcast.costs.gather import ELEMENTS_KEY, ROWS_KEY, SMALL_INDEX_ADD_KEY, SMALL_INDEX_KEY
 from kernelcast.costs.generated import GENERATED_ATOMICS_KEY, atomics_time_us
 from kernelcast.costs.indexing import ATOMICS_KEY
 from kernelcast.costs.pooling import WINDOW_KEY
@@ -141,7 +141,9 @@ def _row_blocks(cost: Cost) -> int | None:
 
 # Keys of ops priced by a count of units as well as their bytes (calibrate/unit_rates.py, costs/gather.py ROWS_KEY,
 # costs/indexing.py ATOMICS_KEY)
-UNIT_KEYS = ((ROWS_KEY,), (ATOMICS_KEY,), (ELEMENTS_KEY,), (SMALL_INDEX_KEY,))
+UNIT_KEYS = ((ROWS_KEY,), (ATOMICS_KEY,), (ELEMENTS_KEY,), (SMALL_INDEX_KEY,), (SMALL_INDEX_ADD_KEY,))
+# The profile's unit_rates section of each small-index kernel's lines (calibrate/unit_rates.py)
+SMALL_INDEX_SECTIONS = {SMALL_INDEX_KEY: "small_index", SMALL_INDEX_ADD_KEY: "small_index_add"}
 # Keys of the sparse-gradient kernels with fits of their own (costs/sparse.py, costs/embedding.py): the profile's
 # `timings.sparse` section that prices each.
 SPARSE_SECTIONS = {COALESCE_KEY: "coalesce", EMBEDDING_BAG_KEY: "embedding_bag"}
@@ -540,6 +542,9 @@ class CalibratedModel:
         if what == SMALL_INDEX_KEY:  # a profile without the small-index fit: priced as the row gather it is
             _, _, indices, _, _ = cost.key
             return self._unit_rate_time_us(dataclasses.replace(cost, key=(ROWS_KEY, indices, itemsize)))
+        if what == SMALL_INDEX_ADD_KEY:  # without its fit: the atomic adds of its elements, as indexFuncLargeIndex's
+            elements = cost.key[4]
+            return self._unit_rate_time_us(dataclasses.replace(cost, key=(ATOMICS_KEY, elements, itemsize)))
         bytes_us = self._memory_time_us(dataclasses.replace(cost, kind="copy", key=(1, itemsize)))
         if bytes_us is not None and self.transferred:
             bytes_us = self.floor_us + (bytes_us - self.floor_us) * self._bandwidth_ratio()
@@ -557,14 +562,15 @@ class CalibratedModel:
         return max(units_us, bytes_us or 0.0)
 
     def _small_index_time_us(self, cost: Cost, l2_warm: float) -> float:
-        """An index_select of at most 16 indices (costs/gather.py SMALL_INDEX_MAX): a floor and a time per index
-        and slice element a thread walks, by kernel path (calibrate/unit_rates.py small_index, fitted to the
-        calibration's small_index_grid), its L2-resident line for the share of its input still in L2 (a KV
-        cache the step just wrote), or its bytes at the streaming copy's rate where longer. On another GPU the
-        per-unit part (a thread's dependent loads) stays the profiled GPU's; the slice a thread walks is the
-        target's (its SMs)."""
-        _, path, indices, iterations, itemsize = cost.key
-        line = self.profile["timings"]["unit_rates"]["small_index"][path]
+        """An index_select or index_add_ of at most 16 indices (costs/gather.py SMALL_INDEX_MAX): a floor and a
+        time per index and slice element a thread walks, by kernel and path (calibrate/unit_rates.py small_index
+        and small_index_add, fitted to the calibration's small_index_grid and small_index_add_grid), the
+        select's L2-resident line for the share of its input still in L2 (a KV cache the step just wrote), or
+        its bytes at the streaming copy's rate where longer. On another GPU the per-unit part (a thread's
+        dependent loads or atomics) stays the profiled GPU's; the slice a thread walks is the target's (its SMs)."""
+        what, path, indices, iterations, *_, itemsize = cost.key
+        line = self.profile["timings"]["unit_rates"][SMALL_INDEX_SECTIONS[what]][path]
+        line = line.get("by_itemsize", {}).get(str(itemsize), line)  # index_add's atomics: a line per item size
         units = indices * iterations
         time_us = line["floor_us"] + line["us_per_unit"] * units
         warm = line.get("l2_resident")
@@ -1013,10 +1019,10 @@ KERNEL_TIME_MODELS = (
     TimeModel("spatial_softmax", lambda m, c: c.key[:1] == (SPATIAL_SOFTMAX_KEY,)
               and c.key[1] in _timings(m).get("spatial_softmax", {}),
               _fitted(CalibratedModel._spatial_softmax_time_us, "fitted (spatial softmax geometry)")),
-    TimeModel("small_index", lambda m, c: c.key[:1] == (SMALL_INDEX_KEY,)
-              and c.key[1] in _timings(m).get("unit_rates", {}).get("small_index", {}),
+    TimeModel("small_index", lambda m, c: c.key[:1] in ((SMALL_INDEX_KEY,), (SMALL_INDEX_ADD_KEY,))
+              and c.key[1] in _timings(m).get("unit_rates", {}).get(SMALL_INDEX_SECTIONS[c.key[0]], {}),
               lambda model, cost, l2_warm: (model._small_index_time_us(cost, l2_warm),
-                                            "fitted (small-index gather)", MEMORY_CURVE_UNCERTAINTY)),
+                                            "fitted (small-index kernel)", MEMORY_CURVE_UNCERTAINTY)),
     TimeModel("unit_rates", lambda m, c: c.key[:1] in UNIT_KEYS and "unit_rates" in _timings(m),
               _fitted(CalibratedModel._unit_rate_time_us, "interpolated")),
     TimeModel("generated", lambda m, c: c.kind in _timings(m).get("generated", {}),
