@@ -125,6 +125,17 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
   small_index_add_grid`, on an H100 on 2026-12-06, no H200 lent; run 2, h100_small_index_add_grid_raw_run2.json.gz,
   within 2.2% of run 1 at the 10th-90th percentile): unit_rates' small_index_add lines, carried to the H200 as the
   select's are;
+- h100_reduce_warm_grid_raw.json.gz (measured, not in the profile): sums and means over the last dim, the first, a
+  middle dim and all of it, and max over a middle dim, of 0.1-32 MiB inputs, bf16 and fp32, each timed after the
+  L2 flush and again with its input in L2 (`bash scripts/device/device_batch_reduce_warm.sh`: calibrate section
+  reduce_warm_grid, on an H100 on 2026-12-06; run 2 h100_reduce_warm_grid_raw_run2.json.gz): from L2 they ran
+  1.1-2.9x faster, 1.72x at the median (1.71 in run 2). Priced so wherever the L2 tracker finds a reduction's
+  input resident (2026-12-06), the zoo's reduction ops went 18.5% -> 36.3% summed |error| (training steps' bias
+  gradient sums, convnext_train 256 -> 109 µs against 276 measured, bart_train 475 -> 251 against 413, ran at
+  their cold speed though the tracker held their input in L2), while KernelBench's small level-1 reductions came
+  near (sum over a middle dim 12.0 -> 5.5 µs, 5.2 measured) and T5's RMS-norm means too (175 -> 109, 104): left
+  out until what keeps a training step's gradients from L2 is known. The middle-dim grid that ran beside it is
+  in validation/h100/ (h100_middle_reduce_grid_raw_dec06_run*.json.gz);
 - h200_gemm_fp32_round_raw.json.gz: 4235 fp32 GEMMs (TF32 off) at round sizes 16-4096 with a batch of 1-64, in
   every layout (the sweep section gemm_fp32_round, run by calibrate/sweep.py's run_sweep on the H200): the time
   table and launch rows of the shapes recurrent cells and small MLPs use, where cuBLAS's choice jumps between

@@ -43,6 +43,33 @@ def reductions_grid(results: list, quick: bool) -> None:
 
 
 
+# Reductions over inputs already in L2 against the same after the L2 flush (issue 30): a reduction reading the
+# activation the op before it wrote (a loss's sum, a norm's statistics, a pooling's mean), or KernelBench's repeated
+# call on one input. The sums over a middle dim of (16, 256, 256) fp32 ran 12.0 us after the flush on an H100
+# (middle_reduce_grid) and 5.2 us on the H200 called again on one input (KernelBench level 1 #47); the L2 speed-up
+# of the profile is measured on pointwise adds only. Sizes to 32 MiB (under a 50 MB L2), along the last dim, over
+# a middle dim and to one value, and max with its index over the middle dim.
+REDUCE_WARM_SHAPES = ((64, 1024), (1024, 1024), (4096, 2048), (16, 256, 256), (32, 512, 256), (8, 1024, 1024))
+REDUCE_WARM_CASES = "reduce_l2_"  # case kinds: reduce_l2_{cold,warm}_{op}
+
+
+def reduce_warm_grid(results: list, quick: bool) -> None:
+    for shape, dtype in itertools.product(REDUCE_WARM_SHAPES[::2] if quick else REDUCE_WARM_SHAPES,
+                                          (torch.bfloat16, torch.float32)):
+        x = randn(*shape, dtype=dtype)
+        base = {"shape": list(shape), "dtype": str(dtype)[6:]}
+        calls = {"sum_last": lambda: aten.sum.dim_IntList(x, [-1]), "sum_all": lambda: aten.sum.default(x),
+                 "mean_last": lambda: aten.mean.dim(x, [-1])}
+        if len(shape) == 3:
+            calls.update({"sum_middle": lambda: aten.sum.dim_IntList(x, [1]), "max_middle": lambda: aten.max.dim(x, 1)})
+        else:
+            calls["sum_first"] = lambda: aten.sum.dim_IntList(x, [0])
+        for name, call in calls.items():
+            record(results, f"{REDUCE_WARM_CASES}cold_{name}", base, call)
+            record(results, f"{REDUCE_WARM_CASES}warm_{name}", base, call, flush=False)  # its input from L2
+        del x
+
+
 def value_index_grid(results: list, quick: bool) -> None:
     """Reductions that keep an index beside the value (max / min over a dim, argmax) over the reduction grid's
     shapes: their reduce kernel carries a (value, int64 index) pair per thread (ReduceOps: MaxOps, ArgMaxOps in
@@ -624,6 +651,7 @@ EXTRA_SECTIONS = {"reduce_grid": reductions_grid, "row_grid": row_grid, "bn_grid
                   "grouped_mm_grid": grouped_mm_grid, "cat_strided_grid": cat_strided_grid,
                   "sparse_grid": sparse_grid, "gather_grid": gather_grid, "small_index_grid": small_index_grid,
                   "small_index_add_grid": small_index_add_grid,
+                  "reduce_warm_grid": reduce_warm_grid,
                   "norm_width_grid": norm_width_grid, "shape_kinds_grid": shape_kinds_grid,
                   "layout_grid": layout_grid, "linalg_grid": linalg_grid, "channel_grid": channel_grid,
                   "value_index_grid": value_index_grid, "middle_reduce_grid": middle_reduce_grid, "fft_grid": fft_grid,
