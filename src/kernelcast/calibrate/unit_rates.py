@@ -145,8 +145,9 @@ def _small_index_lines(cases: list[dict], sm_count: int, kinds: tuple[str, ...] 
 
 def fit(cases: list[dict], sm_count: int = DEFAULT_SM_COUNT) -> dict:
     """The profile's `timings.unit_rates`: {"gather_rows": line, "gather_elements": plane, "small_index": {path:
-    line}, "small_index_add": {path: line}, "index_add_elements": {item size: line}}, each present where the run measured enough cases; sm_count:
-    the measured GPU's SMs (how much of a slice each thread of indexSelectSmallIndex walks)."""
+    line}, "small_index_add": {path: line}, "index_add_elements": {item size: line}}, each present where the run
+    measured enough cases; sm_count: the measured GPU's SMs (how much of a slice each thread of
+    indexSelectSmallIndex walks)."""
     out: dict = {}
     try:
         import numpy  # noqa: F401

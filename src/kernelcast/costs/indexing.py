@@ -222,9 +222,8 @@ def index_add_or_copy(op: OpRecord, ctx: CostContext) -> Cost:
     source = _tensor(op, "source")
     if source is not None and source.numel == 0:
         return scatter_cost(op, _copy_of_self(op))
-    cost = scatter_cost(op, _copy_of_self(op) + 1)
     if not op.packet.startswith("aten.index_add") or source is None:
-        return cost
+        return scatter_cost(op, _copy_of_self(op) + 1)
     small = small_index_units(op, ctx.sm_count)
     if small is not None:
         # at most 16 indices: indexFuncSmallIndex, whose threads walk the indices (costs/gather.py); the
@@ -234,7 +233,8 @@ def index_add_or_copy(op: OpRecord, ctx: CostContext) -> Cost:
         self_t = _tensor(op, "self")
         return kernel.with_parts(contiguous_copy(self_t)) if _copy_of_self(op) and self_t is not None else kernel
     # an atomicAdd per element (indexFuncLargeIndex): a time per element (calibrate/unit_rates.py)
-    return dataclasses.replace(cost, key=(ATOMICS_KEY, source.numel, source.itemsize))
+    return dataclasses.replace(scatter_cost(op, _copy_of_self(op) + 1),
+                               key=(ATOMICS_KEY, source.numel, source.itemsize))
 
 
 @register("aten.scatter_", "aten.scatter", "aten.scatter_add_", "aten.scatter_add")
