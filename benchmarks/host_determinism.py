@@ -42,6 +42,9 @@ WORKLOADS = [
     # torch.compile'd: Dynamo's guards and Inductor's wrapper run here on fake tensors, priced by units
     # (predict/host.py captured_python_us), so the capture's timing holds only the caller's Python
     ("mlp_train_compiled (torch.compile default)", "examples/host_steps.py:mlp_train", {"KC_COMPILE": "default"}),
+    # under CUDA graphs: the caller's Python around the replays, and the trees' per-call checks (units)
+    ("mlp_train_graphed (torch.compile reduce-overhead)", "examples/host_steps.py:mlp_train",
+     {"KC_COMPILE": "reduce-overhead"}),
 ]
 RUNS_IDLE = 3
 RUNS_LOADED = 3

@@ -58,6 +58,7 @@ def _run_steps(session: CaptureSession, step: Callable, args: tuple, timing_step
     storages.start_warmup()
     for _ in range(WARMUP_STEPS):
         step(*args)
+    reading = "fastest"
     regions = session.inductor
     if session.recorder is not None:  # (set up at the first call of compiled code: capture/inductor.py)
         session.recorder.clock.count_compiled_code_as_units(regions is not None or bool(session.compiled_found))
@@ -76,9 +77,16 @@ def _run_steps(session: CaptureSession, step: Callable, args: tuple, timing_step
                     break
         regions.warm_graphs = regions.graphs
         regions.compile_s = compile_seconds()
-        # A compiled step is read once: Inductor's regions and the CUDA graph replay keep per-call state that a
-        # repeated step would add to (its Python is Inductor's wrapper, not the model's).
-        timing_steps = 1
+        # A compiled step is read as often as an eager one, each op keeping the median of its readings, not the
+        # fastest (session.record_timed): read once, the compiled MLP step's model Python moved 269-471 us
+        # between captures (benchmarks/host_determinism.py: 10.9% spread in the step; read so, 1.8% and 2.7%),
+        # and the median keeps a single reading's level, which the compiled host fit was made against
+        # (scripts/fit/fit_compiled_host.py). A step that replays CUDA graphs is still read once: the CUDA graph
+        # trees' replays keep per-call state, and its repeats read higher and wider (the graphed MLP step: 266-298
+        # us read once, 252-346 as medians over 6-8 readings; spread 3.8% against 7.8% and 9.8%).
+        reading = "median"
+        if regions.graphed:
+            timing_steps = 1
         # and its lines are not counted: its Python between graphs (a graph break's resume function, AOTAutograd's
         # epilogue, autograd's backward call, CUDA graph trees' bookkeeping) costs the device's host more than
         # the compiled-call units and the caller's counted lines price, and is read as timed. Counted, with
@@ -86,13 +94,13 @@ def _run_steps(session: CaptureSession, step: Callable, args: tuple, timing_step
         # default-mode steps went from 14.4% to 22.6% off at the median, reduce-overhead from 5.8% to 7.4%, its
         # host-bound training steps 20-50% short (2026-12-06, scripts/eval/compile_validate.py).
         session.end_line_count()
-        # and its one reading gets no fastest-of-several: the first pass through code that runs differently with
+        # and its readings keep no fastest-of-several: the first pass through code that runs differently with
         # the module tracker's hooks in place (a warning raised in a module's forward is attributed to another
         # line of Module._call_impl and shown again, its source read from disk) goes to one more warm-up step
         session.tracked_warmup(lambda: step(*args))
     progress.stage("recording the step")
     session.recording = True
-    session.record_timed(lambda: step(*args), timing_steps, storages, args)
+    session.record_timed(lambda: step(*args), timing_steps, storages, args, reading)
     session.measure_gap_baselines()
     session.recording = False
 

@@ -459,12 +459,15 @@ class CaptureSession:
 
     # -- the model's Python -----------------------------------------------------------------------------
     def record_timed(self, run_step, steps: int = TIMING_STEPS, storages: StorageTracker | None = None,
-                     args: tuple = ()) -> None:
+                     args: tuple = (), reading: str = "fastest") -> None:
         """Record one step, then run it steps - 1 more times with the clock on (more, up to TIMING_STEPS_MAX,
         while the repeats stay within TIMING_BUDGET_S of CPU time) and keep, per op, the fastest model-Python
-        reading (host_clock.py says why). The first step's ops are the capture; a repeat whose ops
-        differ from them (a step that changes what it runs from call to call) is left out of the minimum.
+        reading (host_clock.py says why), or with reading="median" the median of its readings (a compiled step:
+        capture/api.py). The first step's ops are the capture; a repeat whose ops differ from them (a step that
+        changes what it runs from call to call) is left out. What a repeat adds to per-call state (the CUDA graph
+        trees' refusals a replay reports) is taken back, as are its ops and compiled calls.
         `storages` (when given) logs the first step's allocations only: the memory of the step is the capture's."""
+        keep = {"fastest": min_over_steps, "median": median_over_steps}[reading]
         assert self.recorder is not None and self.recording
         recorder = self.recorder
         schedstat = cpu_and_wait_ns()
@@ -484,6 +487,7 @@ class CaptureSession:
             storages.end_step(args)
         ops, calls = recorder.ops, recorder.torch_calls
         compiled_calls = self.compile_watch.compiled_calls
+        skips = len(self.inductor.cudagraph_skips) if self.inductor is not None else 0
         readings = [[op.python_us for op in ops]]
         signature = [(op.op, op.modules, n) for op, n in zip(ops, calls)]
         try:
@@ -499,10 +503,11 @@ class CaptureSession:
                 if [(op.op, op.modules, n) for op, n in zip(recorder.ops, recorder.torch_calls)] == signature:
                     readings.append([op.python_us for op in recorder.ops])
         finally:
-            recorder.ops = [dataclasses.replace(op, python_us=fastest) for op, fastest in
-                            zip(ops, min_over_steps(readings))]
+            recorder.ops = [dataclasses.replace(op, python_us=kept) for op, kept in zip(ops, keep(readings))]
             recorder.torch_calls = calls
             self.compile_watch.compiled_calls = compiled_calls
+            if self.inductor is not None:
+                del self.inductor.cudagraph_skips[skips:]
         self.python_medians = median_over_steps(readings)
         self.python_steps = len(readings)
         self.wait_share = round(wait_share(schedstat, cpu_and_wait_ns()), 3)
