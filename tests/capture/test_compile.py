@@ -295,7 +295,7 @@ def test_reduce_overhead_replays_a_cuda_graph_after_copying_its_inputs():
     cap = capture_workload(_noncontiguous_mean("reduce-overhead"), "h200")
     ops = [op.op for op in cap.ops if not op.op.startswith("aten.empty_strided") and op.op != "host.compiled_call"]
     assert ops[:2] == ["host.cudagraph_replay", "aten._foreach_copy_.default"]
-    assert cap.settings.python_timing_steps == 1  # a step that replays CUDA graphs is read once (capture/api.py)
+    assert cap.settings.python_timing_steps > 1  # its replays read over several steps too (capture/api.py)
     assert next(op for op in cap.ops if op.op == "host.cudagraph_replay").args["inputs"] == 1
     assert all("graphed" in op.tags for op in _kernels(cap)) and len(_kernels(cap)) == 2
     pred = predict_capture(cap, "h200")

@@ -78,15 +78,12 @@ def _run_steps(session: CaptureSession, step: Callable, args: tuple, timing_step
         regions.warm_graphs = regions.graphs
         regions.compile_s = compile_seconds()
         # A compiled step is read as often as an eager one, each op keeping the median of its readings, not the
-        # fastest (session.record_timed): read once, the compiled MLP step's model Python moved 269-471 us
-        # between captures (benchmarks/host_determinism.py: 10.9% spread in the step; read so, 1.8% and 2.7%),
-        # and the median keeps a single reading's level, which the compiled host fit was made against
-        # (scripts/fit/fit_compiled_host.py). A step that replays CUDA graphs is still read once: the CUDA graph
-        # trees' replays keep per-call state, and its repeats read higher and wider (the graphed MLP step: 266-298
-        # us read once, 252-346 as medians over 6-8 readings; spread 3.8% against 7.8% and 9.8%).
+        # fastest (session.record_timed): read once, one slow stretch of the reading goes into the step (the
+        # compiled MLP step's model Python read 269-471 us over six captures, 10.9% spread in the step; read so,
+        # 1.8-2.8% in three runs of benchmarks/host_determinism.py; under CUDA graphs 3.8% and 16.9% read once,
+        # 7.8% and 9.8% so), and the median keeps a single reading's level, which the compiled host fit was made
+        # against (scripts/fit/fit_compiled_host.py).
         reading = "median"
-        if regions.graphed:
-            timing_steps = 1
         # and its lines are not counted: its Python between graphs (a graph break's resume function, AOTAutograd's
         # epilogue, autograd's backward call, CUDA graph trees' bookkeeping) costs the device's host more than
         # the compiled-call units and the caller's counted lines price, and is read as timed. Counted, with
