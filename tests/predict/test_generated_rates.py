@@ -67,6 +67,27 @@ def test_the_model_times_a_generated_kernel_by_its_class_fit_and_says_so():
     assert model.notes_for(("a", "stand-in"), "stand-in") == ("a", GENERATED_FIT_NOTE.format(gpu="H200"))
 
 
+def test_a_generated_kernel_reading_what_the_step_left_in_l2_runs_at_the_l2_speed():
+    """The grid times each kernel after the L2 flush; the share of its reads the L2 tracker holds runs at the
+    profile's L2 speed-up, as an eager streaming kernel's (predict/calibrated.py _generated_time_us). Its writes
+    do not; on another GPU the warm share is carried by SMs x clock, never slower than cold."""
+    profile = load_profile("h200").data
+    h200 = get_gpu("h200")
+    model = CalibratedModel(h200, CaptureSettings(), profile, h200)
+    nbytes = 4 * 2 ** 20
+    cost = Cost(bytes_read=nbytes / 2, bytes_written=nbytes / 2, kernels=1, kind="triton_pointwise", key=(1, 4))
+    cold = model.estimate(cost).time_us
+    warm = model.estimate(cost, l2_warm=1.0).time_us
+    assert warm == pytest.approx(cold * (0.5 + 0.5 / model.l2_speedup(nbytes)))
+    assert model.l2_speedup(nbytes) > 1.4 and warm < cold
+    l4 = get_gpu("l4")
+    there = CalibratedModel(l4, CaptureSettings(), profile, h200)
+    assert there.estimate(cost, l2_warm=1.0).time_us < there.estimate(cost).time_us
+    # a kernel that adds atomically is priced by its atomics, warm or not
+    atomic = dataclasses.replace(cost, key=("generated_atomics", 1 << 20, 1 << 20, 4e6))
+    assert model.estimate(atomic, l2_warm=1.0).time_us == model.estimate(atomic).time_us
+
+
 def test_a_fitted_profile_section_is_rebuilt_from_the_committed_device_run():
     """The shipped rates come from the grid of compiled microbenchmarks, not from the compiled zoo (the check)."""
     import gzip

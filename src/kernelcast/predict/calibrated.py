@@ -624,20 +624,31 @@ class CalibratedModel:
             time_us = embedding_bag_us(fit, indices, embedding_bag_bytes(indices, bags, dim, itemsize))
         return self.floor_us + (time_us - self.floor_us) * self._bandwidth_ratio() if self.transferred else time_us
 
-    def _generated_time_us(self, cost: Cost) -> float:
+    def _generated_time_us(self, cost: Cost, l2_warm: float = 0.0) -> float:
         """An Inductor-generated kernel: its class's launch floor plus its bytes (Inductor's count) at the
         class's sustained bandwidth, both fitted to the device's grid of compiled microbenchmarks
-        (calibrate/generated.py); one that adds atomically, the longer of that and its atomics' fit."""
+        (calibrate/generated.py); one that adds atomically, the longer of that and its atomics' fit. The grid
+        times each kernel after the L2 flush; in a step a fused kernel mostly reads what the kernels before it
+        wrote, so the share of its reads the L2 tracker holds (`l2_warm`) runs at the L2-resident speed, as an
+        eager streaming kernel's does (_memory_estimate_us: the profile's l2_speedup, measured on pointwise
+        adds; on another GPU the warm share carried by SMs x clock)."""
         generated = self.profile["timings"]["generated"]
         fit = generated[cost.kind]
-        # on another GPU the bandwidth part is carried by the datasheets' ratio, as for the other memory kinds
-        ratio = self._bandwidth_ratio() if self.transferred else 1.0
-        bytes_us = cost.kernels * fit["launch_us"] + cost.bytes / fit["bytes_per_us"] * ratio
+        launch_us = cost.kernels * fit["launch_us"]
+        stream_us = cost.bytes / fit["bytes_per_us"]
         if cost.key[:1] == (GENERATED_ATOMICS_KEY,) and "atomics" in generated:
             # its atomic adds, at the profiled GPU's rates (atomic throughput has no datasheet figure)
+            ratio = self._bandwidth_ratio() if self.transferred else 1.0
             _, elements, indices, destination_bytes = cost.key
-            return max(bytes_us, atomics_time_us(generated["atomics"], elements, indices, destination_bytes))
-        return bytes_us
+            return max(launch_us + stream_us * ratio,
+                       atomics_time_us(generated["atomics"], elements, indices, destination_bytes))
+        warm = l2_warm * cost.bytes_read / cost.bytes if cost.bytes else 0.0
+        if not self.transferred:
+            return (launch_us + stream_us) * (1.0 - warm + warm / self.l2_speedup(cost.bytes))
+        # on another GPU the cold bytes carry by the datasheets' bandwidth ratio, as for the other memory kinds,
+        # the warm ones by SMs x clock (_carried_l2_us)
+        return (launch_us + stream_us * (1.0 - warm) * self._bandwidth_ratio()
+                + (self._carried_l2_us(stream_us * warm / self.l2_speedup(cost.bytes)) if warm else 0.0))
 
     def _memory_time_us(self, cost: Cost) -> float | None:
         """Bytes over the achieved rate of the nearest measured sizes of this kind of kernel."""
@@ -1026,7 +1037,8 @@ KERNEL_TIME_MODELS = (
     TimeModel("unit_rates", lambda m, c: c.key[:1] in UNIT_KEYS and "unit_rates" in _timings(m),
               _fitted(CalibratedModel._unit_rate_time_us, "interpolated")),
     TimeModel("generated", lambda m, c: c.kind in _timings(m).get("generated", {}),
-              _fitted(CalibratedModel._generated_time_us, "fitted (generated kernels)", GENERATED_FIT_UNCERTAINTY)),
+              lambda model, cost, l2_warm: (model._generated_time_us(cost, l2_warm), "fitted (generated kernels)",
+                                            GENERATED_FIT_UNCERTAINTY)),
     TimeModel("arithmetic", lambda m, c: c.kind == ARITHMETIC_KIND, _with_l2(CalibratedModel._arithmetic_bound_us)),
     TimeModel("linalg", lambda m, c: c.key[:1] == (SOLVER_KEY,) and c.key[1] in _timings(m).get("linalg", {}),
               _linalg_time),
