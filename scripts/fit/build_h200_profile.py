@@ -125,6 +125,11 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
   small_index_add_grid`, on an H100 on 2026-12-06, no H200 lent; run 2, h100_small_index_add_grid_raw_run2.json.gz,
   within 2.2% of run 1 at the 10th-90th percentile): unit_rates' small_index_add lines, carried to the H200 as the
   select's are;
+- h100_nll_loss_grid_raw.json.gz: nll_loss forward and backward with a reduction over 8-131072 frames of 10-128256
+  classes, bf16 and fp32, mean and sum, after the L2 flush and (inputs under 16 MiB) from L2 (`bash
+  scripts/device/device_batch_nll_loss.sh`: calibrate section nll_loss_grid, on an H100 on 2026-12-06, no H200 lent;
+  run 2 h100_nll_loss_grid_raw_run2.json.gz): unit_rates' nll_walk lines, carried to the H200 as measured (one
+  block's dependent reads: the same GH100 SMs and clocks);
 - h100_reduce_warm_grid_raw.json.gz (measured, not in the profile): sums and means over the last dim, the first, a
   middle dim and all of it, and max over a middle dim, of 0.1-32 MiB inputs, bf16 and fp32, each timed after the
   L2 flush and again with its input in L2 (`bash scripts/device/device_batch_reduce_warm.sh`: calibrate section
@@ -197,7 +202,7 @@ RAW_RUNS = ("validation/h200_sweep_raw.json.gz", "validation/h200_extras2_raw.js
             "validation/h200_conv_volumetric_raw.json.gz", "validation/h200_shape_kinds_grid_raw.json.gz",
             "validation/h200_channel_grid_raw.json.gz", "validation/h200_value_index_grid_raw.json.gz",
             "validation/h100_attention_fp32_raw.json.gz", "validation/h100_small_index_grid_raw.json.gz",
-            "validation/h100_small_index_add_grid_raw.json.gz")
+            "validation/h100_small_index_add_grid_raw.json.gz", "validation/h100_nll_loss_grid_raw.json.gz")
 # Sweep runs whose rows join the time tables but not the launch counts (calibrate/profile.py build_profile).
 TIME_RUNS = ("validation/h200_conv_volumetric_wide_raw.json.gz", "validation/h200_conv_pointwise_raw.json.gz",
              "validation/h200_conv_stem_raw.json.gz")

@@ -470,3 +470,53 @@ def test_fp32_attention_is_a_kernel_family_of_its_own_at_the_fp32_roof():
     (f32_flops, f32_bytes, f32_dtype, _), (bf_flops, bf_bytes, bf_dtype, _) = SHAPE_WORK["attention"](fp32.key), \
         SHAPE_WORK["attention"](bf16.key)
     assert (f32_dtype, bf_dtype) == ("float32", "bfloat16") and f32_flops == bf_flops and f32_bytes == 2 * bf_bytes
+
+
+def test_nll_loss_threads_follow_losscu():
+    """Loss.cu nll_loss_threads: clamp(2^round(log2(frames / 16)), 32, 1024), integer division."""
+    from kernelcast.costs.losses import nll_loss_threads
+
+    assert [nll_loss_threads(f) for f in (1, 8, 128, 512, 2048, 8192, 32768, 131072)] == \
+        [32, 32, 32, 32, 128, 512, 1024, 1024]
+    assert nll_loss_threads(3000) == 256  # 187 -> 2^7.55 -> 2^8
+
+
+def test_nll_loss_is_one_blocks_walk_priced_by_the_device_run():
+    """nll_loss with a reduction runs one thread block walking the frames (costs/losses.py nll_walk): its time
+    follows the frames a thread walks, not the input's bytes. The profile's nll_walk lines are fitted on an H100's
+    nll_loss_grid (validation/h100_nll_loss_grid_raw.json.gz); held out of that fit, the H200's own sweep ran the
+    forward over (2048, 32000), (8192, 50304) and (16384, 4096) fp32 in 18.0, 18.8 and 19.2 µs
+    (validation/h200_sweep_raw.json.gz, kind nll_loss_fwd, 16 frames a thread each). Priced by its bytes, the
+    zoo's MLP steps' forward over (64, 10) had been 0.8 µs against 10.5 measured."""
+    from kernelcast.devices import get_gpu
+    from kernelcast.predict.calibrated import CalibratedModel
+    from kernelcast.profiles import load_profile
+    from kernelcast.records import CaptureSettings
+
+    gpu = get_gpu("h200")
+    model = CalibratedModel(gpu, CaptureSettings(), load_profile("h200").data, gpu)
+
+    def forward(frames, classes, reduction=1):
+        x = contiguous((frames, classes))
+        return op("aten.nll_loss_forward.default", {"self": x, "target": contiguous((frames,), "int64"),
+                                                    "weight": None, "reduction": reduction, "ignore_index": -100},
+                  [contiguous(()), contiguous(())])
+
+    for frames, classes, measured in ((2048, 32000, 18.0), (8192, 50304, 18.8), (16384, 4096, 19.2)):
+        cost = cost_of(forward(frames, classes))
+        assert cost.key[:3] == ("nll_walk", "forward", 16)
+        assert model.estimate(cost).time_us == pytest.approx(measured, rel=0.15)
+    # more frames a thread: longer, whatever the classes; from L2, faster
+    assert model.estimate(cost_of(forward(131072, 10))).time_us > 5 * model.estimate(cost_of(forward(2048, 10))).time_us
+    small = cost_of(forward(512, 10))
+    assert model.estimate(small, 1.0).time_us < model.estimate(small).time_us
+    # no reduction: a kernel over the frames, by its bytes as before
+    assert cost_of(forward(2048, 10, reduction=0)).key[:1] != ("nll_walk",)
+    # the backward: the gradient's zero fill, a kernel of its own, then the walk
+    x = contiguous((2048, 32000))
+    backward = cost_of(op("aten.nll_loss_backward.default",
+                          {"grad_output": contiguous(()), "self": x, "target": contiguous((2048,), "int64"),
+                           "weight": None, "reduction": 1, "ignore_index": -100, "total_weight": contiguous(())},
+                          [x]))
+    assert backward.kernels == 2 and [p.kind for p in backward.parts] == ["fill"]
+    assert backward.parts[0].bytes_written == 2048 * 32000 * 4

@@ -411,6 +411,43 @@ def small_index_add_grid(results: list, quick: bool) -> None:
         del dst, idx, source
 
 
+# nll_loss over (frames, classes) log-probabilities, the loss every classifier and language model ends with
+# (cross_entropy = log_softmax + nll_loss). Its CUDA kernels with a reduction (aten/src/ATen/native/cuda/Loss.cu,
+# nll_loss_forward_reduce_cuda_kernel_2d and the backward's nll_loss_backward_reduce_cuda_kernel_2d) run ONE thread
+# block whose threads (nll_loss_threads: a power of two from the frames, 32-1024) walk the frames, each reading a
+# target and the one log-probability it picks, so the time follows the frames per thread and the latency of those
+# scattered reads, not the input's bytes: the zoo's LM heads ran 17-18 us forward and 9 us backward, an MLP's 10 and
+# 5 (validation/zoo_measured.json.gz), where the bytes priced 0.8 us. Frames 8-131072, classes 10-128256 (inputs to
+# 2 GiB), fp32 and bf16, mean and sum reductions, forward and backward (its zero fill of the gradient timed apart:
+# per_item), after the L2 flush and, for inputs under 16 MiB, again from L2 (a log_softmax just wrote them).
+NLL_FRAMES = (8, 32, 128, 512, 2048, 8192, 32768, 131072)
+NLL_CLASSES = (10, 1000, 32768, 128256)
+NLL_MAX_BYTES = 1 << 31
+NLL_WARM_BYTES = 16 << 20
+
+
+def nll_loss_grid(results: list, quick: bool) -> None:
+    for frames, classes, dtype in itertools.product(NLL_FRAMES[::2] if quick else NLL_FRAMES, NLL_CLASSES,
+                                                    (torch.bfloat16, torch.float32)):
+        itemsize = torch.finfo(dtype).bits // 8
+        if frames * classes * itemsize > NLL_MAX_BYTES:
+            continue
+        x = torch.log_softmax(randn(frames, classes, dtype=dtype), dim=1)
+        target = torch.randint(0, classes, (frames,), device=DEV)
+        for reduction, name in ((1, "mean"), (2, "sum")):
+            base = {"frames": frames, "classes": classes, "dtype": str(dtype)[6:], "reduction": name}
+            out, total_weight = aten.nll_loss_forward(x, target, None, reduction, -100)
+            grad = torch.ones_like(out)
+            forward = (lambda: aten.nll_loss_forward(x, target, None, reduction, -100))
+            backward = (lambda: aten.nll_loss_backward(grad, x, target, None, reduction, -100, total_weight))
+            record(results, "nll_loss_forward", base, forward, per_item=True)
+            record(results, "nll_loss_backward", base, backward, per_item=True)
+            if frames * classes * itemsize <= NLL_WARM_BYTES:
+                record(results, "nll_loss_forward_warm", base, forward, flush=False, per_item=True)
+                record(results, "nll_loss_backward_warm", base, backward, flush=False, per_item=True)
+        del x, target
+
+
 # Layer norm and RMS norm (forward, backward) across row widths, at four sizes each: their CUDA kernels run one
 # block per row (layer_norm_kernel.cu), so a narrow row leaves a block little work and the rate falls with the
 # width at a given size (ConvNeXt's 96-wide layer norm of (32, 56, 56, 96) bf16 ran 114 us, 340 GB/s, on the H200
@@ -650,7 +687,7 @@ EXTRA_SECTIONS = {"reduce_grid": reductions_grid, "row_grid": row_grid, "bn_grid
                   "weight_norm_grid": weight_norm_grid, "sort_grid": sort_grid,
                   "grouped_mm_grid": grouped_mm_grid, "cat_strided_grid": cat_strided_grid,
                   "sparse_grid": sparse_grid, "gather_grid": gather_grid, "small_index_grid": small_index_grid,
-                  "small_index_add_grid": small_index_add_grid,
+                  "small_index_add_grid": small_index_add_grid, "nll_loss_grid": nll_loss_grid,
                   "reduce_warm_grid": reduce_warm_grid,
                   "norm_width_grid": norm_width_grid, "shape_kinds_grid": shape_kinds_grid,
                   "layout_grid": layout_grid, "linalg_grid": linalg_grid, "channel_grid": channel_grid,

@@ -13,6 +13,7 @@ from collections import defaultdict
 from kernelcast.costs import DEFAULT_CONTEXT, Cost, cost_of
 from kernelcast.costs.launch_table import conv_shape
 from kernelcast.costs.linalg import SOLVER_KEY
+from kernelcast.costs.losses import NLL_WALK_KEY
 from kernelcast.costs.matmul import CONV_KEY_FIELDS
 from kernelcast.devices import get_gpu
 from kernelcast.predict.calibrated import BLOCK_SECTIONS
@@ -164,12 +165,12 @@ LINALG_CASE_KINDS = {"linalg_solve", "linalg_lu_factor", "linalg_cholesky", "lin
 # RMS norm's forward and backward timed together (section extras): the whole time would sit on the backward's
 # row of the curve (zoo layernorm_odd_widths' 2040-wide fp32 backward priced 81 us, measured 56); norm_width_grid
 # times the backward alone.
-# (the small-index cases have lines of their own, calibrate/unit_rates.py: their times are a thread's walk over
+# (the small-index and nll_loss cases have lines of their own, calibrate/unit_rates.py: their times are a thread's walk over
 # the indices, which the gather curve by bytes must not take in; it had priced zoo dlrm_forward_mean's 2-index
 # aten.index 3.6 -> 9.6 µs, 4.4 measured)
 UNUSED_CASE_KINDS = {"cat_dim0", "cat_dim1", "rms_norm_fwd_bwd", *norm_blocks.BN_WARM_KINDS, *LINALG_CASE_KINDS,
                      *unit_rates.SMALL_INDEX_CASE_KINDS, *unit_rates.SMALL_INDEX_ADD_CASE_KINDS,
-                     *unit_rates.SMALL_INDEX_ADD_CHECK_KINDS}
+                     *unit_rates.SMALL_INDEX_ADD_CHECK_KINDS, *unit_rates.NLL_CASE_KINDS}
 
 
 def _linalg_rows(cases: list[dict]) -> dict[str, list[list]]:
@@ -241,6 +242,10 @@ def build_profile(raw: dict, gpu: str, launch_sweep: list[dict] = (), time_sweep
             windows.append((costs[0][1], time_us, items))
         else:
             cost = _main(costs, MEMORY_KINDS)
+            if cost is not None and cost.key[:1] == (NLL_WALK_KEY,):
+                # nll_loss's one-block walk: its time follows the frames a thread walks (unit_rates' nll_walk
+                # line), not bytes; on the loss curve it had priced every loss kind by the nll walk's times
+                continue
             if kind == "add_fp32":
                 cold[case["bytes_per_tensor"]] = (sum(c.bytes for _, c in costs), time_us)
             if cost is not None:

@@ -40,20 +40,27 @@ class OpSnapshot(TorchDispatchMode):
 
 
 def _profile_calls(fn: Callable, repeats: int = REPEATS, flush: bool = True) -> list[dict]:
-    return [{"items": [name[:90] for name, _ in items], "device_us": sum(us for _, us in items)}
-            for items in kernel_durations(fn, repeats, flush)]
+    return [{"items": [name[:90] for name, _ in items], "device_us": sum(us for _, us in items),
+             "items_us": [us for _, us in items]} for items in kernel_durations(fn, repeats, flush)]
 
 
-def record(results: list, kind: str, params: dict, fn: Callable, flush: bool = True) -> None:
+def record(results: list, kind: str, params: dict, fn: Callable, flush: bool = True, per_item: bool = False) -> None:
+    """One case: the aten ops one call dispatches, and its kernels' time per call (the median over REPEATS calls,
+    each after the L2 flush unless `flush` is off); with `per_item`, each work item's median too ("items_us",
+    in the order they ran), where a call's kernels must be told apart (a zero fill before the kernel timed)."""
     try:
         snapshot = OpSnapshot()
         with snapshot:
             fn()
         calls = _profile_calls(fn, flush=flush)
-        results.append({"kind": kind, **params, "ops": [op.to_json() for op in snapshot.ops],
-                        "items": calls[-1]["items"], "n_items": len(calls[-1]["items"]),
-                        "device_us": statistics.median(c["device_us"] for c in calls),
-                        "device_us_all": [round(c["device_us"], 3) for c in calls]})
+        row = {"kind": kind, **params, "ops": [op.to_json() for op in snapshot.ops],
+               "items": calls[-1]["items"], "n_items": len(calls[-1]["items"]),
+               "device_us": statistics.median(c["device_us"] for c in calls),
+               "device_us_all": [round(c["device_us"], 3) for c in calls]}
+        if per_item:
+            same = [c["items_us"] for c in calls if len(c["items_us"]) == len(calls[-1]["items_us"])]
+            row["items_us"] = [round(statistics.median(us), 3) for us in zip(*same)]
+        results.append(row)
     except Exception as exc:  # keep sweeping; the failure is data too
         results.append({"kind": kind, **params, "error": f"{type(exc).__name__}: {exc}"[:300]})
 

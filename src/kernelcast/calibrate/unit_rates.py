@@ -16,6 +16,9 @@ predict/calibrated.py, which takes the longer of the units' time and the bytes a
   (7.2 ps fp32, 8.4 ps bf16 on the H200 across 0.26M to 128M elements; the bytes gave -35% on gcn_train).
 - index_add_ of at most 16 indices (indexFuncSmallIndex): as the small index_select, a floor and a time per index
   and slice element a thread walks, by kernel path, fitted on calibrate section small_index_add_grid.
+- nll_loss with a reduction, forward and backward (one thread block walking the frames, costs/losses.py
+  nll_walk): a floor and a time per frame each thread walks, after the L2 flush and from L2, fitted on calibrate
+  section nll_loss_grid (the backward's zero fill of the gradient, a kernel of its own, left out of its time).
 
 Each is a line, time = floor_us + us_per_unit x units, least squares on relative error over the calibration's
 cases of that op (sweep cases index_select and index_add_).
@@ -27,6 +30,7 @@ import math
 import statistics
 
 from kernelcast.costs.gather import small_index_units, vectorized_rows
+from kernelcast.costs.losses import nll_loss_threads
 from kernelcast.records import OpRecord, TensorMeta
 
 from .time_model import relative_least_squares
@@ -38,6 +42,8 @@ SMALL_INDEX_CASE_KINDS = ("small_index_select", "small_index_embedding", "small_
 SMALL_INDEX_ADD_CASE_KINDS = ("small_index_add",)  # calibrate/grids.py small_index_add_grid
 SMALL_INDEX_ADD_CHECK_KINDS = ("small_index_add_check",)  # the same grid's cases held out of the fit
 DEFAULT_SM_COUNT = 132  # the H200's and the H100 SXM's
+NLL_CASE_KINDS = ("nll_loss_forward", "nll_loss_backward", "nll_loss_forward_warm", "nll_loss_backward_warm")
+NLL_KERNEL = "nll_loss_"  # in the walk kernel's name (nll_loss_forward_reduce_cuda_kernel_2d, ..._backward_...)
 INDEX_ADD_OPS = ("aten.index_add_.", "aten.index_add.")
 MIN_POINTS = 3
 
@@ -143,9 +149,34 @@ def _small_index_lines(cases: list[dict], sm_count: int, kinds: tuple[str, ...] 
     return out
 
 
+def _nll_lines(cases: list[dict]) -> dict:
+    """{"forward": line, "backward": line}, each with its L2-resident line ("l2_resident") where measured: the
+    walk kernel's own time (the case's work item named for it: the backward's zero fill is another) against the
+    frames each thread walks (calibrate/grids.py nll_loss_grid)."""
+    out = {}
+    for warm in (False, True):
+        for direction in ("forward", "backward"):
+            kind = f"nll_loss_{direction}" + (WARM_SUFFIX if warm else "")
+            points = []
+            for case in cases:
+                if case.get("kind") != kind or "error" in case or not case.get("items_us"):
+                    continue
+                walk = [us for name, us in zip(case["items"], case["items_us"]) if NLL_KERNEL in name]
+                if len(walk) == 1:
+                    frames = case["frames"]
+                    points.append((-(-frames // nll_loss_threads(frames)), walk[0]))
+            line = _line(points)
+            if line and not warm:
+                out[direction] = line
+            elif line and direction in out:
+                out[direction]["l2_resident"] = line
+    return out
+
+
 def fit(cases: list[dict], sm_count: int = DEFAULT_SM_COUNT) -> dict:
     """The profile's `timings.unit_rates`: {"gather_rows": line, "gather_elements": plane, "small_index": {path:
-    line}, "small_index_add": {path: line}, "index_add_elements": {item size: line}}, each present where the run
+    line}, "small_index_add": {path: line}, "nll_walk": {direction: line}, "index_add_elements": {item size:
+    line}}, each present where the run
     measured enough cases; sm_count: the measured GPU's SMs (how much of a slice each thread of
     indexSelectSmallIndex walks)."""
     out: dict = {}
@@ -159,6 +190,9 @@ def fit(cases: list[dict], sm_count: int = DEFAULT_SM_COUNT) -> dict:
     small_add = _small_index_lines(cases, sm_count, SMALL_INDEX_ADD_CASE_KINDS, INDEX_ADD_OPS, by_itemsize=True)
     if small_add:
         out["small_index_add"] = small_add
+    nll = _nll_lines(cases)
+    if nll:
+        out["nll_walk"] = nll
     cases = [c for c in cases if not c.get("kind", "").startswith(SMALL_INDEX_CASES)]
     rows = _line(_op_points(cases, GATHER_OPS, _gathered_rows))
     if rows:

@@ -41,6 +41,7 @@ from kernelcast.costs.matmul import kernel_family
 from kernelcast.costs.foreach import CHUNK_ELEMENTS
 from kernelcast.costs.linalg import SOLVER_KEY
 from kernelcast.costs.launch_table import log2_size as _log2
+from kernelcast.costs.losses import NLL_WALK_KEY
 from kernelcast.costs.rnn import RnnPart, part_from_key
 from kernelcast.costs.sparse import COALESCE_KEY
 from kernelcast.costs.tree_model import TreeRegressor
@@ -581,6 +582,20 @@ class CalibratedModel:
             bytes_us = self.floor_us + (bytes_us - self.floor_us) * self._bandwidth_ratio()
         return max(time_us, bytes_us or 0.0)
 
+    def _nll_walk_time_us(self, cost: Cost, l2_warm: float) -> float:
+        """nll_loss's one-block kernel (costs/losses.py nll_walk): a floor and a time per frame each thread walks
+        (calibrate/unit_rates.py nll_walk, fitted to the calibration's nll_loss_grid), its L2-resident line for
+        the share of its input still in L2 (a log_softmax just wrote it). A frame's time is a thread's dependent
+        reads' latency, which the SMs' count and DRAM's bandwidth do not set: on another GPU it stays the profiled
+        GPU's, as the small-index walk's does."""
+        _, direction, iterations, _ = cost.key
+        line = self.profile["timings"]["unit_rates"]["nll_walk"][direction]
+        time_us = line["floor_us"] + line["us_per_unit"] * iterations
+        warm = line.get("l2_resident")
+        if warm and l2_warm > 0:
+            time_us += (warm["floor_us"] + warm["us_per_unit"] * iterations - time_us) * l2_warm
+        return time_us
+
     def _window_time_us(self, cost: Cost) -> float:
         """A windowed NC(D)HW pooling op: the longer of its window walk, by the profile's fit of its op
         (calibrate/window_rates.py: a floor, a time per window tap, per output, per input element and per byte),
@@ -1034,6 +1049,10 @@ KERNEL_TIME_MODELS = (
               and c.key[1] in _timings(m).get("unit_rates", {}).get(SMALL_INDEX_SECTIONS[c.key[0]], {}),
               lambda model, cost, l2_warm: (model._small_index_time_us(cost, l2_warm),
                                             "fitted (small-index kernel)", MEMORY_CURVE_UNCERTAINTY)),
+    TimeModel("nll_walk", lambda m, c: c.key[:1] == (NLL_WALK_KEY,)
+              and c.key[1] in _timings(m).get("unit_rates", {}).get("nll_walk", {}),
+              lambda model, cost, l2_warm: (model._nll_walk_time_us(cost, l2_warm), "fitted (nll_loss block walk)",
+                                            MEMORY_CURVE_UNCERTAINTY)),
     TimeModel("unit_rates", lambda m, c: c.key[:1] in UNIT_KEYS and "unit_rates" in _timings(m),
               _fitted(CalibratedModel._unit_rate_time_us, "interpolated")),
     TimeModel("generated", lambda m, c: c.kind in _timings(m).get("generated", {}),
