@@ -165,9 +165,9 @@ LINALG_CASE_KINDS = {"linalg_solve", "linalg_lu_factor", "linalg_cholesky", "lin
 # RMS norm's forward and backward timed together (section extras): the whole time would sit on the backward's
 # row of the curve (zoo layernorm_odd_widths' 2040-wide fp32 backward priced 81 us, measured 56); norm_width_grid
 # times the backward alone.
-# (the small-index and nll_loss cases have lines of their own, calibrate/unit_rates.py: their times are a thread's walk over
-# the indices, which the gather curve by bytes must not take in; it had priced zoo dlrm_forward_mean's 2-index
-# aten.index 3.6 -> 9.6 µs, 4.4 measured)
+# (the small-index and nll_loss cases have lines of their own, calibrate/unit_rates.py: their times are a thread's
+# walk over indices or frames, which the curves by bytes must not take in; the gather curve had priced zoo
+# dlrm_forward_mean's 2-index aten.index 3.6 -> 9.6 µs, 4.4 measured)
 UNUSED_CASE_KINDS = {"cat_dim0", "cat_dim1", "rms_norm_fwd_bwd", *norm_blocks.BN_WARM_KINDS, *LINALG_CASE_KINDS,
                      *unit_rates.SMALL_INDEX_CASE_KINDS, *unit_rates.SMALL_INDEX_ADD_CASE_KINDS,
                      *unit_rates.SMALL_INDEX_ADD_CHECK_KINDS, *unit_rates.NLL_CASE_KINDS}

@@ -121,6 +121,16 @@ ACHIEVED_LABEL = {"fitted": "datasheet ratios and this GPU's rates fitted to {ti
                   "datasheet": "datasheet ratios: unvalidated"}
 
 
+def _walk_line_us(line: dict, units: float, l2_warm: float) -> float:
+    """A unit-rate line's time (calibrate/unit_rates.py: floor_us + us_per_unit x units), moved toward its
+    L2-resident line ("l2_resident", where measured) by the share of the input still in L2."""
+    time_us = line["floor_us"] + line["us_per_unit"] * units
+    warm = line.get("l2_resident")
+    if warm and l2_warm > 0:
+        time_us += (warm["floor_us"] + warm["us_per_unit"] * units - time_us) * l2_warm
+    return time_us
+
+
 def _curve_key(key: tuple) -> tuple[int, int]:
     """(innermost dim, item size) by which a byte curve is read: a memory key itself, a pooling window key's or a
     spatial softmax key's last two (costs/pooling.py window_key, costs/elementwise.py spatial_softmax_key), else
@@ -572,11 +582,7 @@ class CalibratedModel:
         what, path, indices, iterations, *_, itemsize = cost.key
         line = self.profile["timings"]["unit_rates"][SMALL_INDEX_SECTIONS[what]][path]
         line = line.get("by_itemsize", {}).get(str(itemsize), line)  # index_add's atomics: a line per item size
-        units = indices * iterations
-        time_us = line["floor_us"] + line["us_per_unit"] * units
-        warm = line.get("l2_resident")
-        if warm and l2_warm > 0:
-            time_us += (warm["floor_us"] + warm["us_per_unit"] * units - time_us) * l2_warm
+        time_us = _walk_line_us(line, indices * iterations, l2_warm)
         bytes_us = self._memory_time_us(dataclasses.replace(cost, kind="copy", key=(1, itemsize)))
         if bytes_us is not None and self.transferred:
             bytes_us = self.floor_us + (bytes_us - self.floor_us) * self._bandwidth_ratio()
@@ -589,12 +595,7 @@ class CalibratedModel:
         reads' latency, which the SMs' count and DRAM's bandwidth do not set: on another GPU it stays the profiled
         GPU's, as the small-index walk's does."""
         _, direction, iterations, _ = cost.key
-        line = self.profile["timings"]["unit_rates"]["nll_walk"][direction]
-        time_us = line["floor_us"] + line["us_per_unit"] * iterations
-        warm = line.get("l2_resident")
-        if warm and l2_warm > 0:
-            time_us += (warm["floor_us"] + warm["us_per_unit"] * iterations - time_us) * l2_warm
-        return time_us
+        return _walk_line_us(self.profile["timings"]["unit_rates"]["nll_walk"][direction], iterations, l2_warm)
 
     def _window_time_us(self, cost: Cost) -> float:
         """A windowed NC(D)HW pooling op: the longer of its window walk, by the profile's fit of its op
