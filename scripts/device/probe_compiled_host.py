@@ -16,7 +16,11 @@ those counts at a time, with kernels too small to fill the GPU queue, so each ca
   functions between them);
 - encoder_layers k: k nn.TransformerEncoderLayer(64, 4) forwards (batch 4 x 32 tokens): the extern GEMMs,
   attention and many-argument fused kernels a transformer's compiled forward runs;
-- mlp_backward k: the mlp_module forward, a sum and its backward (autograd runs the compiled backward graph);
+- mlp_backward k: the mlp_module forward, a sum and its backward (autograd runs the compiled backward graph).
+  One eager call comes first (EAGER_FIRST), so the parameters' .grad exist before compiling: otherwise the
+  compiled backward creates them and, under reduce-overhead, cudagraph trees refuse the next call ("accessing
+  tensor output of CUDAGraphs that has been overwritten"), which kept the case's reduce-overhead rows out of the
+  runs of 2026-12-06 (compile_measure.py retries a zoo step the same way: eager_first_step);
 each eager, compiled (default) and compiled (reduce-overhead). The last three were added on 2026-12-06: the compiled
 zoo's default-mode steps spent 20-80 µs of host time per kernel, the first four cases 15-20 (which cases the fit
 takes: scripts/fit/fit_compiled_host.py). Per case: the CPU time of the calling
@@ -47,6 +51,7 @@ CASES = [("mm_relu_chain", k) for k in (1, 4, 16, 32)] + [("sum_inputs", n) for 
         [("many_outputs", k) for k in (1, 8, 32)] + [("mlp_module", k) for k in (1, 4, 16, 32)] + \
         [("graph_breaks", k) for k in (1, 4, 16)] + [("encoder_layers", k) for k in (1, 4)] + \
         [("mlp_backward", k) for k in (1, 4, 16)]
+EAGER_FIRST = ("mlp_backward",)  # cases called once eagerly before compiling (the docstring says why)
 
 
 def _mm_relu_chain(x, *weights):
@@ -125,6 +130,8 @@ def host_per_call(call) -> tuple[float, float]:
 def probe(name: str, size: int, mode: str) -> dict:
     torch._dynamo.reset()
     fn, args = case(name, size)
+    if name in EAGER_FIRST:
+        fn(*args)
     step = fn if mode == "eager" else torch.compile(fn, mode=mode)
 
     def call():
