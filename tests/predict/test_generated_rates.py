@@ -189,3 +189,18 @@ def test_a_foreach_list_of_few_chunks_lasts_as_long_as_one_block():
     # a list of many chunks streams at the pointwise rate: 1 GB over 4 launches is far above one block each
     many = Cost(bytes_read=0.5e9, bytes_written=0.5e9, kernels=4, kind="foreach", key=("chunks", 65536, 1024))
     assert model.estimate(many).time_us > 4 * est.time_us * 3
+
+
+def test_a_foreach_block_runs_at_the_l2_line_only_when_every_list_is_resident():
+    """A block walks its chunk of every list in step, so its coldest list sets its pace: the L2-resident line where
+    the L2 tracker holds all of the op's inputs, the HBM line where any list is cold (the zoo's Adam steps on the
+    H200: the add_ of eps over a list just written 8.4 µs, addcdiv_ over the cold parameters beside two warm lists
+    22.9 µs; scripts/eval/foreach_warm_check.py)."""
+    profile = load_profile("h200").data
+    cold, warm = profile["timings"]["foreach_blocks"]["cold"], profile["timings"]["foreach_blocks"]["warm"]
+    model = CalibratedModel(get_gpu("h200"), CaptureSettings(), profile, get_gpu("h200"))
+    op = Cost(bytes_read=10e6, bytes_written=10e6, kernels=1, kind="foreach", key=("chunks", 65536, 39))
+    assert model.estimate(op, 1.0).time_us == pytest.approx(warm["launch_us"] + 65536 * warm["us_per_element"])
+    assert model.estimate(op, 2 / 3).time_us == model.estimate(op, 0.0).time_us == pytest.approx(
+        cold["launch_us"] + 65536 * cold["us_per_element"])
+    assert 7 < model.estimate(op, 1.0).time_us < 10 < 15 < model.estimate(op, 0.0).time_us
