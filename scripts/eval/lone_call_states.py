@@ -6,9 +6,9 @@
 The folder holds scripts/device/kernelbench_call_times.py's runs: `subset_fresh_run*.json` (the subset timed first
 in fresh processes, no profiler), and where they were run `subset_profiled.json` and `level1_profiled.json` (with
 --profiled, as timing/H200_ours was taken: torch.profiler runs in the process before the timing) and
-`level1_inorder.json` (all of level 1 in one process in order, as H200_ours, but no profiler). Printed per program: the
-median call in each state, timing/H200_ours beside them (the mean call, as
-predicted.json's `measured_ms` holds it and the validation compares), and kernelcast's first_step_us for the device's GPU with
+`level1_inorder.json` (all of level 1 in one process in order, as H200_ours, but no profiler). Printed per
+program: the median call in each state, timing/H200_ours beside them (the mean call, as predicted.json's
+`measured_ms` holds it and the validation compares), and kernelcast's first_step_us for the device's GPU with
 the capture's torch (validation/kernelbench/predicted.json `predicted_as_captured`, torch 2.11 like the runs) and
 for the H200; then, for the programs under 20 µs of GPU work on the H200, how many the prediction holds within
 20% against each state.
