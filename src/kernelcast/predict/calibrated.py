@@ -1025,11 +1025,11 @@ def _fitted(method: Callable[[CalibratedModel, Cost], "float | None"], source: s
     return lambda model, cost, l2_warm: (method(model, cost), source, uncertainty)
 
 
-def _with_l2(method: Callable[[CalibratedModel, Cost, float], "float | None"]) \
-        -> Callable[[CalibratedModel, Cost, float], Timed]:
-    """A time function from a CalibratedModel method of one Cost and its warm L2 share, read off the memory
-    curves."""
-    return lambda model, cost, l2_warm: (method(model, cost, l2_warm), "interpolated", MEMORY_CURVE_UNCERTAINTY)
+def _with_l2(method: Callable[[CalibratedModel, Cost, float], "float | None"], source: str = "interpolated",
+             uncertainty: float = MEMORY_CURVE_UNCERTAINTY) -> Callable[[CalibratedModel, Cost, float], Timed]:
+    """A time function from a CalibratedModel method of one Cost and its warm L2 share, labelled with its source
+    (by default read off the memory curves)."""
+    return lambda model, cost, l2_warm: (method(model, cost, l2_warm), source, uncertainty)
 
 
 # Every kind of kernel-time model, in the order they are asked: the specific before the general, the memory
@@ -1042,8 +1042,7 @@ KERNEL_TIME_MODELS = (
               _grouped_gemm_time),
     TimeModel("foreach_blocks", lambda m, c: c.kind == "foreach" and "foreach_blocks" in _timings(m)
               and c.key[:1] == ("chunks",),
-              lambda m, c, l2_warm: (m._foreach_time_us(c, l2_warm), "fitted (multi_tensor_apply blocks)",
-                                     MEMORY_CURVE_UNCERTAINTY)),
+              _with_l2(CalibratedModel._foreach_time_us, "fitted (multi_tensor_apply blocks)")),
     TimeModel("blocks", lambda m, c: c.kind in BLOCK_SECTIONS and is_blocks_key(c.key)
               and BLOCK_SECTIONS[c.kind] in _timings(m), _blocks_time),
     TimeModel("sparse", lambda m, c: c.key[:1] in SPARSE_KEYS
@@ -1057,17 +1056,14 @@ KERNEL_TIME_MODELS = (
               _fitted(CalibratedModel._spatial_softmax_time_us, "fitted (spatial softmax geometry)")),
     TimeModel("small_index", lambda m, c: c.key[:1] in ((SMALL_INDEX_KEY,), (SMALL_INDEX_ADD_KEY,))
               and c.key[1] in _timings(m).get("unit_rates", {}).get(SMALL_INDEX_SECTIONS[c.key[0]], {}),
-              lambda model, cost, l2_warm: (model._small_index_time_us(cost, l2_warm),
-                                            "fitted (small-index kernel)", MEMORY_CURVE_UNCERTAINTY)),
+              _with_l2(CalibratedModel._small_index_time_us, "fitted (small-index kernel)")),
     TimeModel("nll_walk", lambda m, c: c.key[:1] == (NLL_WALK_KEY,)
               and c.key[1] in _timings(m).get("unit_rates", {}).get("nll_walk", {}),
-              lambda model, cost, l2_warm: (model._nll_walk_time_us(cost, l2_warm), "fitted (nll_loss block walk)",
-                                            MEMORY_CURVE_UNCERTAINTY)),
+              _with_l2(CalibratedModel._nll_walk_time_us, "fitted (nll_loss block walk)")),
     TimeModel("unit_rates", lambda m, c: c.key[:1] in UNIT_KEYS and "unit_rates" in _timings(m),
               _fitted(CalibratedModel._unit_rate_time_us, "interpolated")),
     TimeModel("generated", lambda m, c: c.kind in _timings(m).get("generated", {}),
-              lambda model, cost, l2_warm: (model._generated_time_us(cost, l2_warm), "fitted (generated kernels)",
-                                            GENERATED_FIT_UNCERTAINTY)),
+              _with_l2(CalibratedModel._generated_time_us, "fitted (generated kernels)", GENERATED_FIT_UNCERTAINTY)),
     TimeModel("arithmetic", lambda m, c: c.kind == ARITHMETIC_KIND, _with_l2(CalibratedModel._arithmetic_bound_us)),
     TimeModel("linalg", lambda m, c: c.key[:1] == (SOLVER_KEY,) and c.key[1] in _timings(m).get("linalg", {}),
               _linalg_time),
