@@ -21,6 +21,9 @@ those counts at a time, with kernels too small to fill the GPU queue, so each ca
   compiled backward creates them and, under reduce-overhead, cudagraph trees refuse the next call ("accessing
   tensor output of CUDAGraphs that has been overwritten"), which kept the case's reduce-overhead rows out of the
   runs of 2026-12-06 (compile_measure.py retries a zoo step the same way: eager_first_step);
+- mlp_backward_none k: the same with every .grad set to None before each call, as `optimizer.zero_grad()` leaves
+  them in a training loop: autograd's AccumulateGrad then keeps the backward's gradients instead of launching an
+  add_ per parameter, which tells the backward's own host cost from the accumulation's (added 2026-12-07);
 each eager, compiled (default) and compiled (reduce-overhead). The last three were added on 2026-12-06: the compiled
 zoo's default-mode steps spent 20-80 µs of host time per kernel, the first four cases 15-20 (which cases the fit
 takes: scripts/fit/fit_compiled_host.py). Per case: the CPU time of the calling
@@ -50,8 +53,9 @@ MODES = ("eager", "default", "reduce-overhead")
 CASES = [("mm_relu_chain", k) for k in (1, 4, 16, 32)] + [("sum_inputs", n) for n in (1, 8, 32, 128)] + \
         [("many_outputs", k) for k in (1, 8, 32)] + [("mlp_module", k) for k in (1, 4, 16, 32)] + \
         [("graph_breaks", k) for k in (1, 4, 16)] + [("encoder_layers", k) for k in (1, 4)] + \
-        [("mlp_backward", k) for k in (1, 4, 16)]
-EAGER_FIRST = ("mlp_backward",)  # cases called once eagerly before compiling (the docstring says why)
+        [("mlp_backward", k) for k in (1, 4, 16)] + [("mlp_backward_none", k) for k in (1, 4, 16)]
+# cases called once eagerly before compiling (the docstring says why)
+EAGER_FIRST = ("mlp_backward", "mlp_backward_none")
 
 
 def _mm_relu_chain(x, *weights):
@@ -81,11 +85,13 @@ def _graph_breaks(k: int):
     return breaks
 
 
-def _mlp_backward(model: torch.nn.Module):
+def _mlp_backward(model: torch.nn.Module, grads_to_none: bool = False):
     def step(x):
         with torch.enable_grad():
             model(x).sum().backward()
 
+    # called before each compiled call, outside it (probe), so Dynamo traces no part of it
+    step.before_call = (lambda: model.zero_grad(set_to_none=True)) if grads_to_none else None
     return step
 
 
@@ -98,10 +104,11 @@ def case(name: str, size: int, device: str = "cuda"):
         return _sum_inputs, tuple(torch.randn(256, device=device) for _ in range(size))
     if name == "many_outputs":
         return _many_outputs(size), (torch.randn(256, device=device),)
-    if name in ("mlp_module", "mlp_backward"):
+    if name in ("mlp_module", "mlp_backward", "mlp_backward_none"):
         layers = [m for _ in range(size) for m in (torch.nn.Linear(64, 64), torch.nn.ReLU())]
         model = torch.nn.Sequential(*layers).to(device)
-        return (model if name == "mlp_module" else _mlp_backward(model)), (torch.randn(64, 64, device=device),)
+        fn = model if name == "mlp_module" else _mlp_backward(model, grads_to_none=name == "mlp_backward_none")
+        return fn, (torch.randn(64, 64, device=device),)
     if name == "graph_breaks":
         return _graph_breaks(size), (torch.randn(256, device=device),)
     if name == "encoder_layers":
@@ -133,8 +140,11 @@ def probe(name: str, size: int, mode: str) -> dict:
     if name in EAGER_FIRST:
         fn(*args)
     step = fn if mode == "eager" else torch.compile(fn, mode=mode)
+    before = getattr(fn, "before_call", None)
 
     def call():
+        if before is not None:
+            before()
         if mode == "reduce-overhead":
             torch.compiler.cudagraph_mark_step_begin()
         return step(*args)
@@ -150,24 +160,28 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--only", nargs="*", help="case names to run (all by default)")
+    parser.add_argument("--sizes", nargs="*", type=int, help="these sizes of each case (the case's own by default)")
+    parser.add_argument("--modes", nargs="*", choices=MODES, default=MODES)
     args = parser.parse_args()
     from kernelcast.capture.cpu_speed import measure_cpu_bench
 
-    rows = []
-    for name, size in CASES:
+    doc = {"command": "PYTHONPATH=src python3 scripts/device/probe_compiled_host.py " + " ".join(sys.argv[1:]),
+           "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__, "device": torch.cuda.get_device_name(),
+           "calls": CALLS, "repeats": REPEATS, "cpu_bench": dataclasses.asdict(measure_cpu_bench()), "rows": []}
+    rows = doc["rows"]
+    names = dict.fromkeys(name for name, _ in CASES)
+    cases = ([(n, k) for n in names for k in args.sizes] if args.sizes else CASES)
+    for name, size in cases:
         if args.only and name not in args.only:
             continue
-        for mode in MODES:
+        for mode in args.modes:
             try:
                 rows.append(probe(name, size, mode))
             except Exception as exc:  # one case failing keeps the rest
                 rows.append({"case": name, "size": size, "mode": mode, "error": f"{type(exc).__name__}: {exc}"[:300]})
             print(json.dumps(rows[-1]), flush=True)
-    doc = {"command": "PYTHONPATH=src python3 scripts/device/probe_compiled_host.py " + " ".join(sys.argv[1:]),
-           "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__, "device": torch.cuda.get_device_name(),
-           "calls": CALLS, "repeats": REPEATS, "cpu_bench": dataclasses.asdict(measure_cpu_bench()), "rows": rows}
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
+            with open(args.out, "w") as f:  # after every row: a run cut off at its time limit keeps what it measured
+                json.dump(doc, f, indent=1)
     return 0
 
 

@@ -55,8 +55,11 @@ def _capture(name: str, size: int, mode: str | None):
 
     def build():
         fn, args = case(name, size)
+        before = getattr(fn, "before_call", None)  # the probe calls it before each call (mlp_backward_none)
 
         def step(*a):
+            if before is not None:
+                before()
             with torch.no_grad():
                 return fn(*a)
 
@@ -69,21 +72,27 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("probe", nargs="+", help="probe runs (separate processes): per case their median")
     parser.add_argument("--reference", help="a probe run on the profiled GPU's host, to scale the runs to it")
+    parser.add_argument("--host-runs", nargs="*", default=[],
+                        help="probe runs on the profiled GPU's host itself: unscaled, adding the rows the runs lack")
+    parser.add_argument("--wall-modes", nargs="*", default=[], choices=("eager", "default", "reduce-overhead"),
+                        help="modes whose calls with a backward are fitted to their wall time, not the caller's CPU")
     parser.add_argument("--cases", nargs="*", help="the probe's case names to fit on (all by default)")
     parser.add_argument("--out", default=str(ROOT / "validation/probes/compiled_host_fit.json"))
     args = parser.parse_args()
     runs = [json.loads(Path(p).read_text()) for p in args.probe]
     reference = json.loads(Path(args.reference).read_text()) if args.reference else None
-    doc = runs[0] if len(runs) == 1 and reference is None else merged_runs(runs, reference)
+    host_runs = tuple(json.loads(Path(p).read_text()) for p in args.host_runs)
+    doc = runs[0] if len(runs) == 1 and reference is None and not host_runs else \
+        merged_runs(runs, reference, host_runs)
     if args.cases:
         doc = {**doc, "rows": [r for r in doc["rows"] if r["case"] in args.cases]}
-    units, rows = fit(doc, _capture)
+    units, rows = fit(doc, _capture, tuple(args.wall_modes))
     errors = {}
     for r in rows:
-        e = r["fitted_us"] / r["cpu_us"] - 1
+        e = r["fitted_us"] / r["host_us"] - 1
         errors.setdefault(r["mode"], []).append(abs(e))
-        print(f"{r['case']:14s} {r['size']:4d} {r['mode']:16s} measured {r['cpu_us']:8.1f} fitted {r['fitted_us']:8.1f} "
-              f"({e:+.0%})")
+        print(f"{r['case']:17s} {r['size']:4d} {r['mode']:16s} measured {r['host_us']:8.1f} "
+              f"fitted {r['fitted_us']:8.1f} ({e:+.0%})")
     print("per-unit µs:", units)
     for mode, e in errors.items():
         print(f"{mode}: median |error| {statistics.median(e):.1%}, worst {max(e):.1%} over {len(e)} cases")

@@ -124,6 +124,10 @@ def test_host_side_of_compiled_code():
     # probe's mlp_backward cases); the call of the compiled function has a cost of its own
     backward_graph = dataclasses.replace(graph, phase="backward")
     assert host.dispatch_us(backward_graph, None) == host.dispatch_us(graph, None) + host.compiled_backward_us
+    # so does a backward graph CUDA graph trees replay (the probe's mlp_backward under reduce-overhead)
+    host = dataclasses.replace(host, replay_backward_us=200.0)
+    backward_replay = dataclasses.replace(replay, phase="backward")
+    assert host.dispatch_us(backward_replay, None) == host.dispatch_us(replay, None) + 200.0
     assert host.dispatch_us(caller, None) == host.compiled_call_us
     assert host.dispatch_us(alloc, cost_of(alloc)) == host.compiled_view_us
     # a graph's call and a replay are priced by units: the Python timed at capture before them (Dynamo's guards,
@@ -589,6 +593,14 @@ def test_probe_runs_merge_to_medians_scaled_to_the_reference_host():
                                              {"case": "b", "size": 1, "mode": "default", "cpu_us": 11.0}]})
     assert merged["host_ratio_to_reference"] == 2.0  # medians 12 and 22 over 6 and 11
     assert [r["cpu_us"] for r in merged["rows"]] == [6.0, 11.0, 30.0]
+    # runs on the profiled GPU's host itself add the rows the others lack, unscaled, by their median, wall time too
+    on_host = [{"command": "probe", "rows": [{"case": c, "size": 1, "mode": "default", "cpu_us": t, "wall_us": 2 * t}
+                                             for c in ("c", "d")]} for t in (40.0, 44.0, 50.0)]
+    merged = merged_runs([run(10.0, 20.0, 30.0), run(12.0, 24.0, 90.0), run(14.0, 22.0, 60.0)],
+                         reference={"rows": [{"case": "a", "size": 1, "mode": "default", "cpu_us": 6.0}]},
+                         host_runs=tuple(on_host))
+    assert [(r["case"], r["cpu_us"], r.get("wall_us")) for r in merged["rows"]] == \
+        [("a", 6.0, None), ("b", 11.0, None), ("c", 30.0, None), ("d", 44.0, 88.0)]
     with pytest.raises(ValueError):
         merged_runs([run(1.0)], reference={"rows": [{"case": "z", "size": 1, "mode": "default", "cpu_us": 1.0}]})
 

@@ -94,7 +94,7 @@ HEAVY_STRETCH_MIN_US = 1000.0  # is priced as read (HostModel.priced_by_lines)
 # The HostModel fields a profile's `host.compiled` fit sets (scripts/fit/fit_compiled_host.py).
 COMPILED_HOST_FIELDS = ("generated_launch_us", "cudagraph_replay_us", "replay_input_us", "compiled_graph_us",
                         "compiled_input_us", "compiled_view_us", "compiled_module_us", "replay_module_us",
-                        "compiled_call_us", "compiled_backward_us")
+                        "compiled_call_us", "compiled_backward_us", "replay_backward_us")
 
 
 def is_compiled_view(op: OpRecord, cost: Cost | None) -> bool:
@@ -110,7 +110,8 @@ def compiled_units(op: OpRecord, cost: Cost | None) -> dict[str, float]:
         return {}
     if op.op == CUDAGRAPH_REPLAY_OP:
         return {"cudagraph_replay_us": 1, "replay_input_us": op.args.get("inputs", 0),
-                "replay_module_us": 1 if op.args.get("modules") else 0}
+                "replay_module_us": 1 if op.args.get("modules") else 0,
+                "replay_backward_us": 1 if op.phase == "backward" else 0}
     if op.op == COMPILED_CALL_OP:
         return {"compiled_call_us": 1}
     if op.op == COMPILED_GRAPH_OP:
@@ -145,6 +146,7 @@ class HostModel:
     user_graph_per_kernel_us: float = USER_GRAPH_PER_KERNEL_US  # and per kernel node
     replay_input_us: float = REPLAY_INPUT_US  # and per tensor input
     replay_module_us: float = COMPILED_MODULE_US  # and more for a graph Dynamo traced through nn.Modules
+    replay_backward_us: float = 0.0  # more for a replayed backward graph (AOTAutograd's backward, from autograd)
     compiled_graph_us: float = COMPILED_GRAPH_US  # one call of a compiled graph (guards, AOTAutograd), fixed
     compiled_input_us: float = COMPILED_INPUT_US  # and per tensor input
     compiled_view_us: float = COMPILED_VIEW_US  # an allocation or reinterpretation in Inductor's wrapper
