@@ -6,8 +6,10 @@
 # - zoo cnn_train_item (the `.item()` graph break) compiled (it had been measured on an H100 only);
 # - (rounds 1 and 2) the host time of one cuDNN convolution call by kind (scripts/device/probe_conv_host.py);
 # - (round 1) the zoo's reduce-overhead training steps that came out short, measured again.
-# Outputs: validation/probes/h200_compiled_host_bwd2/, validation/compile/h200_item/, validation/compile/h200_rerun/,
-# validation/probes/h200_conv_host/.
+# It ran on an H100 (2026-12-07 00:27-00:35; an H200 was asked for seven times), whose host ran the CPU
+# benchmarks about 2x slower than the H200's (python_bench 17-19 ms against 8.6): validation/probes/
+# h100_compiled_host_bwd2/, validation/compile/h100_item_b/ (compile_item_h200_run* renamed compile_item_run*;
+# the rerun there completed two workloads), validation/probes/h100_conv_host/ (the second conv run did not come back).
 export PYTHONPATH=src
 nvidia-smi --query-gpu=name --format=csv,noheader | head -1
 for i in 1 2 3; do

@@ -32,7 +32,7 @@ def main() -> int:
     from kernelcast.costs import cost_of
     from kernelcast.devices import get_gpu
     from kernelcast.predict.calibrated import CalibratedModel
-    from kernelcast.predict.l2 import L2Tracker
+    from kernelcast.predict.l2 import warm_shares
     from kernelcast.profiles import load_profile
     from kernelcast.records import CaptureSettings
 
@@ -48,18 +48,15 @@ def main() -> int:
           "summed by op)")
     for name in module.OPTIMIZERS:
         cap = capture_workload(getattr(module, f"build_{name}"), "h200", workload=name)
-        l2 = L2Tracker(gpu.l2_bytes)
         by_op: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0, 0.0])
-        for op in cap.ops:
+        for op, share in zip(cap.ops, warm_shares(cap.ops, gpu.l2_bytes)):  # as predict_capture runs the tracker
             cost = cost_of(op)
             if cost is not None and cost.kind == "foreach" and op.parent < 0:
-                sums, share = by_op[op.op.split(".")[1]], l2.warm_fraction(op)
+                sums = by_op[op.op.split(".")[1]]
                 cold, warm = model.estimate(cost, 0.0).time_us, model.estimate(cost, 1.0).time_us
                 sums[0] += cold
                 sums[1] += cold + (warm - cold) * share
                 sums[2] += model.estimate(cost, share).time_us
-            if not op.decomposed:
-                l2.touch(op)
         step = measured.get(f"optim_{name}", {})
         for op_name, (cold, linear, shipped) in by_op.items():
             if op_name not in step:

@@ -149,8 +149,9 @@ Raw runs (validation/), each made on the H200 by the command in its meta:
   batch 1-32, MHA and GQA heads, head dim 64 / 128, with and without a float mask) on the cuDNN, flash and
   efficient backends, bf16 (sweep section attention_decode; the cases a backend refuses are kept as errors);
 - probes/compiled_host_fit.json: the host cost of compiled code per unit (graph call, tensor input, Triton
-  launch, wrapper allocation; CUDA graph replay and its inputs), fitted by scripts/fit/fit_compiled_host.py to
-  probes/compiled_host.json (scripts/device/probe_compiled_host.py on the H200), the host section's `compiled`.
+  launch, wrapper allocation; CUDA graph replay, its inputs and a backward replay), fitted by
+  scripts/fit/fit_compiled_host.py to runs of scripts/device/probe_compiled_host.py (on an H100 scaled to the
+  H200's host by probes/compiled_host.json, and the H200's own backward rows), the host section's `compiled`.
 - probes/foreach_probe.json: multi_tensor_apply launches over few and many chunks (scripts/device/probe_foreach.py),
   whose block time per chunk gives `foreach_blocks` (calibrate/foreach_blocks.py).
 - probes/pointwise_math_probe.json: 22 unary ops at 4M and 64M elements in bf16, fp16 and fp32

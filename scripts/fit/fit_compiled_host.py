@@ -4,6 +4,7 @@
         validation/probes/h100_compiled_host/compiled_host_run*.json \
         validation/probes/h100_compiled_host_more/compiled_host_more_run*.json \
         --reference validation/probes/compiled_host.json \
+        --host-runs validation/probes/h200_compiled_host_bwd/compiled_host_bwd_run*.json --wall-modes reduce-overhead \
         --cases mm_relu_chain sum_inputs many_outputs mlp_module mlp_backward graph_breaks \
         [--out validation/probes/compiled_host_fit.json]
 
@@ -11,7 +12,12 @@ scripts/device/probe_compiled_host.py measures, on a GPU's host, the CPU time pe
 and modules (eager, default, reduce-overhead) whose kernels never fill the GPU queue. The committed fit is from
 six runs on an H100 machine (2026-12-06, when no H200 came; the module and backward cases are new there), per
 case their median, scaled to the H200's host by the median ratio over the cases the H200's run
-(compiled_host.json, 2026-12-01) measured too. One of the probe's cases is left out (--cases), because its
+(compiled_host.json, 2026-12-01) measured too; the reduce-overhead rows of mlp_backward, which failed on the
+H100 (cudagraph trees refused the compiled backward's first call there), come from three runs on the H200's host
+itself (--host-runs, 2026-12-06), fitted to their wall time (--wall-modes): autograd runs the backward on its
+own thread while the caller waits, so the caller's CPU time (about half the wall there) leaves it out. They set
+replay_backward_us, the host cost of a backward graph's replay beyond a forward one's (AOTAutograd's backward
+from the autograd engine, the trees' checks). One of the probe's cases is left out (--cases), because its
 capture here does not run what the device ran, and a fit that took it in missed it by far: encoder_layers (the
 capture keeps nn.TransformerEncoderLayer's fused fast-path op as one extern kernel where the device ran more: -70%
 and -79%). graph_breaks is in since the capture stopped counting Dynamo's own Python as the model's

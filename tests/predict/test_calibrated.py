@@ -128,6 +128,16 @@ def test_l2_tracker_follows_storages():
     assert l2.warm_fraction(produce) == 0.0
 
 
+def test_warm_shares_run_the_tracker_over_the_step():
+    """Each op's warm share is the tracker's before the op touches it: the first op reads cold, its output warm."""
+    from kernelcast.predict.l2 import warm_shares
+
+    a, b, c = (TensorMeta((1000,), "float32", (1,), "cuda", storage=s) for s in (1, 2, 3))  # 4000 bytes each
+    ops = (OpRecord(0, "aten.relu.default", {"self": a}, (b,)), OpRecord(1, "aten.relu.default", {"self": b}, (c,)))
+    assert warm_shares(ops, capacity_bytes=16_000) == [0.0, 1.0]
+    assert warm_shares(ops, capacity_bytes=3_000) == [0.0, 0.0]  # a storage larger than the L2 is never resident
+
+
 def test_compare_matches_kernels_to_ops_in_launch_order():
     x, w, out = contiguous((64, 64), "bfloat16"), contiguous((64, 64), "bfloat16"), contiguous((64, 64), "bfloat16")
     ops = (op("aten.mm.default", {"self": x, "mat2": w}, [out]),

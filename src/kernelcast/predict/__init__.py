@@ -23,7 +23,7 @@ from .host import HostModel
 from .kernel_model import NO_KERNEL, TENSOR_MATH, KernelEstimate, KernelModel, RooflineModel
 from .comm import call_host_us, collective_estimate
 from .parallel_host import ParallelHost, load_parallel_costs, parallel_host
-from .l2 import L2Tracker
+from .l2 import warm_shares
 from .hazards import find_hazards, with_wait
 from .memory import MemoryPrediction, predict_memory
 from .overlap import CommSummary, comm_summary, with_stream_events
@@ -563,11 +563,11 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
     preds: list[PredictedOp] = []
     costs: list[Cost | None] = []
     launches: list[Launch] = []
-    l2 = L2Tracker(spec.l2_bytes)
+    l2_warm = warm_shares(capture.ops, spec.l2_bytes)
     all_costs = [cost_of(op, ctx) for op in capture.ops]
     launched = launched_for(capture.ops, all_costs)
     captured_python: list[float] = []  # per op, the part of its host time timed on the capture machine
-    for op, cost in zip(capture.ops, all_costs):
+    for op, cost, warm in zip(capture.ops, all_costs, l2_warm):
         if op.parent >= 0:  # called from C++ by a decomposed op, which pays the dispatch and launches
             dispatch_us, python_us = 0.0, 0.0
         else:
@@ -577,9 +577,7 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
             call_us = call_host_us(cost.key[0], link)  # the link's measured CPU time per call, where measured
             dispatch_us = dispatch_us if call_us is None else call_us
         else:
-            est = model.estimate(cost, l2.warm_fraction(op)) if cost is not None else NO_KERNEL
-        if not op.decomposed:  # its children read and write its tensors
-            l2.touch(op)
+            est = model.estimate(cost, warm) if cost is not None else NO_KERNEL
         costs.append(cost)
         if hooks is not None and op.index in hooks.op_us:  # FSDP2's copy ops: Python kernels, fitted per call
             dispatch_us = hooks.op_us[op.index]

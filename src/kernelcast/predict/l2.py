@@ -8,6 +8,7 @@ used; the least recently used storages leave once the total exceeds the L2 size.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 
 from kernelcast.records import OpRecord, TensorMeta
 
@@ -44,3 +45,16 @@ class L2Tracker:
         while self._total > self.capacity and self._resident:
             _, size = self._resident.popitem(last=False)
             self._total -= size
+
+
+def warm_shares(ops: Sequence[OpRecord], capacity_bytes: float) -> list[float]:
+    """Per op, the share of its input bytes resident in L2 when it starts (0 to 1), the tracker run over the ops in
+    order from an empty cache; an op its parent decomposed leaves the tracker to its children (predict_capture and
+    scripts/eval/foreach_warm_check.py read the same shares)."""
+    tracker = L2Tracker(capacity_bytes)
+    shares = []
+    for op in ops:
+        shares.append(tracker.warm_fraction(op))
+        if not op.decomposed:  # its children read and write its tensors
+            tracker.touch(op)
+    return shares
