@@ -702,3 +702,44 @@ def test_a_freed_graph_output_is_not_taken_for_a_new_tensor_with_its_storage_id(
     assert recorder.Recorder._graph_output(state, output)
     del output
     assert not recorder.Recorder._graph_output(state, fresh)
+
+
+def test_compiled_host_fit_recovers_the_units_and_fits_backward_calls_to_their_wall_time():
+    """fit() recovers per-unit costs from calls whose units it counts in their captures; a reduce-overhead call with
+    a backward is fitted to its wall time where its mode is in wall_modes (autograd's thread runs the backward while
+    the caller waits), to the caller's CPU time otherwise."""
+    from kernelcast.calibrate.compiled_host import fit, rest_us
+    from kernelcast.predict.host import COMPILED_CALL_OP, COMPILED_GRAPH_OP, CUDAGRAPH_REPLAY_OP
+    from kernelcast.records import Capture
+
+    def capture(case, size, mode):
+        graph = CUDAGRAPH_REPLAY_OP if mode == "reduce-overhead" else COMPILED_GRAPH_OP
+        ops = [OpRecord(0, COMPILED_CALL_OP, {}, (), tags=("host",)),
+               OpRecord(1, graph, {"inputs": size}, (), tags=("host", "compiled"))]
+        if case != "fwd":  # a second graph: the backward's, or after a graph break
+            ops.append(OpRecord(2, graph, {"inputs": size}, (), tags=("host", "compiled"),
+                                phase="backward" if case == "bwd" else "forward"))
+        return Capture(ops=tuple(ops))
+
+    true = {"compiled_call_us": 10.0, "compiled_graph_us": 30.0, "compiled_input_us": 2.0,
+            "compiled_backward_us": 100.0, "cudagraph_replay_us": 50.0, "replay_input_us": 1.0,
+            "replay_backward_us": 200.0}
+    rows = []
+    for case in ("fwd", "break", "bwd"):
+        for size in (1, 4, 16):
+            for mode, (graph, per_input, backward) in {
+                    "default": ("compiled_graph_us", "compiled_input_us", "compiled_backward_us"),
+                    "reduce-overhead": ("cudagraph_replay_us", "replay_input_us", "replay_backward_us")}.items():
+                graphs = 1 if case == "fwd" else 2
+                host = rest_us(capture(case, size, mode)) + true["compiled_call_us"] + \
+                    graphs * (true[graph] + size * true[per_input]) + (true[backward] if case == "bwd" else 0.0)
+                # the caller's CPU leaves the backward thread's part out; its wall holds it
+                rows.append({"case": case, "size": size, "mode": mode, "wall_us": host,
+                             "cpu_us": host - (true[backward] + true[graph] if case == "bwd" else 0.0)})
+    units, _ = fit({"rows": rows}, capture, wall_modes=("default", "reduce-overhead"))
+    for name, value in true.items():
+        assert units[name] == pytest.approx(value, rel=1e-3, abs=1e-3)
+    units, fitted = fit({"rows": rows}, capture, wall_modes=("reduce-overhead",))
+    assert all(r["host_us"] == r["wall_us"] for r in fitted if r["mode"] == "reduce-overhead")
+    assert all(r["host_us"] == r["cpu_us"] for r in fitted if r["mode"] == "default")
+    assert units["compiled_backward_us"] < true["compiled_backward_us"]  # the CPU time left the thread's part out
