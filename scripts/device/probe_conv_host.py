@@ -16,15 +16,16 @@ host's time is what is measured. Kinds: dense and grouped and depthwise, fp32 an
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
-import statistics
 import sys
 import time
 
 import torch
 
-CALLS = 200
-REPEATS = 5
+from probe_compiled_host import CALLS, REPEATS, host_per_call  # sibling scripts (this folder is on sys.path)
+from probe_lone_call_host import kernels_per_call
+
 WARMUP = 10
 BATCH = 2
 # name -> (channels in, channels out, spatial size, kernel, stride, groups, dims)
@@ -41,31 +42,11 @@ LAYOUTS = ("nchw", "channels_last")
 
 
 def host_per_call_us(call) -> float:
-    """CPU µs of this thread per call: the median over REPEATS loops of CALLS calls (no synchronize inside)."""
-    from kernelcast.capture.cpu_speed import thread_cpu_ns
-
+    """CPU µs of this thread per call, after WARMUP calls: probe_compiled_host's timing (the median over its REPEATS
+    loops of CALLS back-to-back calls, no synchronize inside)."""
     for _ in range(WARMUP):
         call()
-    runs = []
-    for _ in range(REPEATS):
-        torch.cuda.synchronize()
-        c0 = thread_cpu_ns()
-        for _ in range(CALLS):
-            call()
-        runs.append((thread_cpu_ns() - c0) / 1e3 / CALLS)
-        torch.cuda.synchronize()
-    return statistics.median(runs)
-
-
-def kernels_per_call(call) -> int:
-    """GPU work items one call runs (torch.profiler), cuDNN's layout transforms and memsets included."""
-    from torch.profiler import ProfilerActivity, profile
-
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        call()
-        torch.cuda.synchronize()
-    return sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+    return host_per_call(call)[0]
 
 
 def probe(kind: str, dtype: str, layout: str) -> dict:
@@ -100,7 +81,6 @@ def main() -> int:
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     from kernelcast.capture.cpu_speed import measure_cpu_bench
-    import dataclasses
 
     doc = {"command": "PYTHONPATH=src python3 scripts/device/probe_conv_host.py " + " ".join(sys.argv[1:]),
            "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
