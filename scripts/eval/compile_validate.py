@@ -24,6 +24,7 @@ from pathlib import Path
 import kernelcast  # noqa: F401  (before torch)
 
 from kernelcast.capture import capture_workload
+from kernelcast.capture.cpu_speed import CpuBench
 from kernelcast.capture.workload import load_build, on_sys_path
 from kernelcast.predict import predict_capture
 
@@ -41,9 +42,14 @@ def main() -> int:
     parser.add_argument("--only", nargs="*")
     parser.add_argument("--gpu", default="h200")
     parser.add_argument("--out", help="write the comparison as JSON")
+    parser.add_argument("--target-host", action="store_true",
+                        help="price the host as the measuring machine's, from the CPU benchmarks it recorded "
+                             "(predict_capture's target_host), not as the profiled GPU's host: for runs on another "
+                             "machine than the one the profile calibrated")
     args = parser.parse_args()
     with (gzip.open if args.measured.endswith(".gz") else open)(args.measured, "rt") as f:
         doc = json.load(f)
+    target_host = CpuBench.from_json(doc["cpu_microbenchmarks"]) if args.target_host else None
     rows, errors = [], {"kernels": [], "gpu": [], "step_ro": []}
     signs = []
     for entry in doc["workloads"]:
@@ -60,7 +66,7 @@ def main() -> int:
                 with on_sys_path(folder):
                     cap = capture_workload(build, args.gpu, workload=entry["workload"],
                                            compile_mode=None if mode == "eager" else mode)
-                pred = predict_capture(cap, args.gpu)
+                pred = predict_capture(cap, args.gpu, target_host=target_host)
             except Exception as exc:
                 print(f"{entry['name']:28s} {mode:16s} CAPTURE FAILED: {type(exc).__name__}: {exc}"[:300])
                 traceback.print_exc(limit=3)
@@ -104,7 +110,9 @@ def main() -> int:
         print(f"sign of the compile speed-up right on {sum(signs)}/{len(signs)} workloads (measured change > "
               f"{SIGN_THRESHOLD:.0%})")
     if args.out:
-        Path(args.out).write_text(json.dumps({"command": "python3 scripts/eval/compile_validate.py " + args.measured,
+        command = " ".join(["python3 scripts/eval/compile_validate.py", args.measured]
+                           + (["--gpu", args.gpu] if args.gpu != "h200" else []) + (["--target-host"] if target_host else []))
+        Path(args.out).write_text(json.dumps({"command": command,
                                               "rows": rows}, indent=1))
     return 0
 

@@ -294,3 +294,24 @@ def test_kernel_time_models_are_one_list_asked_in_order():
     assert first(pointwise) == "memory_curves" and model.estimate(pointwise).source == "interpolated"
     foreach = Cost(bytes_read=8e6, bytes_written=4e6, kernels=2, kind="foreach", key=("chunks", 65536, 4))
     assert first(foreach) == "foreach_blocks"
+
+
+@pytest.mark.parametrize("key", [
+    ("conv_fwd", "float32", False, 3, 16, 3, 2, 32, 1, 128, 3, True, 1, 1, 0),  # KernelBench L2 #72's, transposed 3-D
+    ("conv_fwd", "float32", False, 32, 64, 4, 2, 25, 1, 128, 3, True, 1, 1, 0),
+    ("conv_bwd_input", "bfloat16", True, 64, 64, 3, 1, 56, 1, 96, 2, False, 1, 1, 0),
+    ("conv_fwd", "float16", False, 3, 64, 7, 2, 224, 1, 64, 2, False, 3, 1, 0),  # a stem
+])
+def test_a_fitted_convolution_grows_no_faster_than_its_batch(key):
+    # B samples can run as B / b launches of b samples, so no fitted time at batch B exceeds B / b times the time
+    # at b, whichever leaves of the fitted tree the two batches fall in
+    model = _model()
+    times = {}
+    batch = key[9]
+    while batch >= 1:
+        times[batch] = model._lookup_shape("conv", (*key[:9], batch, *key[10:]))[0]
+        batch //= 2
+    for big, big_us in times.items():
+        for small, small_us in times.items():
+            if small < big:
+                assert big_us <= big / small * small_us * (1 + 1e-9), (big, small)
