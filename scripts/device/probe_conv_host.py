@@ -10,7 +10,9 @@ model gave 117 µs. This probe times, per convolution kind, the calling thread's
 (under no_grad) and of the weight-and-input backward (torch.ops.aten.convolution_backward), CALLS back-to-back
 calls with no synchronize inside, the median of REPEATS loops; batch 2 keeps each call's kernels short, so the
 host's time is what is measured. Kinds: dense and grouped and depthwise, fp32 and fp16, NCHW and channels_last,
-2-D and 3-D. Run it in more than one process: the device host's CPU times move up to 1.6x between runs.
+2-D and 3-D. Run it in more than one process: the device host's CPU times move up to 1.6x between runs. The
+profile's own two cuDNN convolution cases are timed in the same process before and after the rows (REFERENCE_CASES),
+so rows measured on another host can be read as multiples of the calibrated case.
 """
 
 from __future__ import annotations
@@ -76,6 +78,21 @@ def probe(kind: str, dtype: str, layout: str) -> dict:
             "backward_items": kernels_per_call(backward)}
 
 
+REFERENCE_CASES = ("conv2d 3x3 (cuDNN)", "conv2d backward (cuDNN)")
+
+
+def reference_us() -> dict[str, float]:
+    """The profile's own cuDNN convolution cases (calibrate/host.py library_cases), timed as `kernelcast
+    calibrate` times them (median wall µs per call of back-to-back loops): the probe's rows over these, read in
+    the same process, carry to another host as ratios to that host's calibrated case."""
+    import statistics
+
+    from kernelcast.calibrate.host import library_cases, per_op_us
+
+    cases = library_cases()
+    return {name: round(statistics.median(per_op_us(*cases[name])), 3) for name in REFERENCE_CASES}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
@@ -85,7 +102,7 @@ def main() -> int:
     doc = {"command": "PYTHONPATH=src python3 scripts/device/probe_conv_host.py " + " ".join(sys.argv[1:]),
            "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
            "device": torch.cuda.get_device_name(), "calls": CALLS, "repeats": REPEATS, "batch": BATCH,
-           "cpu_bench": dataclasses.asdict(measure_cpu_bench()), "rows": []}
+           "cpu_bench": dataclasses.asdict(measure_cpu_bench()), "reference_before": reference_us(), "rows": []}
     for kind in KINDS:
         for dtype in DTYPES:
             for layout in LAYOUTS:
@@ -98,6 +115,9 @@ def main() -> int:
                 print(json.dumps(row), flush=True)
                 with open(args.out, "w") as f:
                     json.dump(doc, f, indent=1)
+    doc["reference_after"] = reference_us()  # the host's drift over the run
+    with open(args.out, "w") as f:
+        json.dump(doc, f, indent=1)
     return 0
 
 

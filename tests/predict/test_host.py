@@ -220,9 +220,10 @@ def test_a_calibrated_library_call_is_priced_at_its_case_not_as_a_launch():
     assert HostModel.from_profile(section, "test host").dispatch_us(conv, cost_of(conv)) == 45.0
 
 
-def test_a_cudnn_rnn_call_pays_for_each_kernel_it_launches_beyond_its_case():
-    """cuDNN launches an RNN's per-step kernels from the host inside one op: past the case's own items, each
-    costs the probe's per-item host time (scripts/device/probe_library_launches.py); a convolution's do not."""
+def test_a_cudnn_call_pays_for_each_kernel_it_launches_beyond_its_case():
+    """cuDNN launches an RNN's per-step kernels, and a convolution's layout transforms and memsets, from the host
+    inside one op: past the case's own items, each costs the probe's per-item host time
+    (scripts/device/probe_library_launches.py; scripts/device/probe_conv_host.py for the convolutions)."""
     from kernelcast.costs import Cost
     from kernelcast.predict.host import LIBRARY_CASE_ITEMS, LIBRARY_CASES, LIBRARY_LAUNCH_CASE
 
@@ -234,7 +235,8 @@ def test_a_cudnn_rnn_call_pays_for_each_kernel_it_launches_beyond_its_case():
     assert model.dispatch_us(rnn, Cost(kernels=items, kind="cudnn_rnn")) == 60.0
     assert model.dispatch_us(rnn, Cost(kernels=items + 100, kind="cudnn_rnn")) == 60.0 + 100 * 7.0
     conv = op("aten.convolution.default", {}, [contiguous((1, 16, 8, 8))])
-    assert model.dispatch_us(conv, Cost(kernels=3, kind="conv")) == 45.0
+    assert model.dispatch_us(conv, Cost(kernels=LIBRARY_CASE_ITEMS["convolution"], kind="conv")) == 45.0
+    assert model.dispatch_us(conv, Cost(kernels=5, kind="conv")) == 45.0 + (5 - LIBRARY_CASE_ITEMS["convolution"]) * 7.0
 
 
 def test_the_step_is_given_over_the_hosts_own_calibration_runs():

@@ -50,6 +50,19 @@ def test_with_host_changes_only_the_host_times():
     from kernelcast.predict.timeline import Launch, with_host
 
     launch = Launch(1.0, 2.0, stream=3, sync=True, sync_return_us=4.0, record_event=5, wait_event=6)
-    assert dataclasses.fields(Launch)[-1].name == "wait_event"  # with_host passes every field: add new ones there
+    assert dataclasses.fields(Launch)[-1].name == "overlap_us"  # with_host passes every field: add new ones there
     assert with_host(launch, 7.0) == dataclasses.replace(launch, host_us=7.0)
     assert with_host(launch, 7.0, 8.0) == dataclasses.replace(launch, host_us=7.0, sync_return_us=8.0)
+    # the overlapped part keeps its share of the host time
+    assert with_host(dataclasses.replace(launch, overlap_us=0.5), 3.0).overlap_us == 1.5
+
+
+def test_a_library_calls_later_launches_overlap_its_first_kernels():
+    from kernelcast.predict.timeline import Launch, simulate
+
+    # 10 µs of host, the last 6 launching later work items: the GPU starts at 4 µs, not after all 10
+    tl = simulate([Launch(10.0, 20.0, overlap_us=6.0)])
+    assert tl.spans[0].gpu_start_us == 4.0 and tl.end_us == 24.0
+    # short kernels: the last one cannot end before its launch, when the host is done
+    assert simulate([Launch(10.0, 2.0, overlap_us=6.0)]).end_us == 10.0
+    assert simulate([Launch(10.0, 20.0)]).end_us == 30.0

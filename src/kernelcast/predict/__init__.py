@@ -569,9 +569,10 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
     captured_python: list[float] = []  # per op, the part of its host time timed on the capture machine
     for op, cost, warm in zip(capture.ops, all_costs, l2_warm):
         if op.parent >= 0:  # called from C++ by a decomposed op, which pays the dispatch and launches
-            dispatch_us, python_us = 0.0, 0.0
+            dispatch_us, python_us, overlap_us = 0.0, 0.0, 0.0
         else:
             dispatch_us, python_us = host.dispatch_us(op, launched.get(op.index, cost)), host.python_us(op)
+            overlap_us = host.library_overlap_us(op, launched.get(op.index, cost))
         if cost is not None and cost.kind == COLLECTIVE_KIND:  # timed by the interconnect, not a roofline
             est = collective_estimate(cost, link)[0]
             call_us = call_host_us(cost.key[0], link)  # the link's measured CPU time per call, where measured
@@ -589,7 +590,8 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
         captured_python.append(0.0 if replaced else host.captured_python_us(op) * phase_speed)
         preds.append(_op_prediction(op, cost, est, host_us, python_us, launch_bound=0 < est.time_us < dispatch_us))
         launches.append(Launch(host_us, est.time_us, op.stream, sync=op.sync is not None,
-                               sync_return_us=host.sync_return if op.sync else 0.0, **_stream_marker(op)))
+                               sync_return_us=host.sync_return if op.sync else 0.0,
+                               overlap_us=min(overlap_us * phase_speed, host_us), **_stream_marker(op)))
     if any(lc.stream == COMM_STREAM for lc in launches):  # NCCL's stream: ordered by data flow
         launches = with_stream_events(capture.ops, launches)
     timeline = simulate(launches)

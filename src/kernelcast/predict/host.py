@@ -55,10 +55,14 @@ LIBRARY_CASES = {
 # item beyond the RNN case's own (LIBRARY_CASE_ITEMS, as costs/rnn.py counts that case): the profile's "library
 # launch" (scripts/fit/fit_library_launches.py from the device probe scripts/device/probe_library_launches.py: 12 RNN calls
 # of 3 to 1609 items, 5.8-8.8 µs per item past the first few). The zoo's bidirectional GRU forward launches 1607
-# items and measured 16.7 ms per step for 3.8 ms of kernels. Only the RNN ops were probed: a convolution's extra
-# cuDNN launches (a layout transform, a split-K reduction) keep the call's case cost alone.
-LIBRARY_LAUNCH_OPS = {"_cudnn_rnn", "_cudnn_rnn_backward"}
-LIBRARY_CASE_ITEMS = {"_cudnn_rnn": 2, "_cudnn_rnn_backward": 2}
+# items and measured 16.7 ms per step for 3.8 ms of kernels. A convolution's extra cuDNN work items (layout
+# transforms, memsets, a split-K reduction) cost the same kind of launch from inside the library:
+# scripts/device/probe_conv_host.py, three runs on two H100 hosts (validation/probes/h100_conv_host*/), one call
+# per kind of convolution against its work items, 8.0-11.4 µs per item past the first (forward) and 8.1-9.6 µs
+# (backward) by least squares, where the hosts' own Python benchmarks spread 9.5-17.1 ms. The convolution cases'
+# own items are the launch model's count of them (1 forward, 2 backward: a 16-channel 8x8 fp32 3x3 convolution).
+LIBRARY_LAUNCH_OPS = {"_cudnn_rnn", "_cudnn_rnn_backward", "convolution", "convolution_backward"}
+LIBRARY_CASE_ITEMS = {"_cudnn_rnn": 2, "_cudnn_rnn_backward": 2, "convolution": 1, "convolution_backward": 2}
 LIBRARY_LAUNCH_CASE = "library launch"
 RANGE_MARKERS = (RANGE_BEGIN_OP, RANGE_END_OP)
 # torch.compile'd code (capture/inductor.py). A compiled graph's call is priced by units, not by the Python
@@ -281,8 +285,7 @@ class HostModel:
             return self.view_op_us + engine_us
         library = dict(self.library_call_us).get(op.name)
         if library is not None:
-            extra_items = max(cost.kernels - LIBRARY_CASE_ITEMS[op.name], 0) if op.name in LIBRARY_LAUNCH_OPS else 0
-            return (library + extra_items * self.library_launch_us + engine_us
+            return (library + self._library_items_us(op, cost) + engine_us
                     + (self.grad_extra_us if "grad" in op.tags else 0.0))
         if op.name.startswith(FOREACH_PREFIX):
             return self.foreach_op_us + self.foreach_per_tensor_us * max(map(len, tensor_lists(op)), default=1)
@@ -292,6 +295,19 @@ class HostModel:
         if "grad" in op.tags:
             us += self.grad_extra_us
         return us
+
+    def _library_items_us(self, op: OpRecord, cost: Cost) -> float:
+        """Host µs a calibrated library call spends launching work items beyond its case's own."""
+        if op.name not in LIBRARY_LAUNCH_OPS or op.name not in dict(self.library_call_us):
+            return 0.0
+        return max(cost.kernels - LIBRARY_CASE_ITEMS[op.name], 0) * self.library_launch_us
+
+    def library_overlap_us(self, op: OpRecord, cost: Cost | None) -> float:
+        """The part of dispatch_us that a library call spends launching its later work items from inside the
+        library, while its first ones already run on the GPU (the timeline's Launch.overlap_us)."""
+        if cost is None or cost.kernels == 0 or GRAPHED_TAG in op.tags or compiled_units(op, cost):
+            return 0.0
+        return self.cpu_scale * self._chain_factor(op) * self._library_items_us(op, cost)
 
     def for_step(self, ops) -> "HostModel":
         """This model with the chain factors interpolated to the variety of the step's own ops."""

@@ -25,14 +25,18 @@ class Launch:
     sync_return_us: float = 0.0  # CPU time to resume after the wait
     record_event: int | None = None  # after this launch's work, event k marks its stream's position
     wait_event: int | None = None  # this launch's stream waits (on the GPU, not the CPU) for event k
+    # the last part of host_us, spent while the op's first kernels already run: a library call (cuDNN) that
+    # launches its later work items (layout transforms, per-step RNN kernels) one after another from inside
+    overlap_us: float = 0.0
 
 
 def with_host(launch: Launch, host_us: float, sync_return_us: float | None = None) -> Launch:
     """The launch with other host times (dataclasses.replace, without its per-call introspection: the host
     ranges re-simulate every launch of a step several times)."""
+    overlap_us = launch.overlap_us * host_us / launch.host_us if launch.host_us > 0 else 0.0
     return Launch(host_us, launch.gpu_us, launch.stream, launch.sync,
                   launch.sync_return_us if sync_return_us is None else sync_return_us,
-                  launch.record_event, launch.wait_event)
+                  launch.record_event, launch.wait_event, overlap_us)
 
 
 @dataclass(frozen=True)
@@ -84,8 +88,11 @@ def _run(launches: Sequence[Launch], state: _State, spans: list[Span] | None = N
         if item.wait_event is not None:  # an event never recorded is complete, as in CUDA
             free[item.stream] = max(free.get(item.stream, 0.0), state.event_us.get(item.wait_event, 0.0))
         if item.gpu_us > 0:
-            gpu_start = max(state.cpu_us, free.get(item.stream, 0.0))
-            gpu_end = gpu_start + item.gpu_us
+            # the op's first kernel is launched once the host has done all but its overlap; its last launch
+            # comes when the host is done, and that kernel cannot end before it
+            launched_us = state.cpu_us - item.overlap_us * host_scale
+            gpu_start = max(launched_us, free.get(item.stream, 0.0))
+            gpu_end = max(gpu_start + item.gpu_us, state.cpu_us)
             free[item.stream] = gpu_end
             busy += item.gpu_us
         if item.record_event is not None:
