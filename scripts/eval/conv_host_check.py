@@ -79,9 +79,7 @@ def main() -> int:
     errors: dict[str, list[float]] = {p: [] for p in PASSES}
     for path in args.runs:
         run = json.loads(Path(path).read_text())
-        bench = run["cpu_bench"]
-        target = CpuBench(python_us=bench["python_us"], dispatch_us=bench["dispatch_us"],
-                          module_us=bench["module_us"], cpu=bench.get("cpu", ""))
+        target = CpuBench(**run["cpu_bench"])  # the probe wrote dataclasses.asdict(measure_cpu_bench())
         for row in run["rows"]:
             if "error" in row:
                 continue

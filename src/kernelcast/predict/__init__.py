@@ -571,8 +571,9 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
         if op.parent >= 0:  # called from C++ by a decomposed op, which pays the dispatch and launches
             dispatch_us, python_us, overlap_us = 0.0, 0.0, 0.0
         else:
-            dispatch_us, python_us = host.dispatch_us(op, launched.get(op.index, cost)), host.python_us(op)
-            overlap_us = host.library_overlap_us(op, launched.get(op.index, cost))
+            launched_cost = launched.get(op.index, cost)
+            dispatch_us, python_us = host.dispatch_us(op, launched_cost), host.python_us(op)
+            overlap_us = host.library_overlap_us(op, launched_cost)
         if cost is not None and cost.kind == COLLECTIVE_KIND:  # timed by the interconnect, not a roofline
             est = collective_estimate(cost, link)[0]
             call_us = call_host_us(cost.key[0], link)  # the link's measured CPU time per call, where measured

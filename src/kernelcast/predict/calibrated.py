@@ -477,16 +477,16 @@ class CalibratedModel:
         batch 128) was priced at 94.8 µs per sample against 52.0 at batch 64, the H200 measured 48 (its cuDNN
         kernels 6.16 ms for 128 samples; validation/kernelbench/h200_kernels.json.gz)."""
         batch = key[9]
-        best_us, best_est = time_us, est
+        best_us = time_us
         smaller = batch // 2
         while smaller >= 1:
             part_key = (*key[:9], smaller, *key[10:])
             correction = math.exp(regressor.predict(SHAPE_FEATURES["conv"](part_key)))
-            split_us = batch / smaller * self._prior_us("conv", part_key) * correction
-            if split_us < best_us:
-                best_us, best_est = split_us, dataclasses.replace(est, correction=split_us / self._prior_us("conv", key))
+            best_us = min(best_us, batch / smaller * self._prior_us("conv", part_key) * correction)
             smaller //= 2
-        return best_us, best_est
+        if best_us == time_us:
+            return time_us, est
+        return best_us, dataclasses.replace(est, correction=best_us / self._prior_us("conv", key))
 
     def _fitted(self, kind: str) -> tuple[TreeRegressor, float] | None:
         """The profile's fitted correction model of this kind and its held-out uncertainty, if it has one; in a
