@@ -174,6 +174,33 @@ def test_softmax_backward_holds_grad_times_output():
     assert internal_temporaries((record,)) == {0: [32 * MIB]}
 
 
+def test_a_reduced_loss_keeps_its_elementwise_storage():
+    # H200 (torch 2.11, KernelBench L1 #96): smooth_l1_loss of two 128 x 4096 fp32 tensors raised the call's peak
+    # by 4 MiB + 1 KiB: the 0-d loss over a 2 MiB storage, and the elementwise temporary it reduced
+    import torch
+    import torch.nn.functional as F
+
+    from kernelcast.capture import capture
+    from kernelcast.predict.memory import predict_memory
+    from kernelcast.devices import get_gpu
+
+    growth = {}
+    for name, loss in (("smooth_l1", F.smooth_l1_loss), ("mse", F.mse_loss), ("huber", F.huber_loss),
+                       ("l1", F.l1_loss)):
+        with capture("h200") as cap:
+            with cap.paused():
+                a, b = torch.randn(128, 4096, device="cuda"), torch.randn(128, 4096, device="cuda")
+            out = loss(a, b)
+        memory = predict_memory(cap.capture, get_gpu("h200"))
+        growth[name] = memory.peak_bytes - memory.resident_bytes
+        del out
+    assert growth["smooth_l1"] == 4 * MIB  # measured 4 MiB + 1 KiB: -0.02%
+    assert growth["mse"] == 4 * MIB  # the same structured op (Loss.cpp TORCH_META_FUNC(mse_loss))
+    assert growth["huber"] == 2 * MIB + 512  # its temporary, and the 0-d result in a 512-byte block of its own
+    # composite (Loss.cpp l1_loss: (input - target).abs(), then the mean): ops the capture sees, each its own
+    assert growth["l1"] == 4 * MIB + 512
+
+
 # -- the report ----------------------------------------------------------------------------------------------
 def test_json_keys_and_trace_counter(mlp_capture):
     from kernelcast.predict import predict_capture

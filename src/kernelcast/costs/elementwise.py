@@ -19,6 +19,7 @@ from .common import (arg, bytes_written, channels_last, contiguous_copies, dense
                      memory_formula, memory_key, memory_op, out_dtype, row_major, width_key, write_only)
 from .reduce_config import REDUCE_SEMAPHORE_MEMSETS, is_global_reduce, reduced_dims, reduces_fastest_dim
 from .registry import Cost, CostContext, register, register_tag, register_zero_cost
+from .tensor_iterator import split_for_32bit_indexing
 
 POINTWISE_FLOPS_PER_ELEMENT = 1.0  # add, mul, relu...: one operation per output element
 REDUCTION_FLOPS_PER_ELEMENT = 1.0  # one add/compare per input element
@@ -45,7 +46,7 @@ def arithmetic_label(op: OpRecord) -> str | None:
 
 
 def pointwise(op: OpRecord, ctx: CostContext) -> Cost:
-    cost = memory_op(op, POINTWISE_FLOPS_PER_ELEMENT, kind="pointwise")
+    cost = split_for_32bit_indexing(op, memory_op(op, POINTWISE_FLOPS_PER_ELEMENT, kind="pointwise"))
     label = arithmetic_label(op)
     if label is None or cost.kind != "pointwise":  # strided, transposing and casting kinds keep theirs
         return cost
@@ -82,7 +83,7 @@ def reduction(op: OpRecord, ctx: CostContext) -> Cost:
     x, outs = _first_input(op), op.tensors_out()
     cost = _reduce_kernel(op, ctx, x, outs)
     cast = reduce_input_cast(op, x, outs[0].dtype) if x is not None and outs and x.numel else None
-    return cost if cast is None else cost.with_parts(cast)
+    return split_for_32bit_indexing(op, cost if cast is None else cost.with_parts(cast))
 
 
 # Reductions that keep the index of the value they pick (max / min over a dim, argmax / argmin) carry a (value,
@@ -377,7 +378,10 @@ def fill_then_copy(op: OpRecord, ctx: CostContext) -> Cost:
 def to_copy(op: OpRecord, ctx: CostContext) -> Cost:
     outs = op.tensors_out()
     transfer = host_transfer(arg(op, "self"), outs[0] if outs else None, "pinned" in op.tags)
-    return transfer if transfer is not None else memory_op(op)
+    if transfer is not None:
+        return transfer
+    cost = memory_op(op)
+    return cost if outs and memcpy_copy(arg(op, "self"), outs[0]) else split_for_32bit_indexing(op, cost)
 
 
 @register("aten.copy_")
@@ -391,22 +395,43 @@ def copy_(op: OpRecord, ctx: CostContext) -> Cost:
         return transfer
     nbytes = src.touched_bytes if src.on_gpu else 0
     kind, key = memory_key(dataclasses.replace(op, args={"src": src}), "copy")
-    return Cost(bytes_read=nbytes, bytes_written=bytes_written(op), dtype=out_dtype(op), kind=kind, key=key)
+    cost = Cost(bytes_read=nbytes, bytes_written=bytes_written(op), dtype=out_dtype(op), kind=kind, key=key)
+    return cost if memcpy_copy(src, arg(op, "self")) else split_for_32bit_indexing(op, cost)
+
+
+def memcpy_copy(src: TensorMeta, dst: TensorMeta) -> bool:
+    """A device copy CUDA runs as one cudaMemcpyAsync (native/cuda/Copy.cu copy_device_to_device, memcpy_eligible:
+    the same dtype, both dense in one layout), not as a TensorIterator kernel."""
+    return src.on_gpu and dst.on_gpu and src.dtype == dst.dtype and src.conj == dst.conj and dense(src) \
+        and dense(dst) and src.shape == dst.shape and _same_strides(src, dst)
+
+
+def _same_strides(a: TensorMeta, b: TensorMeta) -> bool:
+    return all(x == y for n, x, y in zip(a.shape, a.stride, b.stride) if n != 1)
 
 
 def _write_only(op: OpRecord, ctx: CostContext) -> Cost:
     return write_only(op)
 
 
+def _iterator_write_only(op: OpRecord, ctx: CostContext) -> Cost:
+    """A fill or a random draw: one TensorIterator kernel (FillKernel.cu, DistributionTemplates.h), split where
+    the output is too large for 32-bit index math (costs/tensor_iterator.py)."""
+    return split_for_32bit_indexing(op, write_only(op))
+
+
 register("aten.fill_", "aten.zero_", "aten.zeros", "aten.ones", "aten.full", "aten.zeros_like", "aten.ones_like",
-         "aten.full_like", "aten.scalar_tensor", "aten.arange", "aten.normal_", "aten.uniform_", "aten.bernoulli_",
-         "aten.randn", "aten.rand", "aten.randint", "aten.randperm", "aten.randn_like", "aten.rand_like",
-         "aten.exponential_", "aten.random_", "aten.lift_fresh_copy", "aten.new_zeros", "aten.new_ones",
-         "aten.new_full", "aten.linspace", "aten.eye",
-         # in-place RNG (one distribution kernel each: cuda/DistributionTemplates.h), and fill / logspace /
-         # randint_like, which allocate and then run one fill, logspace or random kernel
-         "aten.cauchy_", "aten.geometric_", "aten.log_normal_", "aten.randint_like", "aten.fill", "aten.logspace",
-         )(_write_only)
+         "aten.full_like", "aten.normal_", "aten.uniform_", "aten.bernoulli_", "aten.randn", "aten.rand",
+         "aten.randint", "aten.randn_like", "aten.rand_like", "aten.exponential_", "aten.random_", "aten.new_zeros",
+         "aten.new_ones", "aten.new_full",
+         # in-place RNG (one distribution kernel each: cuda/DistributionTemplates.h), and fill / randint_like,
+         # which allocate and then run one fill or random kernel
+         "aten.cauchy_", "aten.geometric_", "aten.log_normal_", "aten.randint_like", "aten.fill",
+         )(_iterator_write_only)
+# Kernels of their own indexing (arange, linspace, logspace: gpu_kernel_with_index; randperm; eye), a 0-d fill and
+# a host value's copy: one kernel each.
+register("aten.scalar_tensor", "aten.arange", "aten.randperm", "aten.lift_fresh_copy", "aten.linspace", "aten.eye",
+         "aten.logspace")(_write_only)
 
 
 # normal with tensor mean and/or std (normal_out_impl in native/DistributionTemplates.h): Tensor_Tensor runs

@@ -15,6 +15,7 @@ from .conv_backend import CUDNN, NATIVE_DEPTHWISE, conv_backend
 from .conv_layout import ConvOperands, backward_operands, cudnn_nhwc, forward_operands
 from .reduce_config import REDUCE_SEMAPHORE_MEMSETS, is_global_reduce, reduces_fastest_dim
 from .registry import Cost, CostContext, register
+from .tensor_iterator import index32_parts
 
 
 def mm_flops(a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> float:
@@ -344,10 +345,11 @@ def convolution(op: OpRecord, ctx: CostContext) -> Cost:
 def conv_bias_add(out: TensorMeta, bias: TensorMeta) -> Cost:
     """The in-place add of a (C,) bias broadcast over a convolution's output (N, C, *spatial): reads the output and
     the bias, writes the output, one pointwise kernel on a broadcast input (kind pointwise_strided, as
-    costs/common.py memory_key names an add whose input broadcasts)."""
+    costs/common.py memory_key names an add whose input broadcasts), split where the output is too large for
+    32-bit index math (costs/tensor_iterator.py)."""
     # no FLOPs: a bias add is not counted, as torch.utils.flop_counter counts none (module docstring)
     return Cost(bytes_read=float(out.nbytes + bias.nbytes), bytes_written=float(out.nbytes),
-                kernels=1, dtype=out.dtype, kind="pointwise_strided", key=width_key(out),
+                kernels=index32_parts([out]), dtype=out.dtype, kind="pointwise_strided", key=width_key(out),
                 reads_just_written=float(out.nbytes))
 
 
@@ -360,7 +362,8 @@ def conv_bias_grad(grad_out: TensorMeta, ctx: CostContext) -> Cost:
     fastest = reduces_fastest_dim(grad_out.shape, grad_out.stride, dims)
     kind, key = ("reduction", width_key(grad_out)) if fastest else ("reduction_outer", (channels, grad_out.itemsize))
     return Cost(bytes_read=float(grad_out.nbytes),
-                bytes_written=float(channels * grad_out.itemsize), kernels=bias_grad_items(grad_out, ctx),
+                bytes_written=float(channels * grad_out.itemsize),
+                kernels=bias_grad_items(grad_out, ctx) * index32_parts([grad_out]),
                 dtype=grad_out.dtype, kind=kind, key=key)
 
 

@@ -83,13 +83,52 @@ def with_window_key(op: OpRecord, cost: Cost) -> Cost:
     return cost if key is None else dataclasses.replace(cost, key=key)
 
 
+# The NCDHW 3-D pools' grids put frames x channels x batch on grid z, whose extent CUDA caps at 65535 blocks: the
+# host launches the kernel once per 65535 of them (`while (totalZ > 0) { ... totalZ -= 65535; }` in
+# AveragePool3d.cu avg_pool3d_out_cuda_template and its backward, DilatedMaxPool3d.cu
+# max_pool3d_with_indices_out_frame and its backward, MaxUnpooling.cu max_unpooling3d_forward_out_cuda). A
+# channels_last max pool's blocks hold 64 z-threads, so 64 x 65535 per launch. Measured on the H200 (torch 2.11,
+# validation/kernelbench/h200_kernels.json.gz): KernelBench L2 #3's avg_pool3d over 128 x 64 x 16 output frames
+# (131072 z-blocks) ran three kernels.
+GRID_Z_MAX = 65535
+CHANNELS_LAST_Z_THREADS = 64
+# op -> (the tensor whose frames x channels x batch are the grid's z, unless the backward's stride-1 path)
+GRID_Z_POOLS = {"avg_pool3d": "out", "max_pool3d_with_indices": "out", "avg_pool3d_backward": "grad_output",
+                "max_pool3d_with_indices_backward": "grad_output", "max_unpool3d": "self"}
+
+
+def grid_z_launches(op: OpRecord) -> int:
+    """Launches of an NCDHW 3-D pool (GRID_Z_POOLS): one per GRID_Z_MAX blocks of frames x channels x batch."""
+    which = GRID_Z_POOLS.get(op.name)
+    x = op.args.get("self")
+    if which is None or not isinstance(x, TensorMeta) or len(x.shape) < 4:
+        return 1
+    t = op.outputs[0] if which == "out" and op.outputs else op.args.get(which)
+    if op.name == "avg_pool3d_backward" and _unit_stride_unpadded(op):
+        t = x  # avg_pool3d_backward_out_frame_stride1 runs over the input's frames
+    if not isinstance(t, TensorMeta) or len(t.shape) < 4:
+        return 1
+    per_launch = GRID_Z_MAX
+    if op.name.startswith("max_pool3d") and not row_major(x) and x.stride[-4] == 1:
+        per_launch *= CHANNELS_LAST_Z_THREADS
+    return max(math.ceil(math.prod(t.shape[:-2]) / per_launch), 1)
+
+
+def _unit_stride_unpadded(op: OpRecord) -> bool:
+    def ints(name: str, default: int) -> list:
+        v = op.args.get(name)
+        return [default] if v is None or v == [] else (list(v) if isinstance(v, (list, tuple)) else [v])
+    return all(s == 1 for s in ints("stride", 0)) and all(p == 0 for p in ints("padding", 0))
+
+
 def _one_kernel(op: OpRecord, ctx: CostContext) -> Cost:
-    return with_window_key(op, memory_op(op, POOL_FLOPS_PER_ELEMENT, kind="pool"))
+    return with_window_key(op, memory_op(op, POOL_FLOPS_PER_ELEMENT, kernels=grid_z_launches(op), kind="pool"))
 
 
 def _zero_then_scatter(op: OpRecord, ctx: CostContext) -> Cost:
-    """A zero fill of the output, then the scatter kernel: the output is written twice."""
-    base = memory_op(op, POOL_FLOPS_PER_ELEMENT, kernels=ZERO_FILL_KERNELS + 1, kind="pool")
+    """A zero fill of the output, then the scatter kernel (once per grid-z chunk of a 3-D pool): the output is
+    written twice."""
+    base = memory_op(op, POOL_FLOPS_PER_ELEMENT, kernels=ZERO_FILL_KERNELS + grid_z_launches(op), kind="pool")
     return with_window_key(op, dataclasses.replace(base, bytes_written=2 * base.bytes_written))
 
 

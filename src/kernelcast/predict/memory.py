@@ -14,6 +14,7 @@ GPU's memory less the CUDA context's own share, which torch.cuda's counters neve
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -21,7 +22,7 @@ from kernelcast.costs.rnn import GATES, LSTM
 from kernelcast.devices import GPU
 from kernelcast.records.memory import (ACTIVATION, BUFFER, CATEGORIES, STEP, TEMPORARY, WARMUP, WORKSPACE, Allocation,
                                      MemoryTrace, human_bytes)
-from kernelcast.records import Capture, OpRecord
+from kernelcast.records import Capture, OpRecord, TensorMeta
 
 from .allocator import CachingAllocator, OutOfMemory
 from .conv_workspace import BACKWARD_OPS as CONV_BACKWARD_OPS, FORWARD_OPS as CONV_FORWARD_OPS, conv_workspace
@@ -229,11 +230,55 @@ def _cudnn_rnn_workspace(op: OpRecord) -> list[int]:
     return [int(sum(c * t for c, t in zip(CUDNN_RNN_WORKSPACE_TERMS, terms)))]
 
 
+def _full_loss_tmp(op: OpRecord) -> list[int]:
+    """The elementwise loss a reduced mse / smooth-L1 / Huber loss computes into a tensor of its own before
+    reducing it (Loss.cpp: TORCH_IMPL_FUNC(mse_loss_out) and (smooth_l1_loss_out) `Tensor loss;
+    borrowing_binary_op(loss, input, target)`; huber_loss `at::empty_like(input)`), freed as the op returns."""
+    return [_loss_elements_bytes(op)] if int(op.args.get("reduction", 1)) != 0 else []
+
+
+def _loss_elements_bytes(op: OpRecord) -> int:
+    """Bytes of a loss's elementwise values: the broadcast shape of input and target, in the input's dtype."""
+    x, y = op.args.get("self", op.args.get("input")), op.args.get("target")
+    if not isinstance(x, TensorMeta):
+        return 0
+    numel = max(x.numel, y.numel if isinstance(y, TensorMeta) else 0)
+    return numel * x.itemsize
+
+
+# Reduced losses that compute their elementwise values into the output tensor and then resize it to the 0-d
+# result; resize_ never shrinks a storage, so the 0-d loss holds a storage of every element's value for as long
+# as it lives, typically to the end of the step. Loss.cpp: TORCH_META_FUNC(mse_loss) and (smooth_l1_loss) build
+# the output at the broadcast shape, then `maybe_get_output().resize_({})`; soft_margin_loss_out
+# `output.resize_({})`; cuda/Loss.cu binary_cross_entropy_out_cuda `loss.resize_as_(loss_reduced)`. On the CPU
+# build (torch 2.13) F.mse_loss, F.smooth_l1_loss, F.soft_margin_loss and F.binary_cross_entropy of two 128 x 4096
+# fp32 tensors return a 0-d tensor over a 2 MiB storage (F.huber_loss and F.l1_loss: 4 bytes). The capture's
+# fake tensors give the 0-d output 4 bytes. Measured on the H200 (KernelBench L1 #96, smooth_l1_loss over 128 x
+# 4096 fp32): the call's peak rose by 4 MiB + 1 KiB, this storage and the loss's own elementwise temporary.
+FULL_STORAGE_LOSSES = frozenset({"mse_loss", "smooth_l1_loss", "soft_margin_loss", "binary_cross_entropy"})
+
+
+def with_loss_storages(trace: MemoryTrace, ops: tuple[OpRecord, ...]) -> MemoryTrace:
+    """The trace with each reduced FULL_STORAGE_LOSSES output's storage at the size the CUDA op leaves it."""
+    sizes = {}
+    for op in ops:
+        if op.name in FULL_STORAGE_LOSSES and int(op.args.get("reduction", 1)) != 0 and "host" not in op.tags:
+            for out in op.tensors_out():
+                if out.storage and out.on_gpu:
+                    sizes[(op.index, out.storage)] = max(_loss_elements_bytes(op), out.nbytes)
+    if not sizes:
+        return trace
+    allocations = tuple(dataclasses.replace(a, nbytes=sizes.get((a.op, a.storage), a.nbytes))
+                        for a in trace.allocations)
+    return dataclasses.replace(trace, allocations=allocations)
+
+
 # Temporaries an op's CUDA implementation takes from the caching allocator and frees before it returns: not
 # outputs, so the capture does not see them. Op name -> bytes of each, from the op's record. Held after the op's
 # own outputs are allocated (structured kernels allocate outputs first), freed as it returns.
 INTERNAL_TEMPORARIES = {"_softmax_backward_data": _softmax_backward_tmp, "_cudnn_rnn": _cudnn_rnn_workspace,
-                        "_cudnn_rnn_backward": _cudnn_rnn_workspace,
+                        "_cudnn_rnn_backward": _cudnn_rnn_workspace, "mse_loss": _full_loss_tmp,
+                        "smooth_l1_loss": _full_loss_tmp, "huber_loss": _full_loss_tmp,
                         **{name: conv_workspace for name in (*CONV_FORWARD_OPS, *CONV_BACKWARD_OPS)}}
 # Library workspaces taken per call whose size the library chooses at run time and the capture cannot know:
 # not in the prediction; a note says so where the step has such ops.
@@ -513,7 +558,7 @@ def run_in_process(capture: Capture, gpu: GPU, process: Process, stream_key) -> 
     workspaces = cublas_workspaces(ops, gpu, capture.build_ops)
     keys = [(w.kind, w.thread, stream_key(w.stream)) for w in workspaces]
     kept = frozenset(i for i, key in enumerate(keys) if key in process.workspaces)
-    step = _Step(trace, ops, workspaces, internal_temporaries(ops), kept)
+    step = _Step(with_loss_storages(trace, ops), ops, workspaces, internal_temporaries(ops), kept)
     state, live = _replay(step, process.allocator)
     reserved = process.allocator.reserved
     for key, block in live.items():
@@ -534,7 +579,8 @@ def predict_memory(capture: Capture, gpu: GPU, expandable_segments: bool = False
     if trace is None:
         return None
     ops = capture.ops
-    step = _Step(trace, ops, cublas_workspaces(ops, gpu, capture.build_ops), internal_temporaries(ops))
+    step = _Step(with_loss_storages(trace, ops), ops, cublas_workspaces(ops, gpu, capture.build_ops),
+                 internal_temporaries(ops))
     state, _ = _replay(step, CachingAllocator(expandable_segments=expandable_segments))
     # again, up to the peak (-1: the step never rose above what it started with), for what is live there
     _, peak_live = _replay(step, CachingAllocator(expandable_segments=expandable_segments), stop_at=state.peak_event)
