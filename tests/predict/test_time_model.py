@@ -60,8 +60,8 @@ def test_without_a_fitted_section_the_nearest_points_decide():
 
 def test_shipped_profile_has_fitted_corrections_with_held_out_errors():
     fitted = load_profile("h200").data["timings"]["fitted"]
-    # 3-D and transposed convolutions apart, and 1-D / 2-D stems and heads (fit_families)
-    assert set(fitted) == {"conv", "conv_volumetric", "conv_stem"}
+    # 3-D and transposed convolutions apart, and 1-D / 2-D stems and heads and grouped ones (fit_families)
+    assert set(fitted) == {"conv", "conv_volumetric", "conv_stem", "conv_grouped"}
     for name, section in fitted.items():
         kind = "conv" if name.startswith("conv") else name
         held = section["held_out"]
@@ -102,4 +102,24 @@ def test_stems_and_heads_have_their_own_fit_and_fall_back_to_the_2d_one():
                         "fitted": {k: v for k, v in profile["timings"]["fitted"].items() if k != "conv_stem"}}
     _, est = _model(older)._lookup_shape("conv", stem)
     assert est.source == "fitted"
+    assert est.uncertainty == profile["timings"]["fitted"]["conv"]["held_out"]["uncertainty"]
+
+
+def test_grouped_convolutions_have_their_own_fit_and_fall_back_to_the_2d_one():
+    from kernelcast.predict.shape_kinds import fitted_name
+
+    # the shared case channels_last_grouped_conv's forward (fp16, 2048 channels in 32 groups, stride 2)
+    grouped = ("conv_fwd", "float16", True, 2048, 2048, 3, 2, 14, 32, 100, 2, False, 1, 1, 0)
+    depthwise = ("conv_fwd", "bfloat16", True, 64, 64, 3, 1, 56, 64, 32, 2, False, 1, 1, 0)
+    grouped_3d = ("conv_fwd", "bfloat16", False, 64, 64, 3, 1, 16, 4, 8, 3, False, 1, 1, 0)
+    assert [fitted_name("conv", k) for k in (grouped, depthwise, grouped_3d)] == \
+        ["conv_grouped", "conv", "conv_volumetric"]
+    profile = load_profile("h200").data
+    _, est = _model(profile)._lookup_shape("conv", grouped)
+    assert est.source == "fitted"
+    assert est.uncertainty == profile["timings"]["fitted"]["conv_grouped"]["held_out"]["uncertainty"]
+    older = dict(profile)
+    older["timings"] = {**profile["timings"],
+                        "fitted": {k: v for k, v in profile["timings"]["fitted"].items() if k != "conv_grouped"}}
+    _, est = _model(older)._lookup_shape("conv", grouped)
     assert est.uncertainty == profile["timings"]["fitted"]["conv"]["held_out"]["uncertainty"]

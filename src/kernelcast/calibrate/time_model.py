@@ -135,7 +135,12 @@ def fit_families(kind: str, keys: list[tuple]) -> dict[str, list[int]]:
     H200 with the profile of 2026-12-03). Ungrouped 1-D / 2-D stems and heads (fewer than 8 channels on one side)
     are a third: cuDNN runs CUDA-core or channel-padding engines for them, and their own fit took KernelBench's 29
     single-stem programs on the H200 from 17.7% to 8.4% median error (scripts/fit/build_h200_profile.py says what
-    it cost the zoo's convolutions)."""
+    it cost the zoo's convolutions). Grouped 1-D / 2-D convolutions that are not depthwise (1 < groups < C_in)
+    are a fourth: cuDNN runs native grouped kernels for some and loops or falls back to slow ones for others,
+    so their measured corrections over the roofline spread from 2x to 400x on the H200, where the ungrouped
+    ones' stay within a few x; held out by region over the H200's conv rows (10 folds), a family of their own
+    took the other 1-D / 2-D convolutions from 30.9% to 27.5% median error and left the grouped ones at 57.0% ->
+    57.9% (2026-12-07)."""
     from kernelcast.predict.shape_kinds import fitted_name
 
     out: dict[str, list[int]] = {}

@@ -199,19 +199,30 @@ def is_stem_or_head(key: tuple) -> bool:
     return key[8] == 1 and min(key[3], key[4]) < STEM_CHANNELS
 
 
+GROUPED_FIT = "conv_grouped"
+
+
+def is_grouped(key: tuple) -> bool:
+    """A grouped convolution that is not depthwise: 1 < groups < C_in (a conv key, conv_key's fields)."""
+    return 1 < key[8] < key[3]
+
+
 def fitted_name(kind: str, key: tuple) -> str:
     """The profile's fitted correction model (timings.fitted) that prices a shape of this kind: a 3-D or
-    transposed convolution has its own, and so has a 1-D or 2-D stem or head (calibrate/time_model.py
-    fit_families says why)."""
+    transposed convolution has its own, and so have a 1-D or 2-D stem or head and a 1-D or 2-D grouped
+    convolution (calibrate/time_model.py fit_families says why)."""
     if kind == "conv" and len(key) == KEY_LENGTH["conv"]:
         if key[10] == 3 or key[11]:
             return VOLUMETRIC_FIT
         if is_stem_or_head(key):
             return STEM_FIT
+        if is_grouped(key):
+            return GROUPED_FIT
     return kind
 
 
 def fitted_fallback(name: str) -> str | None:
     """The fitted model that prices a family's shapes in a profile fitted before that family had its own (a
-    profile written by an earlier `kernelcast calibrate`): the stems and heads' is the 1-D / 2-D one."""
-    return "conv" if name == STEM_FIT else None
+    profile written by an earlier `kernelcast calibrate`): the stems and heads' and the grouped convolutions' is
+    the 1-D / 2-D one."""
+    return "conv" if name in (STEM_FIT, GROUPED_FIT) else None
