@@ -81,6 +81,14 @@ def test_conv_features_name_the_implicit_gemm():
     assert x[7:11] == pytest.approx([math.log2(32 * 56 * 56), 7.0, math.log2(64 * 9), 0.0])
 
 
+def _without_fit(profile: dict, name: str) -> dict:
+    """The profile as one fitted before the family `name` had a model of its own (an earlier `kernelcast calibrate`)."""
+    older = dict(profile)
+    older["timings"] = {**profile["timings"],
+                        "fitted": {k: v for k, v in profile["timings"]["fitted"].items() if k != name}}
+    return older
+
+
 def test_stems_and_heads_have_their_own_fit_and_fall_back_to_the_2d_one():
     from kernelcast.predict.shape_kinds import fitted_name
 
@@ -97,10 +105,7 @@ def test_stems_and_heads_have_their_own_fit_and_fall_back_to_the_2d_one():
     assert est.uncertainty == profile["timings"]["fitted"]["conv_stem"]["held_out"]["uncertainty"]
     # a profile fitted before the family existed (an earlier `kernelcast calibrate`) prices a stem by the 1-D /
     # 2-D fit, not by the nearest points alone
-    older = dict(profile)
-    older["timings"] = {**profile["timings"],
-                        "fitted": {k: v for k, v in profile["timings"]["fitted"].items() if k != "conv_stem"}}
-    _, est = _model(older)._lookup_shape("conv", stem)
+    _, est = _model(_without_fit(profile, "conv_stem"))._lookup_shape("conv", stem)
     assert est.source == "fitted"
     assert est.uncertainty == profile["timings"]["fitted"]["conv"]["held_out"]["uncertainty"]
 
@@ -118,8 +123,5 @@ def test_grouped_convolutions_have_their_own_fit_and_fall_back_to_the_2d_one():
     _, est = _model(profile)._lookup_shape("conv", grouped)
     assert est.source == "fitted"
     assert est.uncertainty == profile["timings"]["fitted"]["conv_grouped"]["held_out"]["uncertainty"]
-    older = dict(profile)
-    older["timings"] = {**profile["timings"],
-                        "fitted": {k: v for k, v in profile["timings"]["fitted"].items() if k != "conv_grouped"}}
-    _, est = _model(older)._lookup_shape("conv", grouped)
+    _, est = _model(_without_fit(profile, "conv_grouped"))._lookup_shape("conv", grouped)
     assert est.uncertainty == profile["timings"]["fitted"]["conv"]["held_out"]["uncertainty"]

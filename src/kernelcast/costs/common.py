@@ -175,7 +175,8 @@ def row_major(t: TensorMeta) -> bool:
     return dense(t) and _stride_order(t) == tuple(i for i in reversed(range(len(t.shape))) if t.shape[i] > 1)
 
 
-def _same_layout(a: TensorMeta, b: TensorMeta) -> bool:
+def same_layout(a: TensorMeta, b: TensorMeta) -> bool:
+    """The same strides on every dim of more than one element (a's shape): one memory order, no gaps between."""
     return all(x == y for n, x, y in zip(a.shape, a.stride, b.stride) if n != 1)
 
 
@@ -192,7 +193,7 @@ def strided_inputs(op: OpRecord) -> bool:
     if not outs:
         return False
     out = outs[0]
-    return any((t.numel > 1 or out.numel > 1) and (t.shape != out.shape or not dense(t) or not _same_layout(t, out))
+    return any((t.numel > 1 or out.numel > 1) and (t.shape != out.shape or not dense(t) or not same_layout(t, out))
                for t in gpu_tensors(op.tensors_in()))
 
 

@@ -16,7 +16,7 @@ import math
 from kernelcast.records import DTYPE_BYTES, OpRecord, TensorMeta
 
 from .common import (arg, bytes_written, channels_last, contiguous_copies, dense, gpu_tensors, host_transfer,
-                     memory_formula, memory_key, memory_op, out_dtype, row_major, width_key, write_only)
+                     memory_formula, memory_key, memory_op, out_dtype, row_major, same_layout, width_key, write_only)
 from .reduce_config import REDUCE_SEMAPHORE_MEMSETS, is_global_reduce, reduced_dims, reduces_fastest_dim
 from .registry import Cost, CostContext, register, register_tag, register_zero_cost
 from .tensor_iterator import split_for_32bit_indexing
@@ -403,11 +403,7 @@ def memcpy_copy(src: TensorMeta, dst: TensorMeta) -> bool:
     """A device copy CUDA runs as one cudaMemcpyAsync (native/cuda/Copy.cu copy_device_to_device, memcpy_eligible:
     the same dtype, both dense in one layout), not as a TensorIterator kernel."""
     return src.on_gpu and dst.on_gpu and src.dtype == dst.dtype and src.conj == dst.conj and dense(src) \
-        and dense(dst) and src.shape == dst.shape and _same_strides(src, dst)
-
-
-def _same_strides(a: TensorMeta, b: TensorMeta) -> bool:
-    return all(x == y for n, x, y in zip(a.shape, a.stride, b.stride) if n != 1)
+        and dense(dst) and src.shape == dst.shape and same_layout(src, dst)
 
 
 def _write_only(op: OpRecord, ctx: CostContext) -> Cost:

@@ -63,7 +63,8 @@ def _coalesced(shape: tuple[int, ...], strides: list[tuple[int, ...]]) -> tuple[
     return tuple(sizes), tuple(tuple(t) for t in strides_t)
 
 
-def _fits(sizes: tuple[int, ...], strides: tuple) -> bool:
+def _fits(sizes: tuple[int, ...], strides) -> bool:
+    """can_use_32bit_indexing: the element count and every operand's largest byte offset within INT32_MAX."""
     if math.prod(sizes) > INT32_MAX:
         return False
     return all(1 + sum((n - 1) * s for n, s in zip(sizes, op)) <= INT32_MAX for op in strides)
@@ -93,8 +94,7 @@ def index32_parts(tensors: list[TensorMeta]) -> int:
     if not shape:
         return 1
     strides = [s for s in (_aligned(t, shape) for t in tensors) if s is not None]
-    if math.prod(shape) <= INT32_MAX and all(1 + sum((n - 1) * s for n, s in zip(shape, op)) <= INT32_MAX
-                                               for op in strides):
+    if _fits(shape, strides):  # nearly every op: no coalescing needed to tell
         return 1
     return _parts(*_coalesced(shape, strides))
 

@@ -18,6 +18,7 @@ import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from kernelcast.costs.losses import REDUCTION_MEAN, REDUCTION_NONE
 from kernelcast.costs.rnn import GATES, LSTM
 from kernelcast.devices import GPU
 from kernelcast.records.memory import (ACTIVATION, BUFFER, CATEGORIES, STEP, TEMPORARY, WARMUP, WORKSPACE, Allocation,
@@ -234,7 +235,12 @@ def _full_loss_tmp(op: OpRecord) -> list[int]:
     """The elementwise loss a reduced mse / smooth-L1 / Huber loss computes into a tensor of its own before
     reducing it (Loss.cpp: TORCH_IMPL_FUNC(mse_loss_out) and (smooth_l1_loss_out) `Tensor loss;
     borrowing_binary_op(loss, input, target)`; huber_loss `at::empty_like(input)`), freed as the op returns."""
-    return [_loss_elements_bytes(op)] if int(op.args.get("reduction", 1)) != 0 else []
+    return [_loss_elements_bytes(op)] if _reduced(op) else []
+
+
+def _reduced(op: OpRecord) -> bool:
+    """A loss called with reduction 'mean' (the default) or 'sum', not 'none'."""
+    return int(op.args.get("reduction", REDUCTION_MEAN)) != REDUCTION_NONE
 
 
 def _loss_elements_bytes(op: OpRecord) -> int:
@@ -262,7 +268,7 @@ def with_loss_storages(trace: MemoryTrace, ops: tuple[OpRecord, ...]) -> MemoryT
     """The trace with each reduced FULL_STORAGE_LOSSES output's storage at the size the CUDA op leaves it."""
     sizes = {}
     for op in ops:
-        if op.name in FULL_STORAGE_LOSSES and int(op.args.get("reduction", 1)) != 0 and "host" not in op.tags:
+        if op.name in FULL_STORAGE_LOSSES and _reduced(op) and "host" not in op.tags:
             for out in op.tensors_out():
                 if out.storage and out.on_gpu:
                     sizes[(op.index, out.storage)] = max(_loss_elements_bytes(op), out.nbytes)
