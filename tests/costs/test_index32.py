@@ -65,3 +65,16 @@ def test_a_3d_pool_launches_once_per_65535_frames():
         F.max_pool3d(x, 2)
     assert _kernels(cap, "avg_pool3d") == [3, 1]
     assert _kernels(cap, "max_pool3d_with_indices") == [3]  # DilatedMaxPool3d.cu's same loop
+
+
+def test_a_3d_pool_backward_launches_over_its_gradient_frames():
+    # An H100 (validation/probes/size_rules/size_rules_run1.json, case avg_pool3d_backward):
+    # `F.avg_pool3d(x, 2).sum().backward()` over 64 x 64 x 34 x 16 x 16 fp32 ran avg_pool3d_cuda_update_grad_input
+    # twice (64 x 64 x 17 gradient frames: 69632 z-blocks), after a zero fill and a copy of the expanded gradient
+    # to contiguous (AveragePool3d.cu `gradOutput.contiguous()`). F.avg_pool3d(x, 2) passes stride (): the kernel
+    # size, not the stride-1 path over the input's 139264 frames.
+    with capture("h100-sxm") as cap:
+        with cap.paused():
+            x = torch.randn(64, 64, 34, 16, 16, device="cuda", requires_grad=True)
+        F.avg_pool3d(x, 2).sum().backward()
+    assert _kernels(cap, "avg_pool3d_backward") == [1 + 2 + 1]

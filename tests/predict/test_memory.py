@@ -1,6 +1,7 @@
 """Device memory (issue 12): the caching allocator's rules with hand-derived numbers, a small capture's peak
 against a hand count, --arg parsing, the fit search, the report's memory keys and trace counters."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -9,6 +10,7 @@ import pytest
 
 from helpers import contiguous, op, subprocess_env
 
+from kernelcast.devices import get_gpu
 from kernelcast.errors import KernelcastError, WorkloadError
 from kernelcast.whatif.fit import largest_fitting, parse_range
 from kernelcast.predict.allocator import (CachingAllocator, OutOfMemory, allocation_size, is_small, round_size,
@@ -114,14 +116,16 @@ def test_small_capture_peak_against_a_hand_count(mlp_capture):
     workspaces = 32 * MIB + 1 * MIB + 32 * MIB  # cuBLAS (main thread), cuBLASLt (addmm's bias epilogue), autograd's
     resident = workspaces + params + 2 * params + 1024 * 256 * 4  # + Adam's exp_avg, exp_avg_sq + the input x
     assert mem.resident_bytes == resident == 71_572_992
-    # At the second Linear's input gradient (threshold_backward): the ReLU output saved for backward, the hidden
-    # gradient and threshold_backward's output (3 x 1024 x 512 x 4 = 3 x 2 MiB), the second weight's gradient
-    # (512 x 128 x 4 = 256 KiB), and the loss, its seed gradient and the second bias's gradient (512 bytes each).
-    assert mem.peak_bytes - mem.resident_bytes == 3 * 2 * MIB + 256 * KIB + 3 * 512
-    assert mem.peak_op.op == "aten.threshold_backward.default" and mem.peak_op.phase == "backward"
+    # At the first Linear's bias gradient, a column sum of its 1024 x 512 output gradient (threshold_backward's
+    # output, 2 MiB) split across 16 blocks per output: its staging buffer, 4 x 512 x 16 x 32 x 4 = 4 MiB, and
+    # semaphores (one 512-byte block) (costs/reduce_config.py global_reduce_temporaries); every parameter's gradient
+    # (the bias's own output among them), and the loss and its seed gradient (512 bytes each).
+    assert mem.peak_bytes - mem.resident_bytes == 4 * MIB + 512 + 2 * MIB + params + 2 * 512
+    assert mem.peak_op.op == "aten.sum.dim_IntList" and mem.peak_op.phase == "backward"
     assert mem.by_category["parameters"] == params and mem.by_category["optimizer state"] == 2 * params
     assert mem.by_category["library workspaces"] == workspaces
-    assert mem.by_category["activations saved for backward"] >= 2 * MIB  # the ReLU output
+    assert mem.by_category["gradients"] == params
+    assert mem.by_category["temporaries"] == 4 * MIB + 512 + 2 * MIB  # the staging buffer and semaphores, the grad
     assert [(w.kind, w.thread) for w in mem.workspaces] == [("cuBLAS", "main"), ("cuBLASLt", "main"),
                                                            ("cuBLAS", "autograd")]
     assert mem.fit.fits and mem.fit.usable_bytes == int(141e9) - 512 * MIB
@@ -171,7 +175,45 @@ def test_softmax_backward_holds_grad_times_output():
     record = op("aten._softmax_backward_data.default",
                 {"grad_output": grad, "output": grad, "dim": -1, "input_dtype": "float32"}, [grad])
     # SoftMax.cu softmax_backward_cuda_out: tmp = grad * output, 8 x 1024 x 1024 x 4 bytes
-    assert internal_temporaries((record,)) == {0: [32 * MIB]}
+    assert internal_temporaries((record,), get_gpu("h200")) == {0: [32 * MIB]}
+
+
+def test_a_split_reduction_holds_its_staging_buffer():
+    from kernelcast.predict.memory import internal_temporaries
+
+    # an H100 (validation/probes/size_rules/size_rules_run1.json, case amax_cols_4gb): amax over dim 0 of
+    # (2^20 + 2^11) x 1024 fp32 rose the peak by 132 MiB + the 4 KiB output: per 32-bit part (four), 264 blocks
+    # per output x 32 threads x 4 outputs each x 1024 outputs x 4 bytes
+    x = contiguous(((1 << 20) + (1 << 11), 1024))
+    amax = op("aten.amax.default", {"self": x, "dim": [0], "keepdim": False}, [contiguous((1024,))],
+              tags=("reduction",))
+    # (and an int per grid column: 256 outputs of 4 / 32 a block = 8)
+    assert internal_temporaries((amax,), get_gpu("h100-sxm")) == {0: [132 * MIB, 4 * 8]}
+    # a row sum of the same tensor fills the GPU with its rows: no split, no buffer
+    rows = op("aten.sum.dim_IntList", {"self": x, "dim": [1]}, [contiguous(((1 << 20) + (1 << 11),))],
+              tags=("reduction",))
+    assert internal_temporaries((rows,), get_gpu("h100-sxm")) == {}
+
+
+def test_a_pool_backward_copies_an_expanded_gradient():
+    from kernelcast.costs import cost_of
+    from kernelcast.predict.memory import internal_temporaries
+    from kernelcast.records import TensorMeta
+
+    # the same H100 run, case max_pool3d_backward: `max_pool3d(x, 2).sum().backward()` over 128 x 64 x 32 x 8 x 8
+    # fp32; the sum's gradient is expanded (all strides 0), DilatedMaxPool3d.cu copies it to contiguous: one copy
+    # kernel more, 8 MiB held while the pool's kernels run (measured 11 work items, peak +32 MiB)
+    x = contiguous((128, 64, 32, 8, 8))
+    grad = TensorMeta((128, 64, 16, 4, 4), "float32", (0, 0, 0, 0, 0))
+    indices = contiguous((128, 64, 16, 4, 4), "int64")
+    backward = op("aten.max_pool3d_with_indices_backward.default",
+                  {"grad_output": grad, "self": x, "kernel_size": [2, 2, 2], "stride": [], "padding": [0, 0, 0],
+                   "dilation": [1, 1, 1], "ceil_mode": False, "indices": indices}, [contiguous(x.shape)])
+    assert internal_temporaries((backward,), get_gpu("h100-sxm")) == {0: [8 * MIB]}
+    assert cost_of(backward).kernels == 1 + 3 + 1  # the zero fill, three grid-z launches, the copy
+    given = dataclasses.replace(backward, args={**backward.args, "grad_output": contiguous(grad.shape)})
+    assert internal_temporaries((given,), get_gpu("h100-sxm")) == {}
+    assert cost_of(given).kernels == 4
 
 
 def test_a_reduced_loss_keeps_its_elementwise_storage():
@@ -194,11 +236,14 @@ def test_a_reduced_loss_keeps_its_elementwise_storage():
         memory = predict_memory(cap.capture, get_gpu("h200"))
         growth[name] = memory.peak_bytes - memory.resident_bytes
         del out
-    assert growth["smooth_l1"] == 4 * MIB  # measured 4 MiB + 1 KiB: -0.02%
-    assert growth["mse"] == 4 * MIB  # the same structured op (Loss.cpp TORCH_META_FUNC(mse_loss))
-    assert growth["huber"] == 2 * MIB + 512  # its temporary, and the 0-d result in a 512-byte block of its own
+    # the mean's staging buffer and semaphores: a 512-byte block each (costs/reduce_config.py)
+    reduce_all = 2 * 512
+    assert growth["smooth_l1"] == 4 * MIB + reduce_all  # as measured: 4 MiB + 1 KiB
+    assert growth["mse"] == 4 * MIB + reduce_all  # the same structured op (Loss.cpp TORCH_META_FUNC(mse_loss))
+    # its temporary, and the 0-d result in a 512-byte block of its own
+    assert growth["huber"] == 2 * MIB + 512 + reduce_all
     # composite (Loss.cpp l1_loss: (input - target).abs(), then the mean): ops the capture sees, each its own
-    assert growth["l1"] == 4 * MIB + 512
+    assert growth["l1"] == 4 * MIB + 512 + reduce_all
 
 
 # -- the report ----------------------------------------------------------------------------------------------
@@ -213,7 +258,7 @@ def test_json_keys_and_trace_counter(mlp_capture):
             "fits"}
     assert keys <= set(data)
     assert data["fits"]["fits"] is True and data["fits"]["cuda_context_bytes"] == 512 * MIB
-    assert data["peak_op"]["op"] == "aten.threshold_backward.default"
+    assert data["peak_op"]["op"] == "aten.sum.dim_IntList"  # the first bias gradient, with its staging buffer
     counters = [e for e in chrome_trace(pred)["traceEvents"] if e["ph"] == "C"]
     assert counters and max(e["args"]["allocated"] for e in counters) == pytest.approx(
         data["peak_memory_bytes"] / MIB, abs=1e-3)

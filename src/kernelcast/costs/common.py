@@ -244,6 +244,21 @@ def contiguous_copy(t: TensorMeta) -> Cost:
                 key=width_key(t))
 
 
+def channels_last_format(t: TensorMeta) -> bool:
+    """Whether `t.suggest_memory_format()` is channels_last / channels_last_3d: a dense 4-D or 5-D tensor with
+    its channels innermost."""
+    return len(t.shape) in (4, 5) and t.shape[1] > 1 and t.stride[1] == 1 and dense(t)
+
+
+def contiguous_in(t: TensorMeta, channels_last_order: bool) -> bool:
+    """Whether `t.contiguous(memory_format)` returns t itself: dense in row-major order, or (channels_last_order)
+    in channels-last order, channels innermost, then the spatial dims from the last, then the batch."""
+    if not channels_last_order or len(t.shape) not in (4, 5):
+        return row_major(t)
+    order = (1, *reversed(range(2, len(t.shape))), 0)
+    return dense(t) and _stride_order(t) == tuple(d for d in order if t.shape[d] > 1)
+
+
 def strided(*tensors) -> list[TensorMeta]:
     """The GPU tensors among these (None and other values skipped) that `.contiguous()` / `expect_contiguous()`
     copy: the ones not row-major."""

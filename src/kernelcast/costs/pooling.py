@@ -19,7 +19,8 @@ import math
 
 from kernelcast.records import OpRecord, TensorMeta
 
-from .common import bytes_written, channels_last_kind, memory_op, row_major
+from .common import (bytes_written, channels_last_format, channels_last_kind, contiguous_copy, contiguous_in,
+                     memory_op, row_major)
 from .registry import Cost, CostContext, register
 
 POOL_FLOPS_PER_ELEMENT = 1.0  # nominal: a compare or add per window element read (bytes set the roof)
@@ -115,21 +116,59 @@ def grid_z_launches(op: OpRecord) -> int:
 
 
 def _unit_stride_unpadded(op: OpRecord) -> bool:
-    def ints(name: str, default: int) -> list:
+    """Stride 1 on every dim and no padding; an empty stride is the kernel size (F.avg_pool3d(x, 2) passes ())."""
+    def ints(name: str) -> list:
         v = op.args.get(name)
-        return [default] if v is None or v == [] else (list(v) if isinstance(v, (list, tuple)) else [v])
-    return all(s == 1 for s in ints("stride", 0)) and all(p == 0 for p in ints("padding", 0))
+        return list(v) if isinstance(v, (list, tuple)) else ([] if v is None else [v])
+    stride = ints("stride") or ints("kernel_size")
+    return bool(stride) and all(s == 1 for s in stride) and all(p == 0 for p in ints("padding"))
+
+
+# Operands a pool's CUDA code makes contiguous before its kernel runs, in the input's suggested memory format
+# (DilatedMaxPool2d.cu, AveragePool2d.cu: `input_.contiguous(memory_format)`, `gradOutput_.contiguous(memory_format)`,
+# max_pool3d likewise) or row-major (AveragePool3d.cu `input.contiguous()`, `gradOutput.contiguous()`,
+# AdaptiveAveragePooling3d.cu / AdaptiveMaxPooling3d.cu `gradOutput_.contiguous()`). Where one is not (the expanded
+# gradient of `out.sum()`, a strided slice), a copy kernel runs and its result is held while the pool runs.
+# Measured on an H100 (validation/probes/size_rules/size_rules_run1.json, `python3 scripts/eval/size_rules_check.py`):
+# avg_pool3d's and max_pool3d's backward under `y.sum().backward()` ran one copy kernel each and took 17 MiB and 8
+# MiB (the gradient's size) more than their outputs.
+LAYOUT_OPERANDS = {"max_pool2d_with_indices": ("self",), "avg_pool2d": ("self",),
+                   "max_pool2d_with_indices_backward": ("grad_output", "self", "indices"),
+                   "avg_pool2d_backward": ("grad_output",), "max_pool3d_with_indices": ("self",),
+                   "max_pool3d_with_indices_backward": ("grad_output", "indices"), "avg_pool3d": ("self",),
+                   "avg_pool3d_backward": ("grad_output",), "_adaptive_avg_pool3d_backward": ("grad_output",),
+                   "adaptive_max_pool3d_backward": ("grad_output",)}
+ROW_MAJOR_POOLS = frozenset({"avg_pool3d", "avg_pool3d_backward", "_adaptive_avg_pool3d_backward",
+                             "adaptive_max_pool3d_backward"})
+
+
+def layout_copied(op: OpRecord) -> list[TensorMeta]:
+    """The operands of a pool (LAYOUT_OPERANDS) its CUDA code copies to contiguous: those not already laid out so."""
+    x = op.args.get("self")
+    if not isinstance(x, TensorMeta):
+        return []
+    channels_last_order = op.name not in ROW_MAJOR_POOLS and channels_last_format(x)
+    tensors = (op.args.get(name) for name in LAYOUT_OPERANDS.get(op.name, ()))
+    return [t for t in tensors if isinstance(t, TensorMeta) and t.on_gpu and t.numel > 1
+            and not contiguous_in(t, channels_last_order)]
+
+
+def with_layout_copies(op: OpRecord, cost: Cost) -> Cost:
+    """The cost with the copy kernels of layout_copied(op) added."""
+    return cost.with_parts(*(contiguous_copy(t) for t in layout_copied(op)))
 
 
 def _one_kernel(op: OpRecord, ctx: CostContext) -> Cost:
-    return with_window_key(op, memory_op(op, POOL_FLOPS_PER_ELEMENT, kernels=grid_z_launches(op), kind="pool"))
+    base = memory_op(op, POOL_FLOPS_PER_ELEMENT, kernels=grid_z_launches(op), kind="pool")
+    return with_layout_copies(op, with_window_key(op, base))
 
 
 def _zero_then_scatter(op: OpRecord, ctx: CostContext) -> Cost:
     """A zero fill of the output, then the scatter kernel (once per grid-z chunk of a 3-D pool): the output is
     written twice."""
     base = memory_op(op, POOL_FLOPS_PER_ELEMENT, kernels=ZERO_FILL_KERNELS + grid_z_launches(op), kind="pool")
-    return with_window_key(op, dataclasses.replace(base, bytes_written=2 * base.bytes_written))
+    written_twice = dataclasses.replace(base, bytes_written=2 * base.bytes_written)
+    return with_layout_copies(op, with_window_key(op, written_twice))
 
 
 register("aten.max_pool3d_with_indices", "aten.avg_pool3d", "aten._adaptive_avg_pool3d", "aten.adaptive_max_pool2d",
@@ -182,12 +221,12 @@ def pooling_kind(op: OpRecord, backward: bool = False) -> str:
 
 @register("aten.max_pool2d_with_indices", "aten.avg_pool2d", "aten._adaptive_avg_pool2d")
 def pooling(op: OpRecord, ctx: CostContext) -> Cost:
-    return with_window_key(op, memory_op(op, kind=pooling_kind(op)))
+    return with_layout_copies(op, with_window_key(op, memory_op(op, kind=pooling_kind(op))))
 
 
 @register("aten.avg_pool2d_backward", "aten._adaptive_avg_pool2d_backward")
 def pooling_backward(op: OpRecord, ctx: CostContext) -> Cost:
-    return with_window_key(op, memory_op(op, kind=pooling_kind(op, backward=True)))
+    return with_layout_copies(op, with_window_key(op, memory_op(op, kind=pooling_kind(op, backward=True))))
 
 
 @register("aten.max_pool2d_with_indices_backward")
@@ -197,4 +236,4 @@ def max_pool2d_backward(op: OpRecord, ctx: CostContext) -> Cost:
     the forward input, which neither kernel reads; it has the size of the zero-fill's write, so the total
     stands."""
     base = memory_op(op, kind=pooling_kind(op, backward=True))
-    return with_window_key(op, dataclasses.replace(base, kernels=MAX_POOL_BACKWARD_KERNELS))
+    return with_layout_copies(op, with_window_key(op, dataclasses.replace(base, kernels=MAX_POOL_BACKWARD_KERNELS)))

@@ -26,8 +26,34 @@ def _floor_pow2(n: int) -> int:
 
 def is_global_reduce(num_outputs: int, inputs_per_output: int, reduce_fastest: bool, sm_count: int,
                      max_threads_per_sm: int) -> bool:
+    return _split(num_outputs, inputs_per_output, reduce_fastest, sm_count, max_threads_per_sm)[0] > 1
+
+
+SEMAPHORE_BYTES = 4  # one int per block column of the grid
+
+
+def global_reduce_temporaries(num_outputs: int, inputs_per_output: int, reduce_fastest: bool, sm_count: int,
+                              max_threads_per_sm: int, accumulator_bytes: int) -> tuple[int, ...]:
+    """Bytes of the staging buffer and the semaphores a global reduce takes from the caching allocator, held while
+    the kernel runs; () where the reduction is not split. The buffer holds the blocks' partial results
+    (ReduceConfig::global_memory_size in Reduce.cuh: accumulator size x outputs x blocks per output, x block.x x
+    the output vector where the block's x threads each hold their own outputs, i.e. the reduced dim is not the
+    contiguous one); the semaphores an int per grid column (semaphore_size). Measured on an H100
+    (validation/probes/size_rules/size_rules_run1.json): amax over dim 0 of a 4 GiB fp32 (R, 1024) tensor took
+    132 MiB, 4 x 1024 x 264 blocks x 32 x 4."""
+    ctas, width, out_vec, grid = _split(num_outputs, inputs_per_output, reduce_fastest, sm_count, max_threads_per_sm)
+    if ctas <= 1:
+        return ()
+    return (accumulator_bytes * num_outputs * ctas * (1 if reduce_fastest else width * out_vec),
+            SEMAPHORE_BYTES * grid)
+
+
+def _split(num_outputs: int, inputs_per_output: int, reduce_fastest: bool, sm_count: int,
+           max_threads_per_sm: int) -> tuple[int, int, int]:
+    """(blocks per output, block width, output vector, grid columns) as setReduceConfig chooses them (1 block per
+    output where the reduction is not split)."""
     if num_outputs < 1 or inputs_per_output <= 1:
-        return False
+        return 1, 1, 1, 1
     dim0, dim1 = (inputs_per_output, num_outputs) if reduce_fastest else (num_outputs, inputs_per_output)
     out_vec = 1
     if reduce_fastest and dim0 >= VECTORIZE_MIN_DIM:
@@ -55,10 +81,10 @@ def is_global_reduce(num_outputs: int, inputs_per_output: int, reduce_fastest: b
     grid = math.ceil(max(1, num_outputs // out_vec) / step_out)
     values_per_thread = math.ceil(inputs_per_output / step_in)
     if not (split_across_warps and values_per_thread >= MAX_VALUES_PER_THREAD and grid <= target_grid):
-        return False
+        return 1, width, out_vec, grid
     ctas = max(min(math.ceil(target_grid / grid), math.ceil(values_per_thread / MIN_VALUES_PER_THREAD)),
                math.ceil(values_per_thread / MAX_VALUES_PER_THREAD))
-    return ctas > 1
+    return ctas, width, out_vec, grid
 
 
 def reduced_dims(ndim: int, dim) -> set[int]:

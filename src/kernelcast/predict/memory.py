@@ -15,10 +15,15 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import itertools
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from kernelcast.costs.losses import REDUCTION_MEAN, REDUCTION_NONE
+from kernelcast.costs.pooling import LAYOUT_OPERANDS, layout_copied
+from kernelcast.costs.reduce_config import global_reduce_temporaries, reduced_dims, reduces_fastest_dim
+from kernelcast.costs.registry import DEFAULT_CONTEXT
+from kernelcast.costs.tensor_iterator import index32_parts
 from kernelcast.costs.rnn import GATES, LSTM
 from kernelcast.devices import GPU
 from kernelcast.records.memory import (ACTIVATION, BUFFER, CATEGORIES, STEP, TEMPORARY, WARMUP, WORKSPACE, Allocation,
@@ -279,13 +284,78 @@ def with_loss_storages(trace: MemoryTrace, ops: tuple[OpRecord, ...]) -> MemoryT
     return dataclasses.replace(trace, allocations=allocations)
 
 
+def _layout_copies_tmp(op: OpRecord) -> list[int]:
+    """The contiguous copies a pool makes of its operands that are not laid out as it reads them (costs/pooling.py
+    LAYOUT_OPERANDS), held while its kernel runs."""
+    return [t.numel * t.itemsize for t in layout_copied(op)]
+
+
+# The accumulator a reduce kernel carries per output (Reduce.cuh's arg_t): a (value, int64 index) pair for the
+# reductions that keep an index (SharedReduceOps.h MaxOps / ArgMaxOps), WelfordData<float, int32> for variance
+# and standard deviation (ReduceMomentKernel.cu), else the input's type, at least float (half and bfloat16 sum
+# in float).
+INDEX_ACCUMULATOR_BYTES = 16
+WELFORD_ACCUMULATOR_BYTES = 16
+INDEX_REDUCTIONS = frozenset({"max", "min", "argmax", "argmin"})
+WELFORD_REDUCTIONS = frozenset({"var", "std", "var_mean", "std_mean"})
+FLOAT_BYTES = 4
+
+
+def _reduce_staging_tmp(op: OpRecord, gpu: GPU) -> list[int]:
+    """The staging buffer and semaphores of a reduction whose outputs are split across thread blocks
+    (costs/reduce_config.py global_reduce_temporaries), for one 32-bit part of it where the op is split
+    (costs/tensor_iterator.py: the parts halve its largest dim, reduced or kept)."""
+    ins, outs = op.tensors_in(), op.tensors_out()
+    if not ins or not outs or not ins[0].numel or not ins[0].on_gpu:
+        return []
+    x, num_outputs = ins[0], max(outs[0].numel, 1)
+    dims = reduced_dims(len(x.shape), op.args.get("dim"))
+    inputs_per_output = x.numel // num_outputs
+    parts = index32_parts([x, *outs])
+    if parts > 1 and x.shape:
+        largest = max(range(len(x.shape)), key=lambda d: x.shape[d])
+        if largest in dims:
+            inputs_per_output = max(inputs_per_output // parts, 1)
+        else:
+            num_outputs = max(num_outputs // parts, 1)
+    accumulator = (INDEX_ACCUMULATOR_BYTES if op.name in INDEX_REDUCTIONS and outs[-1].dtype == "int64" else
+                   WELFORD_ACCUMULATOR_BYTES if op.name in WELFORD_REDUCTIONS else max(FLOAT_BYTES, x.itemsize))
+    return list(global_reduce_temporaries(num_outputs, inputs_per_output, reduces_fastest_dim(x.shape, x.stride, dims),
+                                          gpu.sm_count, DEFAULT_CONTEXT.max_threads_per_sm, accumulator))
+
+
+# Losses whose CUDA op reduces its elementwise values itself, with `.mean()` / `.sum()` over every element
+# (Loss.cpp apply_loss_reduction; cuda/Loss.cu binary_cross_entropy_out_cuda; soft_margin_loss_out): that
+# reduction's staging buffer and semaphores are the op's temporaries too. Measured on the H200 (KernelBench L1 #96,
+# smooth_l1_loss over 128 x 4096 fp32): the peak rose by 4 MiB + 1 KiB, the elementwise storage and temporary and
+# two 512-byte blocks.
+INTERNALLY_REDUCED_LOSSES = frozenset({"mse_loss", "smooth_l1_loss", "huber_loss", "soft_margin_loss",
+                                       "binary_cross_entropy"})
+# ... of which binary_cross_entropy_out_cuda reduces into a tensor of its own, `loss_reduced = at::mean(loss)` /
+# `at::sum(loss)`, then copies it into the output: a 0-d temporary (one 512-byte block; on an H100 the call's
+# peak was that block above mse's, validation/probes/size_rules/size_rules_run1.json).
+REDUCED_INTO_OWN_TENSOR = frozenset({"binary_cross_entropy"})
+
+
+def _loss_reduce_tmp(op: OpRecord, gpu: GPU) -> list[int]:
+    """The staging buffer and semaphores of a reduced loss's reduction over all its elements."""
+    x = op.args.get("self", op.args.get("input"))
+    if not isinstance(x, TensorMeta) or not x.itemsize:
+        return []
+    numel = _loss_elements_bytes(op) // x.itemsize
+    own = [x.itemsize] if op.name in REDUCED_INTO_OWN_TENSOR else []
+    return own + list(global_reduce_temporaries(1, numel, True, gpu.sm_count, DEFAULT_CONTEXT.max_threads_per_sm,
+                                                max(FLOAT_BYTES, x.itemsize)))
+
+
 # Temporaries an op's CUDA implementation takes from the caching allocator and frees before it returns: not
 # outputs, so the capture does not see them. Op name -> bytes of each, from the op's record. Held after the op's
 # own outputs are allocated (structured kernels allocate outputs first), freed as it returns.
 INTERNAL_TEMPORARIES = {"_softmax_backward_data": _softmax_backward_tmp, "_cudnn_rnn": _cudnn_rnn_workspace,
                         "_cudnn_rnn_backward": _cudnn_rnn_workspace, "mse_loss": _full_loss_tmp,
                         "smooth_l1_loss": _full_loss_tmp, "huber_loss": _full_loss_tmp,
-                        **{name: conv_workspace for name in (*CONV_FORWARD_OPS, *CONV_BACKWARD_OPS)}}
+                        **{name: conv_workspace for name in (*CONV_FORWARD_OPS, *CONV_BACKWARD_OPS)},
+                        **{name: _layout_copies_tmp for name in LAYOUT_OPERANDS}}
 # Library workspaces taken per call whose size the library chooses at run time and the capture cannot know:
 # not in the prediction; a note says so where the step has such ops.
 UNMODELLED_WORKSPACES = {
@@ -305,15 +375,21 @@ CONV_NO_WORKSPACE_NOTE = ("cuDNN convolution workspaces: none in the peak, since
                           "engines that take workspace.")
 
 
-def internal_temporaries(ops: tuple[OpRecord, ...]) -> dict[int, list[int]]:
-    """Op index -> bytes of each temporary its CUDA implementation holds while it runs."""
+def internal_temporaries(ops: tuple[OpRecord, ...], gpu: GPU) -> dict[int, list[int]]:
+    """Op index -> bytes of each temporary its CUDA implementation holds while it runs on `gpu`."""
     out = {}
     for op in ops:
+        if "host" in op.tags or op.decomposed:
+            continue
         rule = INTERNAL_TEMPORARIES.get(op.name)
-        if rule is not None and "host" not in op.tags:
-            sizes = [n for n in rule(op) if n > 0]
-            if sizes:
-                out[op.index] = sizes
+        sizes = list(rule(op)) if rule is not None else []
+        if rule is None and "reduction" in op.tags:
+            sizes = _reduce_staging_tmp(op, gpu)
+        if op.name in INTERNALLY_REDUCED_LOSSES and _reduced(op):
+            sizes += _loss_reduce_tmp(op, gpu)
+        sizes = [n for n in sizes if n > 0]
+        if sizes:
+            out[op.index] = sizes
     return out
 
 
@@ -448,13 +524,15 @@ def _replay(step: _Step, allocator: CachingAllocator, stop_at: int | None = None
 
 
 def _compact_timeline(points: list) -> tuple[tuple[int, int, int], ...]:
-    """The last (allocated, reserved) of each op position, where it changed."""
+    """Per op position, where it changed: the op's high-water mark while it ran, where that passed what it left
+    (temporaries and workspaces it frees before it returns), then the (allocated, reserved) it left."""
     out: list[tuple[int, int, int]] = []
-    for position, allocated, reserved in points:
-        if out and out[-1][0] == position:
-            out[-1] = (position, allocated, reserved)
-        elif not out or out[-1][1:] != (allocated, reserved):
-            out.append((position, allocated, reserved))
+    for position, group in itertools.groupby(points, key=lambda p: p[0]):
+        group = list(group)
+        high, end = max(group, key=lambda p: p[1]), group[-1]
+        for point in ((high, end) if high[1] > end[1] else (end,)):
+            if not out or out[-1][1:] != point[1:]:
+                out.append(tuple(point))
     return tuple(out)
 
 
@@ -564,7 +642,7 @@ def run_in_process(capture: Capture, gpu: GPU, process: Process, stream_key) -> 
     workspaces = cublas_workspaces(ops, gpu, capture.build_ops)
     keys = [(w.kind, w.thread, stream_key(w.stream)) for w in workspaces]
     kept = frozenset(i for i, key in enumerate(keys) if key in process.workspaces)
-    step = _Step(with_loss_storages(trace, ops), ops, workspaces, internal_temporaries(ops), kept)
+    step = _Step(with_loss_storages(trace, ops), ops, workspaces, internal_temporaries(ops, gpu), kept)
     state, live = _replay(step, process.allocator)
     reserved = process.allocator.reserved
     for key, block in live.items():
@@ -586,7 +664,7 @@ def predict_memory(capture: Capture, gpu: GPU, expandable_segments: bool = False
         return None
     ops = capture.ops
     step = _Step(with_loss_storages(trace, ops), ops, cublas_workspaces(ops, gpu, capture.build_ops),
-                 internal_temporaries(ops))
+                 internal_temporaries(ops, gpu))
     state, _ = _replay(step, CachingAllocator(expandable_segments=expandable_segments))
     # again, up to the peak (-1: the step never rose above what it started with), for what is live there
     _, peak_live = _replay(step, CachingAllocator(expandable_segments=expandable_segments), stop_at=state.peak_event)
@@ -649,7 +727,8 @@ def memory_json(pred) -> dict:
 
 
 def memory_timeline_rows(pred) -> list[dict] | None:
-    """memory_allocated() and memory_reserved() after each op the host issues: [{op_index, allocated_bytes,
+    """memory_allocated() and memory_reserved() after each op the host issues, an op that frees temporaries before
+    it returns first at its high-water mark (two rows of one op_index): [{op_index, allocated_bytes,
     reserved_bytes}] (report/memory.py draws it; report/memory_text.py makes the trace's counter track)."""
     mem = pred.memory
     if mem is None or not mem.timeline:

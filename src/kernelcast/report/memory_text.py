@@ -108,11 +108,14 @@ def memory_counter_events(rec: PredictionRecord) -> list[dict]:
                "args": {"name": "device memory (predicted)"}},
               {"ph": "C", "pid": TRACE_MEMORY_PID, "name": "memory (MiB)", "ts": 0.0,
                "args": {"allocated": round(mem["resident_memory_bytes"] / MIB, 3)}}]
-    for row in rows:
+    for i, row in enumerate(rows):
         index = row["op_index"]
         if 0 <= index < len(rec.spans):
+            # an op's high-water mark (its temporaries) at its start, what it leaves at its end
+            ends_op = i > 0 and rows[i - 1]["op_index"] == index
+            span = rec.spans[index]
             events.append({"ph": "C", "pid": TRACE_MEMORY_PID, "name": "memory (MiB)",
-                           "ts": rec.spans[index].cpu_start_us,
+                           "ts": span.cpu_end_us if ends_op else span.cpu_start_us,
                            "args": {"allocated": round(row["allocated_bytes"] / MIB, 3),
                                     "reserved": round(row["reserved_bytes"] / MIB, 3)}})
     return events
