@@ -286,3 +286,17 @@ def test_a_spectral_layers_complex_einsum_and_ffts():
     assert sorted(kernels["aten.bmm.default"]) == [2, 2, 3]
     assert kernels["aten._fft_c2r.default"] == [4]
     assert kernels["aten._fft_c2c.default"] == [1]
+
+
+def test_normal_with_a_tensor_std_checks_it_on_the_host_twice():
+    # DistributionTemplates.h normal_impl and normal_out_impl: CHECK_NORMAL_TENSOR_STD, `std.min().ge(0).item()`
+    # in each. An H100 (torch 2.11, validation/probes/opinfo_items/opinfo_items_run1.json.gz, OpInfo normal) ran 9
+    # work items per call, two of them copies to the host: min, compare, copy, twice, then the sampling kernels.
+    with capture("h100-sxm") as cap:
+        with cap.paused():
+            mean, std = torch.randn(20, device="cuda"), torch.rand(20, device="cuda")
+        torch.normal(mean, std)
+        torch.normal(mean, 1.0)  # a float std is checked on the host alone: no sync; normal_, then add_(mean)
+    assert [op.sync for op in cap.capture.ops if op.sync] == ["normal std check"] * 2
+    assert sum(cost_of(op).kernels for op in cap.capture.ops if op.parent < 0 and not op.op.startswith("host.")) \
+        == 9 + 2

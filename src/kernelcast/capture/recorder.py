@@ -101,6 +101,15 @@ def _arg(args: tuple, kwargs: dict, index: int, name: str, default=None):
 # nanmedian over the whole tensor counts its NaNs (`sorted.isnan().sum().item()`, cuda/Sorting.cpp, median_impl);
 # multinomial without replacement or for one sample checks its input (`.item()` twice, Distributions.cpp);
 # linalg_matrix_exp copies the matrices' norms to the host to pick the Taylor degree (LinearAlgebra.cpp, mexp).
+# torch.normal with a tensor std checks `std.min().ge(0).item<bool>()` on the host before it samples, once in
+# normal_impl and again in normal_out_impl (aten/src/ATen/native/DistributionTemplates.h CHECK_NORMAL_TENSOR_STD):
+# a min, a compare and a copy to the host each, two sync points, then `ret.normal_(0, 1)`, `mul_(std)`,
+# `add_(mean)` (costs/elementwise.py prices those three as the op's). torch.distributions.Normal.sample() calls
+# it. Measured on an H100 (torch 2.11, validation/probes/opinfo_items/opinfo_items_run1.json.gz, OpInfo normal):
+# 9 work items, two of them copies to the host, for one call. Overload -> where std is among the arguments.
+NORMAL_TENSOR_STD = {aten.normal.Tensor_Tensor: 1, aten.normal.float_Tensor: 1}
+NORMAL_STD_CHECKS = 2
+
 HOST_READS = {
     aten.nanmedian.default: ("nanmedian count", lambda args, kwargs: args[0].numel() > 0),
     aten.multinomial.default: ("multinomial check", lambda args, kwargs: (
@@ -307,6 +316,7 @@ class Recorder(TorchDispatchMode):
             aten._grouped_mm.default: self._grouped_mm,
             **{op: self._linalg_info for op in LINALG_CHECK_ERRORS_ARG | LINALG_ALWAYS_CHECKED},
             **{op: self._host_read for op in HOST_READS},
+            **{op: self._normal_tensor_std for op in NORMAL_TENSOR_STD},
         }
         self._pinned = WeakIdKeyDictionary()  # host tensors in pinned memory (FakeTensorMode has no such notion)
         self._pending_tags: tuple[str, ...] = ()  # set by a handler for the op it handles
@@ -851,6 +861,24 @@ class Recorder(TorchDispatchMode):
         out = func(*args, **kwargs)
         kind, reads = HOST_READS[func]
         return out, (kind if device_type(args[0]) == "cuda" and reads(args, kwargs) else None)
+
+    def _normal_tensor_std(self, func, args, kwargs):
+        """torch.normal with a CUDA tensor std (NORMAL_TENSOR_STD): its std checks recorded before it, each a
+        min, a compare and a sync point; the op itself as one (its sampling kernels). The second check runs
+        after the output is allocated on the GPU; recorded before it, the peak can read up to two 512-byte
+        blocks low."""
+        index = NORMAL_TENSOR_STD[func]
+        std = args[index] if len(args) > index else kwargs["std"]
+        if self.recording and device_type(std) == "cuda" and std.numel() > 0:
+            self._note(f"torch.normal with a tensor std at {current_source() or 'set-up'}: CUDA checks std >= 0 "
+                       f"on the host {NORMAL_STD_CHECKS} times per call (a sync point each; "
+                       "torch.randn_like(std) * std + mean samples without them)")
+            with self:  # the checks' ops come back through this recorder
+                for _ in range(NORMAL_STD_CHECKS):
+                    passes = std.min().ge(0)
+                    self._record(aten._local_scalar_dense.default, (passes,), {}, True, "normal std check")
+                    del passes
+        return func(*args, **kwargs), None
 
     def _histc(self, func, args, kwargs):
         """torch.histc with min == max (the default 0, 0) reads the input's min and max back to the host
