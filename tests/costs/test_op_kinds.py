@@ -300,3 +300,16 @@ def test_normal_with_a_tensor_std_checks_it_on_the_host_twice():
     assert [op.sync for op in cap.capture.ops if op.sync] == ["normal std check"] * 2
     assert sum(cost_of(op).kernels for op in cap.capture.ops if op.parent < 0 and not op.op.startswith("host.")) \
         == 9 + 2
+
+
+def test_masked_scatter_runs_a_prefix_sum_and_a_check():
+    # IndexKernel.cu masked_scatter_cuda_impl: cub's scan (init, scan), masked_scatter_size_check, the scatter. An
+    # H100 (torch 2.11, validation/probes/opinfo_items/opinfo_items_run1.json.gz): x.masked_scatter(mask, source)
+    # ran 5 work items (clone's copy, then those four); masked_select's backward scatters into its zeros in place
+    # (capture/cuda_inplace.py), 12 items for the OpInfo's first sample.
+    with capture("h100-sxm") as cap:
+        with cap.paused():
+            x, source = torch.randn(20, device="cuda"), torch.randn(20, device="cuda")
+            mask = torch.rand(20, device="cuda") > 0.5
+        x.masked_scatter(mask, source)
+    assert sum(cost_of(op).kernels for op in cap.capture.ops) == 5

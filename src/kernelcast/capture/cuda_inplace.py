@@ -10,7 +10,8 @@ Under the capture's modes, then:
 - backward formulas in torch/csrc/autograd/FunctionsManual.cpp take their subclass branch: index_backward
   calls zeros.index_put(...) instead of at::_index_put_impl_(zeros, ..., accumulate=true, unsafe=true),
   value_selecting_reduction_backward (topk, max/min/kthvalue/mode/median/sort along a dim) zeros.scatter(...)
-  instead of scatter_, gather_backward zeros.scatter_add(...) instead of scatter_add_.
+  instead of scatter_, gather_backward zeros.scatter_add(...) instead of scatter_add_, masked_select's backward
+  (masked_scatter_backward) zeros.masked_scatter(...) instead of masked_scatter_.
 The functional variants clone their input first (a kernel, and memory, a GPU run does not spend), so the
 capture runs and records the in-place op CUDA runs instead. The formulas' own zero tensors are recognised as
 ones made by the same autograd node (a Python-defined Function is left as written: its code is what runs).
@@ -46,6 +47,7 @@ SUBCLASS_BRANCHES: dict[Any, Callable[[tuple, dict], tuple[Any, tuple, dict] | N
     aten.index_put.default: _index_put_impl,
     aten.scatter.src: _same_args(aten.scatter_.src),
     aten.scatter_add.default: _same_args(aten.scatter_add_.default),
+    aten.masked_scatter.default: _same_args(aten.masked_scatter_.default),
 }
 
 

@@ -298,6 +298,27 @@ register("aten.clone", "aten.flip", "aten.repeat", "aten.masked_scatter", "aten.
          "aten.expand_copy")(_memory)
 
 
+# masked_scatter_ on CUDA (aten/src/ATen/native/cuda/IndexKernel.cu masked_scatter_cuda_impl): an exclusive prefix
+# sum of the mask into an int64 tensor (cub: an init and a scan kernel), a kernel checking the source holds enough
+# elements (masked_scatter_size_check), then the scatter: four work items. The functional masked_scatter clones
+# self first (recorded as its own op). Measured on an H100 (torch 2.11, validation/probes/opinfo_items/
+# opinfo_items_run1.json.gz, OpInfo masked_scatter and masked_select's backward): scan init, scan, size check,
+# scatter. The prefix sum is a temporary (predict/memory.py).
+MASKED_SCATTER_ITEMS = 4
+PREFIX_SUM_BYTES = 8  # int64 per mask element
+
+
+@register("aten.masked_scatter_")
+def masked_scatter_(op: OpRecord, ctx: CostContext) -> Cost:
+    self_t, mask = op.args.get("self"), op.args.get("mask")
+    base = memory_op(op, kernels=MASKED_SCATTER_ITEMS)
+    if not isinstance(self_t, TensorMeta) or not isinstance(mask, TensorMeta):
+        return base
+    scan = float(self_t.numel * PREFIX_SUM_BYTES)  # written by the scan, read by the scatter
+    return dataclasses.replace(base, bytes_read=base.bytes_read + scan + self_t.numel * mask.itemsize,
+                               bytes_written=base.bytes_written + scan)
+
+
 # split_with_sizes_copy on CUDA (aten/src/ATen/native/cuda/TensorShape.cu, split_with_sizes_copy_out_cuda): when
 # the input and every output are non-overlapping and dense and of one dtype, a fast path packs the pointer and
 # size tables on the host, copies them to the device (one non-blocking H2D memcpy, detail::pack_vecs) and runs

@@ -19,6 +19,7 @@ import itertools
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from kernelcast.costs.elementwise import PREFIX_SUM_BYTES
 from kernelcast.costs.losses import REDUCTION_MEAN, REDUCTION_NONE
 from kernelcast.costs.pooling import LAYOUT_OPERANDS, layout_copied
 from kernelcast.costs.reduce_config import global_reduce_temporaries, reduced_dims, reduces_fastest_dim
@@ -284,6 +285,12 @@ def with_loss_storages(trace: MemoryTrace, ops: tuple[OpRecord, ...]) -> MemoryT
     return dataclasses.replace(trace, allocations=allocations)
 
 
+def _masked_scatter_tmp(op: OpRecord) -> list[int]:
+    """masked_scatter_'s int64 prefix sum of the mask (costs/elementwise.py masked_scatter_), freed as it returns."""
+    self_t = op.args.get("self")
+    return [self_t.numel * PREFIX_SUM_BYTES] if isinstance(self_t, TensorMeta) else []
+
+
 def _layout_copies_tmp(op: OpRecord) -> list[int]:
     """The contiguous copies a pool makes of its operands that are not laid out as it reads them (costs/pooling.py
     LAYOUT_OPERANDS), held while its kernel runs."""
@@ -355,6 +362,7 @@ INTERNAL_TEMPORARIES = {"_softmax_backward_data": _softmax_backward_tmp, "_cudnn
                         "_cudnn_rnn_backward": _cudnn_rnn_workspace, "mse_loss": _full_loss_tmp,
                         "smooth_l1_loss": _full_loss_tmp, "huber_loss": _full_loss_tmp,
                         **{name: conv_workspace for name in (*CONV_FORWARD_OPS, *CONV_BACKWARD_OPS)},
+                        "masked_scatter_": _masked_scatter_tmp,
                         **{name: _layout_copies_tmp for name in LAYOUT_OPERANDS}}
 # Library workspaces taken per call whose size the library chooses at run time and the capture cannot know:
 # not in the prediction; a note says so where the step has such ops.
