@@ -39,8 +39,6 @@ import string
 import sys
 import time
 import traceback
-import types
-import unittest
 import warnings
 from pathlib import Path
 
@@ -56,25 +54,14 @@ from kernelcast.costs import DEFAULT_CONTEXT, cost_of
 from kernelcast.devices import get_gpu
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts" / "device"))
+from probe_opinfo_items import op_db  # noqa: E402  (op_db importable without expecttest: the device probe's)
 DEFAULT_SAMPLES = 4  # sample inputs per (op, dtype): bounded so the sweep runs in minutes on 2 cores
 FLOP_RTOL = 1e-9
 FLOP_PACKETS = {str(p): p for p in flop_registry}  # "aten.mm" -> packet: ops flop_counter has a formula for
 REASON_CHARS = 160
 FLOP_COUNTER_FILE = "torch/utils/flop_counter.py"
 SAMPLE_SECONDS = 20.0  # a sample (or an OpInfo's sample maker) that runs longer is reported as a timeout
-
-
-def _op_db():
-    """op_db, importable without expecttest (torch's test utilities import it for a TestCase base class only)."""
-    try:
-        import expecttest  # noqa: F401
-    except ImportError:
-        stub = types.ModuleType("expecttest")
-        stub.TestCase = unittest.TestCase
-        sys.modules["expecttest"] = stub
-    from torch.testing._internal.common_methods_invocations import op_db
-
-    return op_db
 
 
 def one_line(exc: BaseException) -> str:
@@ -439,7 +426,7 @@ def main() -> int:
         return 2
     logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)  # failures are results here
     warnings.filterwarnings("ignore")
-    ops = _op_db()
+    ops = op_db()
     if args.only:
         unknown = set(args.only) - {op_id(o) for o in ops} - {o.name for o in ops}
         if unknown:

@@ -33,8 +33,8 @@ def predicted(make, call, gpu: str) -> tuple[int, int]:
     with capture(gpu) as cap:
         with cap.paused():
             inputs = make()
-            del_out = call(inputs)  # the probe's warm-up call: a backward case's x.grad is resident before it
-            del del_out
+            warm = call(inputs)  # the probe's warm-up call: a backward case's x.grad is resident before it
+            del warm
         out = call(inputs)
         del out
     pred = predict_capture(cap.capture, gpu)

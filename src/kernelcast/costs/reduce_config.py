@@ -49,7 +49,7 @@ def global_reduce_temporaries(num_outputs: int, inputs_per_output: int, reduce_f
 
 
 def _split(num_outputs: int, inputs_per_output: int, reduce_fastest: bool, sm_count: int,
-           max_threads_per_sm: int) -> tuple[int, int, int]:
+           max_threads_per_sm: int) -> tuple[int, int, int, int]:
     """(blocks per output, block width, output vector, grid columns) as setReduceConfig chooses them (1 block per
     output where the reduction is not split)."""
     if num_outputs < 1 or inputs_per_output <= 1:

@@ -237,11 +237,15 @@ def _cudnn_rnn_workspace(op: OpRecord) -> list[int]:
     return [int(sum(c * t for c, t in zip(CUDNN_RNN_WORKSPACE_TERMS, terms)))]
 
 
-def _full_loss_tmp(op: OpRecord) -> list[int]:
-    """The elementwise loss a reduced mse / smooth-L1 / Huber loss computes into a tensor of its own before
-    reducing it (Loss.cpp: TORCH_IMPL_FUNC(mse_loss_out) and (smooth_l1_loss_out) `Tensor loss;
-    borrowing_binary_op(loss, input, target)`; huber_loss `at::empty_like(input)`), freed as the op returns."""
-    return [_loss_elements_bytes(op)] if _reduced(op) else []
+def _loss_tmp(op: OpRecord, gpu: GPU) -> list[int]:
+    """A reduced loss's temporaries (INTERNALLY_REDUCED_LOSSES): the elementwise loss mse / smooth-L1 / Huber compute
+    into a tensor of their own before reducing it (Loss.cpp: TORCH_IMPL_FUNC(mse_loss_out) and (smooth_l1_loss_out)
+    `Tensor loss; borrowing_binary_op(loss, input, target)`; huber_loss `at::empty_like(input)`), then the
+    reduction's own (_loss_reduce_tmp); freed as the op returns."""
+    if not _reduced(op):
+        return []
+    elementwise = [_loss_elements_bytes(op)] if op.name in ELEMENTWISE_TMP_LOSSES else []
+    return elementwise + _loss_reduce_tmp(op, gpu)
 
 
 def _reduced(op: OpRecord) -> bool:
@@ -338,6 +342,7 @@ def _reduce_staging_tmp(op: OpRecord, gpu: GPU) -> list[int]:
 # two 512-byte blocks.
 INTERNALLY_REDUCED_LOSSES = frozenset({"mse_loss", "smooth_l1_loss", "huber_loss", "soft_margin_loss",
                                        "binary_cross_entropy"})
+ELEMENTWISE_TMP_LOSSES = frozenset({"mse_loss", "smooth_l1_loss", "huber_loss"})
 # ... of which binary_cross_entropy_out_cuda reduces into a tensor of its own, `loss_reduced = at::mean(loss)` /
 # `at::sum(loss)`, then copies it into the output: a 0-d temporary (one 512-byte block; on an H100 the call's
 # peak was that block above mse's, validation/probes/size_rules/size_rules_run1.json).
@@ -357,13 +362,15 @@ def _loss_reduce_tmp(op: OpRecord, gpu: GPU) -> list[int]:
 
 # Temporaries an op's CUDA implementation takes from the caching allocator and frees before it returns: not
 # outputs, so the capture does not see them. Op name -> bytes of each, from the op's record. Held after the op's
-# own outputs are allocated (structured kernels allocate outputs first), freed as it returns.
+# own outputs are allocated (structured kernels allocate outputs first), freed as it returns. An op without an
+# entry that torch tags a reduction may hold a split reduction's staging buffer (_reduce_staging_tmp).
 INTERNAL_TEMPORARIES = {"_softmax_backward_data": _softmax_backward_tmp, "_cudnn_rnn": _cudnn_rnn_workspace,
-                        "_cudnn_rnn_backward": _cudnn_rnn_workspace, "mse_loss": _full_loss_tmp,
-                        "smooth_l1_loss": _full_loss_tmp, "huber_loss": _full_loss_tmp,
+                        "_cudnn_rnn_backward": _cudnn_rnn_workspace,
                         **{name: conv_workspace for name in (*CONV_FORWARD_OPS, *CONV_BACKWARD_OPS)},
                         "masked_scatter_": _masked_scatter_tmp,
                         **{name: _layout_copies_tmp for name in LAYOUT_OPERANDS}}
+# ... and those whose sizes depend on the GPU (its SM count sets how a reduction splits): name -> rule(op, gpu).
+GPU_TEMPORARIES = {name: _loss_tmp for name in INTERNALLY_REDUCED_LOSSES}
 # Library workspaces taken per call whose size the library chooses at run time and the capture cannot know:
 # not in the prediction; a note says so where the step has such ops.
 UNMODELLED_WORKSPACES = {
@@ -389,12 +396,12 @@ def internal_temporaries(ops: tuple[OpRecord, ...], gpu: GPU) -> dict[int, list[
     for op in ops:
         if "host" in op.tags or op.decomposed:
             continue
-        rule = INTERNAL_TEMPORARIES.get(op.name)
-        sizes = list(rule(op)) if rule is not None else []
-        if rule is None and "reduction" in op.tags:
-            sizes = _reduce_staging_tmp(op, gpu)
-        if op.name in INTERNALLY_REDUCED_LOSSES and _reduced(op):
-            sizes += _loss_reduce_tmp(op, gpu)
+        if op.name in INTERNAL_TEMPORARIES:
+            sizes = INTERNAL_TEMPORARIES[op.name](op)
+        elif op.name in GPU_TEMPORARIES or "reduction" in op.tags:
+            sizes = GPU_TEMPORARIES.get(op.name, _reduce_staging_tmp)(op, gpu)
+        else:
+            continue
         sizes = [n for n in sizes if n > 0]
         if sizes:
             out[op.index] = sizes
