@@ -11,7 +11,10 @@ Under the capture's modes, then:
   calls zeros.index_put(...) instead of at::_index_put_impl_(zeros, ..., accumulate=true, unsafe=true),
   value_selecting_reduction_backward (topk, max/min/kthvalue/mode/median/sort along a dim) zeros.scatter(...)
   instead of scatter_, gather_backward zeros.scatter_add(...) instead of scatter_add_, masked_select's backward
-  (masked_scatter_backward) zeros.masked_scatter(...) instead of masked_scatter_.
+  (masked_scatter_backward) zeros.masked_scatter(...) instead of masked_scatter_, index_select's backward
+  (index_select_backward_symint) zeros.index_add(...) instead of index_add_, take's (take_backward)
+  zeros.put(...) instead of put_, trace's (trace_backward_symint) zeros.index_fill(...) instead of index_fill_
+  (aten/src/ATen/native/TensorAdvancedIndexing.cpp, ReduceOps.cpp; FunctionsManual.cpp).
 The functional variants clone their input first (a kernel, and memory, a GPU run does not spend), so the
 capture runs and records the in-place op CUDA runs instead. The formulas' own zero tensors are recognised as
 ones made by the same autograd node (a Python-defined Function is left as written: its code is what runs).
@@ -49,6 +52,17 @@ SUBCLASS_BRANCHES: dict[Any, Callable[[tuple, dict], tuple[Any, tuple, dict] | N
     aten.scatter_add.default: _same_args(aten.scatter_add_.default),
     aten.masked_scatter.default: _same_args(aten.masked_scatter_.default),
 }
+# ... and those rewritten only under the node whose formula has the branch: other formulas call the same
+# out-of-place op on zeros of their own in both branches (index_reduce's prod backward,
+# `zeros_like(self).index_add(...)`, ran as a copy and the add on an H100: OpInfo index_reduce.prod, 30 work items).
+NODE_SUBCLASS_BRANCHES: dict[tuple[str, Any], Callable[[tuple, dict], tuple[Any, tuple, dict] | None]] = {
+    ("IndexSelectBackward0", aten.index_add.default): _same_args(aten.index_add_.default),
+    ("TakeBackward0", aten.put.default): _same_args(aten.put_.default),
+    ("TraceBackward0", aten.index_fill.int_Tensor): _same_args(aten.index_fill_.int_Tensor),
+}
+
+
+NODE_BRANCH_OPS = frozenset(op for _, op in NODE_SUBCLASS_BRANCHES)
 
 
 # References to a storage when one tensor holds it: the tensor, and the Python wrapper the check itself creates.
@@ -91,6 +105,8 @@ class CudaInPlace:
         if func is aten.add.Tensor and self._accumulates(node, args, kwargs):
             return aten.add_.Tensor, args, kwargs
         branch = SUBCLASS_BRANCHES.get(func)
+        if branch is None and func in NODE_BRANCH_OPS and node is not None:
+            branch = NODE_SUBCLASS_BRANCHES.get((node.name(), func))
         if branch is not None and args and _builtin_node(node) and self._zeros_by_node.get(args[0]) is node:
             return branch(args, kwargs) or (func, args, kwargs)
         return func, args, kwargs

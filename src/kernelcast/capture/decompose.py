@@ -40,6 +40,21 @@ import torch
 from .cuda_path import CudaOpTable, op_name
 from .sparse import SPARSE_CONSTRUCTORS
 
+# Ops whose CUDA kernel is their CPU kernel: native_functions.yaml registers one device-generic C++ function for
+# both keys (`CPU, CUDA: multinomial`, aten/src/ATen/native/Distributions.cpp), written in other ops. A CPU-only
+# torch has that function at the CPU key: run there on fake CUDA tensors, the ops it calls are recorded as CUDA
+# runs them, in the installed torch's version of the code. multinomial without replacement (or for one sample)
+# checks its input before it samples: with max and min, two compares, an `&` and `_assert_async` in torch 2.11
+# (measured on an H100: validation/probes/opinfo_items/opinfo_items_run1.json.gz, 14 work items, no copy to the
+# host), with one aminmax in 2.13, and with `.item()` twice (two sync points) in the releases before either.
+# index_fill_ with a tensor value (`CPU, CUDA: index_fill_`, TensorAdvancedIndexing.cpp) reads the value to the host
+# (`source.item()`, a sync point) and fills with the number: trace's backward does, measured on the H100 as a copy
+# to the host before the fill (OpInfo trace and index_fill). Where the run stops (a DispatchStub of the CUDA
+# build, a check on a value the capture does not know) the op is recorded whole and priced as before (recorder.py
+# falls back to its handler).
+SHARED_CPU_CUDA = frozenset({"aten::multinomial", "aten::multinomial.out", "aten::index_fill_.int_Tensor"})
+CPU_KEYSET = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+
 # Explicit composite ops kept whole (see the docstring).
 KEPT_WHOLE = frozenset({
     "aten::convolution", "aten::_convolution", "aten::convolution_overrideable",
@@ -67,8 +82,13 @@ class Decomposer:
         self.self_launching: set = set()  # learnt while capturing
 
     def how(self, func: torch._ops.OpOverload) -> str | None:
-        """"explicit", "implicit" (its formula, when called below autograd), or None: keep it whole."""
-        if self._table is None or func in self.self_launching:
+        """"explicit", "implicit" (its formula, when called below autograd), "shared" (its CPU kernel, which is
+        its CUDA kernel: SHARED_CPU_CUDA), or None: keep it whole."""
+        if func in self.self_launching:
+            return None
+        if func.namespace == "aten" and op_name(func) in SHARED_CPU_CUDA:
+            return "shared"
+        if self._table is None:
             return None
         explicit = self._explicit.get(func)
         if explicit is None:
@@ -93,9 +113,12 @@ class Decomposer:
 
     @staticmethod
     def run(func: torch._ops.OpOverload, how: str, args: tuple, kwargs: dict):
-        """Run the op as CUDA does: its explicit kernel at the CUDA key, or its implicit formula."""
+        """Run the op as CUDA does: its explicit kernel at the CUDA key, its implicit formula, or its shared
+        device-generic kernel at the CPU key."""
         if how == "implicit":
             return func.decompose(*args, **kwargs)
+        if how == "shared":
+            return func.redispatch(CPU_KEYSET, *args, **kwargs)
         return func.redispatch(CUDA_KEYSET, *args, **kwargs)
 
     @staticmethod

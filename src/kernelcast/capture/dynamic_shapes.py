@@ -149,6 +149,7 @@ class ValueHints:
     def __init__(self, note: Callable[[str], None]) -> None:
         self._values = WeakIdKeyDictionary()
         self._why = WeakIdKeyDictionary()
+        self._counts = WeakIdKeyDictionary()  # masks whose count of selected elements alone is known or assumed
         self._note = note
         self._seeders: dict[Any, Callable] = {
             aten.topk.default: self._topk,
@@ -185,6 +186,19 @@ class ValueHints:
         if values.numel() <= VALUE_HINT_MAX_NUMEL and tuple(values.shape) == tuple(t.shape):
             self._values[t] = values
             self._why[t] = why
+
+    def set_count(self, mask: torch.Tensor, count: int, why: str) -> None:
+        """The number of elements a mask selects, without its values (a mask of any size), and the assumption
+        behind it, noted where a size follows from it."""
+        self._counts[mask] = (count, why)
+
+    def count(self, mask: torch.Tensor) -> int | None:
+        """A mask's count of selected elements (set_count), its assumption noted; or None."""
+        known = self._counts.get(mask)
+        if known is None:
+            return None
+        self._note(known[1])
+        return known[0]
 
     def drop(self, t: torch.Tensor) -> None:
         self._values.pop(t, None)
@@ -412,10 +426,12 @@ class DynamicShapes:
     sync it makes on CUDA or None). `record` records an inner op as CUDA runs it (a nonzero under a boolean
     index, the copies of a packed sequence)."""
 
-    def __init__(self, hints: ValueHints, note: Callable[[str], None], record: Record) -> None:
+    def __init__(self, hints: ValueHints, note: Callable[[str], None], record: Record,
+                 where: Callable[[], str] = lambda: current_source() or "set-up") -> None:
         self.hints = hints
         self._note = note
         self._record = record
+        self._where = where  # the line a note names: the user's, or in backward the forward op's
 
     def handlers(self) -> dict[Any, Callable]:
         return {
@@ -442,7 +458,7 @@ class DynamicShapes:
 
     def _assume(self, what: str, assumption: str) -> frozenset[str]:
         """Note an assumption a size rests on; returned so hints made from it carry it on."""
-        text = f"{what} at {current_source() or 'set-up'}: {assumption}"
+        text = f"{what} at {self._where()}: {assumption}"
         self._note(text)
         return frozenset({text})
 
@@ -454,6 +470,9 @@ class DynamicShapes:
             with _disable_current_modes():
                 full = values.expand(shape) if shape is not None else values
                 return int(full.count_nonzero()), full.nonzero()
+        count = self.hints.count(mask) if shape is None else None
+        if count is not None:
+            return count, None
         numel = math.prod(shape) if shape is not None else mask.numel()
         self._assume(what, "every element assumed selected (an upper bound on the size)")
         return numel, None

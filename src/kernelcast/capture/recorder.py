@@ -99,7 +99,9 @@ def _arg(args: tuple, kwargs: dict, index: int, name: str, default=None):
 
 # Other ops whose CUDA implementation reads a value back to the host before it goes on, with the condition:
 # nanmedian over the whole tensor counts its NaNs (`sorted.isnan().sum().item()`, cuda/Sorting.cpp, median_impl);
-# multinomial without replacement or for one sample checks its input (`.item()` twice, Distributions.cpp);
+# multinomial without replacement or for one sample checks its input (`.item()` twice, Distributions.cpp, in the
+# releases before the checks became `_assert_async`: a capture under a later torch records the checks as their
+# ops, decompose.py SHARED_CPU_CUDA, and this rule applies only where that run stops);
 # linalg_matrix_exp copies the matrices' norms to the host to pick the Taylor degree (LinearAlgebra.cpp, mexp).
 # torch.normal with a tensor std checks `std.min().ge(0).item<bool>()` on the host before it samples, once in
 # normal_impl and again in normal_out_impl (aten/src/ATen/native/DistributionTemplates.h CHECK_NORMAL_TENSOR_STD):
@@ -109,6 +111,10 @@ def _arg(args: tuple, kwargs: dict, index: int, name: str, default=None):
 # 9 work items, two of them copies to the host, for one call. Overload -> where std is among the arguments.
 NORMAL_TENSOR_STD = {aten.normal.Tensor_Tensor: 1, aten.normal.float_Tensor: 1}
 NORMAL_STD_CHECKS = 2
+
+# Ops CUDA runs by reading a tensor's value to the host and writing it as a number (decompose.py SHARED_CPU_CUDA):
+# the read is a sync point whose value decides no work, so the capture assumes it without a note.
+FILL_VALUE_READS = frozenset({"aten.index_fill_.int_Tensor"})
 
 HOST_READS = {
     aten.nanmedian.default: ("nanmedian count", lambda args, kwargs: args[0].numel() > 0),
@@ -297,7 +303,7 @@ class Recorder(TorchDispatchMode):
         self._fill_mean = WeakIdKeyDictionary()  # one-element random fills: (op, its mean), for .item()
         # Plausible values of small tensors whose data the GPU would compute, and data-dependent sizes.
         self.hints = ValueHints(self._note)
-        self.dynamic = DynamicShapes(self.hints, self._note, self._record_inner)
+        self.dynamic = DynamicShapes(self.hints, self._note, self._record_inner, self.note_line)
         self._shape_handlers = self.dynamic.handlers()  # they give their outputs' hints themselves
         self._library_handlers = self.dynamic.library_handlers()  # by qualified name, found on first call
         self._sync_handlers: dict[Any, Callable] = {
@@ -366,7 +372,7 @@ class Recorder(TorchDispatchMode):
             handler = self._sync_handlers[func] = self._shape_handlers[func] = self._library_handlers[func.name()]
         if handler is None and self.sparse.handles(func, args, kwargs):
             return self._finish(func, args, kwargs, self.sparse.run(func, args, kwargs))
-        if handler is None and self.recording and func not in NO_DEVICE_WORK:
+        if (handler is None or func in HOST_READS) and self.recording and func not in NO_DEVICE_WORK:
             how = self._decomposer.how(func)
             if how is not None and (self._parents or _targets_gpu(args, kwargs)) and not has_sparse(args, kwargs):
                 out = self._decompose(func, how, args, kwargs)
@@ -456,15 +462,18 @@ class Recorder(TorchDispatchMode):
             try:
                 return Decomposer.run(func, how, args, kwargs)
             except Exception as exc:
-                if not Decomposer.launched_by_itself(exc):
+                # a shared kernel may also stop at a check on a value the capture does not know (an older
+                # torch's `.item()` of a multinomial's input check): recorded whole, by its handler
+                if not Decomposer.launched_by_itself(exc) and how != "shared":
                     raise
                 return NotImplemented
 
-        index = len(self.ops)
+        index, notes = len(self.ops), set(self.notes)
         out = self._run_children(func, args, kwargs, run_as_cuda)
         if out is NotImplemented or not Decomposer.outputs_fake(out):
             self._decomposer.self_launching.add(func)
             del self.ops[index:], self.torch_calls[index:]
+            self.notes = notes  # a note of the abandoned run (an assumed read) is not the step's
             return _NOT_DECOMPOSED
         self.in_place.note(func, out)  # a decomposed new_zeros still makes a backward formula's zeros
         return self._finish(func, args, kwargs, out)  # value hints follow the op, not the ops it called
@@ -765,6 +774,15 @@ class Recorder(TorchDispatchMode):
     def _note(self, text: str) -> None:
         self.notes.add(text)
 
+    def note_line(self) -> str:
+        """The line a note names: the innermost user frame; in backward, where no user code runs (the engine
+        runs a formula, capture/real_backward.py one of ours), the forward op's line; else "set-up"."""
+        source = current_source()
+        if not source and torch._C._current_graph_task_id() != -1:
+            origin = self._backward_origin()
+            source = origin[0] if origin else ""
+        return source or "set-up"
+
     def _scalar(self, func, args, kwargs):
         (t,) = args[:1]
         constant = getattr(t, "constant", None)
@@ -774,6 +792,8 @@ class Recorder(TorchDispatchMode):
             # .item() reads a one-element tensor of any shape as a number
             number = as_python(constant, as_number=True)
             value = number if func is aten._local_scalar_dense.default else bool(number)
+        elif self._parents and self.ops[self._parents[-1]].op in FILL_VALUE_READS:
+            value = False if t.dtype == torch.bool else 0  # only written, never decides work: no note
         else:
             value = self._unknown_read(func, t)
         return value, ("item" if device_type(t) == "cuda" else None)
@@ -787,7 +807,7 @@ class Recorder(TorchDispatchMode):
             self._note(f"a library's range check on GPU values at {current_source() or 'set-up'}: assumed it "
                        f"passes (a comparison's placeholder at a typical value, {TYPICAL_VALUE})")
             return value, ("item" if _on_gpu(args, kwargs) else None)
-        source = current_source() or "set-up"
+        source = self.note_line()
         stated = self._stated_read("torch.equal on GPU tensors", source)
         if stated is None:
             self._note(f"torch.equal on GPU tensors at {source}: assumed True; {how_to_state(source)}")
@@ -806,7 +826,7 @@ class Recorder(TorchDispatchMode):
     def _unknown_read(self, func, t: torch.Tensor):
         """A value read back from the GPU that no hint decides: the user's statement for its line, a known
         library loop's, or the dtype's placeholder; each is a note with the line (host_reads.py)."""
-        source = current_source() or "set-up"
+        source = self.note_line()
         as_bool = t.dtype == torch.bool or func is aten.is_nonzero.default
         kind = "bool" if as_bool else "float" if t.dtype.is_floating_point or t.dtype.is_complex else "integer"
         stated = self._stated_read(f"{kind} read back from the GPU", source)

@@ -31,6 +31,7 @@ from kernelcast.devices import DEFAULT_GPU
 from kernelcast.errors import DEBUG_ENV
 from kernelcast.records import RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, CaptureSettings, OpRecord
 
+from . import real_backward
 from .compat import RealRunPaths
 from .attention import sdpa_routed
 from .compiled import CompileWatch, DynamoCompiles, compiled_model, compiled_note
@@ -314,6 +315,7 @@ class CaptureSession:
             self.router.hints, self.router.copy_to_host = self.recorder.hints, self.recorder.copy_to_host
             rnn_routes = RnnRoutes(self.arch, self.recorder.hints, self.recorder.dynamic.batch_sizes)
             self.router.add_routes(rnn_routes.routes())
+            self.router.add_routes(real_backward.routes(self.recorder.hints, self.recorder.note_line))
             self.router.on_backward = self.recorder.record_engine_nodes
             self.router.node_post_hook = self.recorder.in_place.outputs_ready
             stack.enter_context(mock.patch.multiple(FakeTensor, **self.router.host_read_patches(),

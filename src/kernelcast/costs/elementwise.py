@@ -187,7 +187,7 @@ def complex_to_real(op: OpRecord, ctx: CostContext) -> Cost:
 register_zero_cost(
     "aten._unsafe_view", "aten._reshape_alias", "aten.lift_fresh", "aten.empty", "aten.empty_like",
     "aten.empty_strided", "aten.new_empty", "aten.new_empty_strided", "aten.resize_", "aten.set_",
-    "aten.record_stream", "aten._assert_async", "aten._assert_scalar", "aten._functional_assert_async",
+    "aten.record_stream", "aten._assert_scalar", "aten._functional_assert_async",
     "aten.sym_constrain_range_for_size",
     # A sparse COO tensor made from given indices and values aliases them (SparseTensor.cpp,
     # new_with_dims_and_tensor_sparse): no kernel (none measured under it on the H200).
@@ -289,6 +289,12 @@ def _memory(op: OpRecord, ctx: CostContext) -> Cost:
 # _transform_bias_rescale_qkv (transformers/cuda/attention.cu): one kernel adding the packed qkv projection's
 # bias, scaling q, and writing q, k and v head-major (nn.MultiheadAttention's fused inference path).
 register("aten._transform_bias_rescale_qkv")(memory_formula(2.0, "copy"))
+# torch._assert_async on a CUDA tensor checks it on the GPU, without waiting: one kernel of one thread that reads
+# the value (aten/src/ATen/native/cuda/TensorCompare.cu, `_assert_async_cuda_kernel<<<1, 1>>>`), measured as a
+# work item of its own on an H100 (`_assert_async_cuda_kernel<bool>`, twice in a multinomial's checks:
+# validation/probes/opinfo_items/opinfo_items_run1.json.gz). No sync point: a failed check surfaces later as a
+# device-side assert.
+register("aten._assert_async")(memory_formula(0.0, "pointwise"))
 
 # Data movement: no math.
 register("aten.clone", "aten.flip", "aten.repeat", "aten.masked_scatter", "aten.slice_scatter", "aten.select_scatter",
