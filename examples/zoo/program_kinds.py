@@ -217,3 +217,58 @@ def mha_fastpath_forward():
             return attn(x, x, x, need_weights=False)[0]
 
     return step, (x,)
+
+
+# -- backward formulas whose GPU branch reads the GPU (issue 31; capture/real_backward.py) ------------------------
+class _RadianceField(nn.Module):
+    """A NeRF-style MLP: a sample's position in, density and colour out (Mildenhall et al. 2020, smaller)."""
+
+    def __init__(self, width=256, depth=6):
+        super().__init__()
+        layers = [nn.Linear(63, width), nn.ReLU()]
+        for _ in range(depth - 1):
+            layers += [nn.Linear(width, width), nn.ReLU()]
+        self.trunk = nn.Sequential(*layers)
+        self.head = nn.Linear(width, 4)
+
+    def forward(self, x):
+        out = self.head(self.trunk(x))
+        return torch.relu(out[..., 0]), torch.sigmoid(out[..., 1:])
+
+
+def nerf_volume_render_train():
+    """Volume rendering's transmittance is a cumprod along each ray (nerf-pytorch's raw2outputs: alpha * cumprod(1 -
+    alpha)): its backward is cumprod's, whose GPU branch reads whether any factor is zero. 2048 rays x 64 samples."""
+    rays, samples = 2048, 64
+    model = _RadianceField().cuda()
+    encoded = torch.randn(rays, samples, 63, device="cuda")
+    deltas = torch.full((rays, samples), 0.03, device="cuda")
+    target = torch.rand(rays, 3, device="cuda")
+
+    def render_loss(model, encoded, deltas, target):
+        sigma, rgb = model(encoded)
+        alpha = 1.0 - torch.exp(-sigma * deltas)
+        ones = torch.ones(rays, 1, device="cuda")
+        transmittance = torch.cumprod(torch.cat([ones, 1.0 - alpha + 1e-10], -1), -1)[:, :-1]
+        weights = alpha * transmittance
+        colour = (weights[..., None] * rgb).sum(-2)
+        return nn.functional.mse_loss(colour, target)
+
+    return _train(model, render_loss, encoded, deltas, target, opt=torch.optim.Adam(model.parameters(), lr=5e-4))
+
+
+def policy_gradient_train():
+    """REINFORCE on a categorical policy: actions sampled with torch.distributions.Categorical (torch.multinomial:
+    its input checks run on the GPU from torch 2.11), their log-probabilities gathered, a baseline-subtracted loss.
+    4096 states x 18 actions, a 3-layer MLP."""
+    model = nn.Sequential(nn.Linear(128, 256), nn.Tanh(), nn.Linear(256, 256), nn.Tanh(), nn.Linear(256, 18)).cuda()
+    states = torch.randn(4096, 128, device="cuda")
+    returns = torch.randn(4096, device="cuda")
+
+    def loss_of(model, states, returns):
+        policy = torch.distributions.Categorical(logits=model(states))
+        actions = policy.sample()
+        advantage = returns - returns.mean()
+        return -(policy.log_prob(actions) * advantage).mean() - 0.01 * policy.entropy().mean()
+
+    return _train(model, loss_of, states, returns)

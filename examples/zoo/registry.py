@@ -99,6 +99,8 @@ ZOO: list[tuple[str, str, str]] = [
     ("mlp_tf32_train", "op_kinds", _Z + "program_kinds.py:mlp_tf32_train"),
     ("lstm_inference_fp32", "rnn", _Z + "program_kinds.py:lstm_inference_fp32"),
     ("llama7b_adamw_step", "optimizers", _Z + "program_kinds.py:llama7b_adamw_step"),
+    ("nerf_volume_render_train", "op_kinds", _Z + "program_kinds.py:nerf_volume_render_train"),
+    ("policy_gradient_train", "op_kinds", _Z + "program_kinds.py:policy_gradient_train"),
     # PyTorch's fused inference path for nn.TransformerEncoder / nn.MultiheadAttention (issue 31)
     ("encoder_fastpath_forward", "encoder", _Z + "program_kinds.py:encoder_fastpath_forward"),
     ("encoder_fastpath_padded_fp16", "encoder", _Z + "program_kinds.py:encoder_fastpath_padded_fp16"),

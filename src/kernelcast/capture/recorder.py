@@ -50,7 +50,10 @@ def _is_inplace(func: torch._ops.OpOverload) -> bool:
 UNRECORDED_NAMESPACES = {"prim", "profiler"}  # device queries and profiler markers: no device work
 # What a bool read back from the GPU most likely is, by the op that made it: checks of the form "all tokens
 # valid" / "sum == numel" hold, checks of the form "any NaN" / "a != b" do not. Anything else: False.
-BOOL_HINTS = {aten.all: True, aten.eq: True, aten.any: False, aten.ne: False}
+# torch.distributions checks its arguments with `torch._is_all_true(constraint.check(value))` before `bool()` (its
+# validate_args default, distributions/distribution.py): answered False, every Categorical(logits=...) raised.
+BOOL_HINTS = {aten.all: True, aten.eq: True, aten.any: False, aten.ne: False, aten._is_all_true: True,
+              aten._is_any_true: False}
 # A one-value comparison against a constant is a library's or a model's range check (istft's window-overlap
 # `min(|envelope|) < 1e-11`, cov's `min(fweights) >= 0`, a loss's `x > 0`): its placeholder is the comparison
 # at a typical magnitude, TYPICAL_VALUE, the value that passes such a check. ATen asks it through
