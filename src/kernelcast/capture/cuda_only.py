@@ -213,7 +213,18 @@ def masked_softmax(self, mask, dim=None, mask_type=None):
     return torch.empty_like(self, memory_format=torch.contiguous_format)
 
 
+# -- samplers of torch.distributions (aten/src/ATen/native/cuda/Distributions.cu) ------------------------------
+# Beta, Gamma, Dirichlet and Binomial sample and differentiate with CUDA-only elementwise kernels: each output is
+# `at::empty(first_input.sizes(), first_input.options())`.
+def like_first(self, *args, **kwargs):
+    return torch.empty(self.shape, dtype=self.dtype, device=self.device)
+
+
 FAKES: dict[str, Callable] = {
+    "aten::_sample_dirichlet": like_first,
+    "aten::_standard_gamma_grad": like_first,
+    "aten::_dirichlet_grad": like_first,
+    "aten::binomial": like_first,
     "aten::cudnn_convolution": cudnn_convolution,
     "aten::cudnn_convolution_transpose": cudnn_convolution_transpose,
     "aten::cudnn_convolution_relu": cudnn_convolution_relu,

@@ -205,6 +205,19 @@ register_zero_cost(
 # masked_fill_ in mixtral_forward and bart_train).
 register("aten.native_dropout", "aten.tril", "aten.triu", "aten.where", "aten.masked_fill",
          "aten.clamp_min", "aten.clamp_max", "aten.bernoulli", "aten.floor_divide", "aten.floor_divide_")(pointwise)
+# torch.distributions' samplers and their gradients (aten/src/ATen/native/cuda/Distributions.cpp): one kernel each
+# for _standard_gamma (Gamma, Beta), poisson, binomial, _standard_gamma_grad and _dirichlet_grad; _sample_dirichlet
+# is a gamma draw, its sum over the last dim and the normalising kernel (DIRICHLET_KERNELS).
+register("aten._standard_gamma", "aten.poisson", "aten.binomial", "aten._standard_gamma_grad",
+         "aten._dirichlet_grad")(pointwise)
+DIRICHLET_KERNELS = 3
+
+
+@register("aten._sample_dirichlet")
+def sample_dirichlet(op: OpRecord, ctx: CostContext) -> Cost:
+    return dataclasses.replace(pointwise(op, ctx), kernels=DIRICHLET_KERNELS)
+
+
 # Likewise one TensorIterator kernel each, from their CUDA sources: the activation backwards
 # (native/cuda/Activation*.cu: elu, hardshrink, hardtanh, leaky_relu, log_sigmoid, softplus, softshrink), glu
 # and its backward (ActivationGluKernel.cu), prelu forward and backward (one iterator with two outputs:
