@@ -220,11 +220,18 @@ def like_first(self, *args, **kwargs):
     return torch.empty(self.shape, dtype=self.dtype, device=self.device)
 
 
+def like_second(first, second, *args, **kwargs):
+    """multilabel_margin_loss_backward(grad_output, self, ...): the gradient of `self`."""
+    return torch.empty(second.shape, dtype=second.dtype, device=second.device)
+
+
 FAKES: dict[str, Callable] = {
     "aten::_sample_dirichlet": like_first,
     "aten::_standard_gamma_grad": like_first,
     "aten::_dirichlet_grad": like_first,
     "aten::binomial": like_first,
+    "aten::_logcumsumexp": like_first,  # logcumsumexp's scan (cuda/LogcumsumexpKernel.cu)
+    "aten::multilabel_margin_loss_backward": like_second,
     "aten::cudnn_convolution": cudnn_convolution,
     "aten::cudnn_convolution_transpose": cudnn_convolution_transpose,
     "aten::cudnn_convolution_relu": cudnn_convolution_relu,

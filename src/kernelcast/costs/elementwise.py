@@ -188,6 +188,8 @@ register_zero_cost(
     "aten._unsafe_view", "aten._reshape_alias", "aten.lift_fresh", "aten.empty", "aten.empty_like",
     "aten.empty_strided", "aten.new_empty", "aten.new_empty_strided", "aten.resize_", "aten.set_",
     "aten.record_stream", "aten._assert_scalar", "aten._functional_assert_async",
+    # ctc_loss's questions whether cuDNN (or MIOpen) would run it: answered on the host (capture/cuda_only.py).
+    "aten._use_cudnn_ctc_loss", "aten._use_miopen_ctc_loss",
     "aten.sym_constrain_range_for_size",
     # A sparse COO tensor made from given indices and values aliases them (SparseTensor.cpp,
     # new_with_dims_and_tensor_sparse): no kernel (none measured under it on the H200).

@@ -6,7 +6,8 @@ Ops costed here (their launch rules win over any simpler formula elsewhere):
     aten.binary_cross_entropy_backward,
     aten.hardswish, aten.hardswish_, aten.hardswish_backward, aten.hardsigmoid_backward,
     aten.soft_margin_loss, aten.soft_margin_loss_backward,
-    aten.nll_loss_forward, aten.nll_loss_backward (with a reduction: one thread block's walk over the frames)
+    aten.nll_loss_forward, aten.nll_loss_backward (with a reduction: one thread block's walk over the frames),
+    aten.multilabel_margin_loss_forward, aten.multilabel_margin_loss_backward
 
 Sources (torch 2.11): aten/src/ATen/native/Loss.cpp (mse_loss, huber_loss, smooth_l1_loss_out,
 apply_loss_reduction, mse_loss_backward, huber_loss_backward, smooth_l1_loss_backward) and
@@ -221,3 +222,16 @@ def ctc_loss(op: OpRecord, ctx: CostContext) -> Cost:
 
 
 register("aten._ctc_loss_backward")(memory_formula(LOSS_FLOPS_PER_ELEMENT, "loss", CTC_LOSS_BACKWARD_ITEMS))
+
+
+# multilabel_margin_loss (aten/src/ATen/native/cuda/MultiLabelMarginCriterion.cu): one block per sample writes its
+# loss, into a temporary of per-sample losses that a sum reduces when the 2-D input is reduced; the backward is one
+# kernel per sample (the gradient scaled by grad_output in the same kernel).
+@register("aten.multilabel_margin_loss_forward")
+def multilabel_margin_loss(op: OpRecord, ctx: CostContext) -> Cost:
+    x = op.args.get("self")
+    reduced = op.args.get("reduction", 1) != 0 and isinstance(x, TensorMeta) and len(x.shape) == 2
+    return memory_op(op, LOSS_FLOPS_PER_ELEMENT, 1 + reduced, kind="pointwise")
+
+
+register("aten.multilabel_margin_loss_backward")(memory_formula(LOSS_FLOPS_PER_ELEMENT, "pointwise"))

@@ -63,7 +63,8 @@ def _copy_if_strided(op: OpRecord) -> int:
     return CONTIGUOUS_COPY_KERNELS * (x is not None and not row_major(x))
 
 
-@register("aten.median.dim", "aten.nanmedian.dim", "aten.kthvalue")
+@register("aten.median.dim", "aten.nanmedian.dim", "aten.kthvalue", "aten.median.dim_values",
+          "aten.nanmedian.dim_values")
 def select_along_dim(op: OpRecord, ctx: CostContext) -> Cost:
     return memory_op(op, SELECT_FLOPS_PER_ELEMENT, 1 + _copy_if_strided(op), kind="reduction")
 

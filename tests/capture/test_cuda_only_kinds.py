@@ -1,0 +1,31 @@
+"""Ops a training step reaches that CUDA runs with kernels of its own only (capture/cuda_only.py fakes) or that
+torch decomposes into such (median along a dim): each captures on fake CUDA and is costed."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from kernelcast.capture import capture
+from kernelcast.costs import cost_of
+
+
+def _x():
+    return torch.randn(8, 16, 32, device="cuda", requires_grad=True)
+
+
+STEPS = {
+    "logcumsumexp": lambda: torch.logcumsumexp(_x(), 1).sum(),
+    "median_along_dim": lambda: torch.median(_x(), 1)[0].sum(),
+    "multilabel_margin_loss": lambda: F.multilabel_margin_loss(
+        torch.randn(8, 10, device="cuda", requires_grad=True), torch.randint(0, 10, (8, 10), device="cuda")),
+    "ctc_loss": lambda: F.ctc_loss(torch.randn(50, 4, 20, device="cuda", requires_grad=True).log_softmax(-1),
+                                   torch.randint(1, 20, (4, 10), device="cuda"), [50] * 4, [10] * 4),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STEPS))
+def test_step_captures_and_every_op_is_costed(name):
+    with capture("h200") as cap:
+        STEPS[name]().backward()
+    device_ops = [op for op in cap.capture.ops if "host" not in op.tags and not op.decomposed]
+    assert device_ops and not [op.op for op in device_ops if cost_of(op) is None]
