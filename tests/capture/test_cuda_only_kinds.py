@@ -29,3 +29,14 @@ def test_step_captures_and_every_op_is_costed(name):
         STEPS[name]().backward()
     device_ops = [op for op in cap.capture.ops if "host" not in op.tags and not op.decomposed]
     assert device_ops and not [op.op for op in device_ops if cost_of(op) is None]
+
+
+def test_an_embedding_with_max_norm_waits_for_its_unique_count():
+    # Embedding.cu embedding_renorm_cuda_: sort, cub::unique, the unique count read to size the grid, renorm
+    with capture("h200") as cap:
+        with cap.paused():
+            table = torch.nn.Embedding(1000, 32, max_norm=1.0).cuda()
+            ids = torch.randint(0, 1000, (64,), device="cuda")
+        table(ids).sum().backward()
+    renorm = [op for op in cap.capture.ops if op.op == "aten.embedding_renorm_.default"]
+    assert [op.sync for op in renorm] == ["embedding renorm"] and cost_of(renorm[0]).kernels == 5

@@ -70,3 +70,18 @@ def test_index_backward_formulas_write_in_place_as_a_gpu_run_does(f, shape, inde
     assert items == measured_items
     assert len([op for op in ops if op.sync]) == measured_syncs
     assert not notes
+
+
+def test_a_gradient_penalty_through_modules_captures():
+    # WGAN-GP: the critic's gradient with respect to its (leaf) input, then that gradient's norm trained; the
+    # capture's module tracker had made torch.autograd.grad refuse a leaf (session.py _CountingTracker._enter)
+    with capture("h200") as cap:
+        with cap.paused():
+            critic = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.LeakyReLU(0.2),
+                                         torch.nn.Conv2d(8, 1, 3, padding=1)).cuda()
+            x = torch.randn(4, 3, 16, 16, device="cuda", requires_grad=True)
+        (grad,) = torch.autograd.grad(critic(x).sum(), x, create_graph=True)
+        ((grad.flatten(1).norm(2, dim=1) - 1) ** 2).mean().backward()
+    backward = [op for op in cap.capture.ops if op.phase == "backward"]
+    assert any(op.op == "aten.convolution_backward.default" for op in backward)
+    assert not [op.op for op in cap.capture.ops if "host" not in op.tags and not op.decomposed and cost_of(op) is None]

@@ -124,6 +124,8 @@ HOST_READS = {
     aten.multinomial.default: ("multinomial check", lambda args, kwargs: (
         not _arg(args, kwargs, 2, "replacement", False) or _arg(args, kwargs, 1, "num_samples") == 1)),
     aten.linalg_matrix_exp.default: ("matrix_exp norm", lambda args, kwargs: args[0].shape[-1] > 1),
+    # nn.Embedding(max_norm=...): the count of unique indices sizes the renorm kernel's grid (Embedding.cu)
+    aten.embedding_renorm_.default: ("embedding renorm", lambda args, kwargs: args[1].numel() > 0),
 }
 
 

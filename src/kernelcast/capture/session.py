@@ -24,6 +24,8 @@ import torch
 import torch._dynamo  # noqa: F401  (FakeTensorMode imports it on first use: ~1.5 s; pay it at import time)
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+from torch.autograd.graph import register_multi_grad_hook
+from torch.utils._pytree import tree_flatten
 from torch.utils.module_tracker import ModuleTracker
 
 from kernelcast import _fake_cuda
@@ -169,9 +171,21 @@ class _CountingTracker(ModuleTracker):
             if _recomputing():
                 self._get_append_fn(self._get_mod_name(mod), False)()
             else:
-                super()._fw_pre_hook(mod, input)
+                self._enter(mod, input)
         finally:
             self.clock.ours_end()
+
+    def _enter(self, mod, input) -> None:
+        """ModuleTracker._fw_pre_hook, but a module whose inputs include a leaf that requires grad (a gradient
+        penalty's `x.requires_grad_()`) is left in backward at the first of its inputs' gradients: the hook over
+        all of them asks the engine whether each input's node will run, which it refuses for a leaf inside
+        torch.autograd.grad (torch/autograd/graph.py register_multi_grad_hook), and every WGAN-GP step failed."""
+        name = self._get_mod_name(mod)
+        self._get_append_fn(name, False)()
+        tensors = [a for a in tree_flatten(input)[0] if isinstance(a, torch.Tensor) and a.requires_grad]
+        if tensors:
+            mode = "any" if any(t.grad_fn is None for t in tensors) else "all"
+            self._hooks.append(register_multi_grad_hook(tensors, self._get_pop_fn(name, True), mode=mode))
 
     def _fw_post_hook(self, mod, input, output) -> None:
         if torch.compiler.is_compiling():

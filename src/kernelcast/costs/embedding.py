@@ -3,7 +3,7 @@
 Ops costed here (their launch rules win over any simpler formula elsewhere):
     aten.embedding_dense_backward, aten._embedding_bag, aten._embedding_bag_forward_only,
     aten._embedding_bag_backward, aten._embedding_bag_dense_backward,
-    aten._embedding_bag_per_sample_weights_backward
+    aten._embedding_bag_per_sample_weights_backward, aten.embedding_renorm_
 
 Sources (torch 2.11): aten/src/ATen/native/cuda/Embedding.cu (embedding_dense_backward_cuda),
 EmbeddingBag.cu (_embedding_bag_cuda, _embedding_bag_dense_backward_cuda, embedding_bag_backward_cuda_sum_avg,
@@ -148,3 +148,16 @@ def embedding_bag_per_sample_weights_backward(op: OpRecord, ctx: CostContext) ->
         read = indices.numel * weight.shape[1] * weight.itemsize + grad.nbytes + indices.nbytes
         base = dataclasses.replace(base, bytes_read=float(read), kind="gather")
     return dataclasses.replace(base, kernels=promote_copies(indices, _tensor(op, "offsets")) + 1)
+
+
+# nn.Embedding(max_norm=...) renormalises the rows it looks up first (Embedding.cu, embedding_renorm_cuda_): the
+# indices sorted (`indices.sort()`), cub::unique over them (DeviceSelect: an init kernel and the select), the count
+# of unique rows read to the host to size the grid (a sync point: capture/recorder.py HOST_READS), then one
+# renorm kernel. ASSUMED from the source, not measured: the sort as one kernel (its in-place bitonic sort of up
+# to 4096 indices; more take a segmented radix sort of a few kernels).
+EMBEDDING_RENORM_ITEMS = 1 + 2 + 1 + 1  # sort, unique (init + select), the copy to the host, renorm
+
+
+@register("aten.embedding_renorm_")
+def embedding_renorm(op: OpRecord, ctx: CostContext) -> Cost:
+    return dataclasses.replace(memory_op(op, 1.0, kind="embedding"), kernels=EMBEDDING_RENORM_ITEMS)

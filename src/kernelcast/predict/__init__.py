@@ -60,8 +60,12 @@ SYNC_ADVICE = {
     "histc range": "pass min and max to torch.histc: the default (0, 0) reads the input's range back",
     "nanmedian count": "use torch.median, or nanmedian along a dim: nanmedian over the whole tensor reads its NaN "
                        "count back",
-    "multinomial check": "sample with replacement, or draw the samples on the GPU (e.g. torch.rand and a "
-                         "cumsum/searchsorted): multinomial without replacement validates its input on the host",
+    "multinomial check": "upgrade torch (from 2.11 multinomial checks its input on the GPU), sample with "
+                         "replacement, or draw the samples on the GPU (torch.rand and a cumsum/searchsorted): "
+                         "multinomial without replacement validates its input on the host here",
+    "embedding renorm": "renormalise the embedding table once every N steps (torch.no_grad(): "
+                        "weight.renorm_(2, 0, max_norm)) instead of nn.Embedding(max_norm=...), which counts the "
+                        "unique indices on the host at every lookup",
     "matrix_exp norm": "batch the matrices into one call: matrix_exp reads their norms back to pick its degree",
     "padding mask check": "build the encoder with mask_check=False when every src_key_padding_mask is left-aligned "
                           "(padding only at the end), or enable_nested_tensor=False: either skips the check",
