@@ -40,3 +40,15 @@ def test_an_embedding_with_max_norm_waits_for_its_unique_count():
         table(ids).sum().backward()
     renorm = [op for op in cap.capture.ops if op.op == "aten.embedding_renorm_.default"]
     assert [op.sync for op in renorm] == ["embedding renorm"] and cost_of(renorm[0]).kernels == 5
+
+
+@pytest.mark.parametrize("call", [lambda t: t.repeat(2, 1), lambda t: t.repeat(3, 1, 1), lambda t: t.tile((2, 2))])
+def test_repeat_and_tile_capture_as_one_copy(call):
+    # TensorShape.cpp repeat copies into an unfolded view of its result, which fake tensors could not run (GPT-J's,
+    # ViTMAE's, DeBERTa's and Reformer's steps failed); H100, torch 2.11, OpInfo repeat and tile: one device copy
+    with capture("h200") as cap:
+        with cap.paused():
+            t = torch.randn(4, 8, device="cuda")
+        call(t)
+    ops = [op for op in cap.capture.ops if op.op.startswith("aten.") and not op.decomposed]
+    assert [op.op for op in ops] == ["aten.repeat.default"] and cost_of(ops[0]).kernels == 1

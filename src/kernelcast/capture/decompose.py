@@ -59,6 +59,10 @@ CPU_KEYSET = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
 KEPT_WHOLE = frozenset({
     "aten::convolution", "aten::_convolution", "aten::convolution_overrideable",
     "aten::convolution_backward_overrideable",
+    # repeat's explicit kernel (TensorShape.cpp) copies into an unfolded, self-overlapping view of its result,
+    # which fake tensors cannot run ("data is not allocated": every Tensor.repeat failed to capture); CUDA runs
+    # it as the one copy kernel costs/elementwise.py prices it as.
+    "aten::repeat",
 })
 # Ops whose schema says they may alias their input, but which copy when asked for another dtype or device: their
 # formula decides (`bag_size.to(float)` in a sparse EmbeddingBag backward, called below autograd, is a copy).
