@@ -60,8 +60,8 @@ SYNC_ADVICE = {
     "histc range": "pass min and max to torch.histc: the default (0, 0) reads the input's range back",
     "nanmedian count": "use torch.median, or nanmedian along a dim: nanmedian over the whole tensor reads its NaN "
                        "count back",
-    "multinomial check": "upgrade torch (from 2.11 multinomial checks its input on the GPU), sample with "
-                         "replacement, or draw the samples on the GPU (torch.rand and a cumsum/searchsorted): "
+    "multinomial check": "upgrade torch (torch 2.11 and later check multinomial's input on the GPU), sample "
+                         "with replacement, or draw the samples on the GPU (torch.rand and a cumsum/searchsorted): "
                          "multinomial without replacement validates its input on the host here",
     "embedding renorm": "renormalise the embedding table once every N steps (torch.no_grad(): "
                         "weight.renorm_(2, 0, max_norm)) instead of nn.Embedding(max_norm=...), which counts the "
