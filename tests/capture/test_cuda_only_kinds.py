@@ -18,6 +18,10 @@ STEPS = {
     "median_along_dim": lambda: torch.median(_x(), 1)[0].sum(),
     "multilabel_margin_loss": lambda: F.multilabel_margin_loss(
         torch.randn(8, 10, device="cuda", requires_grad=True), torch.randint(0, 10, (8, 10), device="cuda")),
+    "multi_margin_loss": lambda: F.multi_margin_loss(
+        torch.randn(8, 10, device="cuda", requires_grad=True), torch.randint(0, 10, (8,), device="cuda")),
+    "fractional_max_pool3d": lambda: F.fractional_max_pool3d(
+        torch.randn(2, 3, 8, 8, 8, device="cuda", requires_grad=True), 2, output_size=(4, 4, 4)).sum(),
     "ctc_loss": lambda: F.ctc_loss(torch.randn(50, 4, 20, device="cuda", requires_grad=True).log_softmax(-1),
                                    torch.randint(1, 20, (4, 10), device="cuda"), [50] * 4, [10] * 4),
 }

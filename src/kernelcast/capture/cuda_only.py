@@ -221,7 +221,8 @@ def like_first(self, *args, **kwargs):
 
 
 def like_second(first, second, *args, **kwargs):
-    """multilabel_margin_loss_backward(grad_output, self, ...): the gradient of `self`."""
+    """A backward whose second argument is the input it differentiates (multilabel_margin_loss_backward,
+    multi_margin_loss_backward, fractional_max_pool3d_backward: (grad_output, self, ...)): the gradient of `self`."""
     return torch.empty(second.shape, dtype=second.dtype, device=second.device)
 
 
@@ -232,6 +233,8 @@ FAKES: dict[str, Callable] = {
     "aten::binomial": like_first,
     "aten::_logcumsumexp": like_first,  # logcumsumexp's scan (cuda/LogcumsumexpKernel.cu)
     "aten::multilabel_margin_loss_backward": like_second,
+    "aten::multi_margin_loss_backward": like_second,
+    "aten::fractional_max_pool3d_backward": like_second,
     "aten::cudnn_convolution": cudnn_convolution,
     "aten::cudnn_convolution_transpose": cudnn_convolution_transpose,
     "aten::cudnn_convolution_relu": cudnn_convolution_relu,

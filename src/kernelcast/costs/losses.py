@@ -7,7 +7,8 @@ Ops costed here (their launch rules win over any simpler formula elsewhere):
     aten.hardswish, aten.hardswish_, aten.hardswish_backward, aten.hardsigmoid_backward,
     aten.soft_margin_loss, aten.soft_margin_loss_backward,
     aten.nll_loss_forward, aten.nll_loss_backward (with a reduction: one thread block's walk over the frames),
-    aten.multilabel_margin_loss_forward, aten.multilabel_margin_loss_backward
+    aten.multilabel_margin_loss_forward, aten.multilabel_margin_loss_backward, aten.multi_margin_loss,
+    aten.multi_margin_loss_backward
 
 Sources (torch 2.11): aten/src/ATen/native/Loss.cpp (mse_loss, huber_loss, smooth_l1_loss_out,
 apply_loss_reduction, mse_loss_backward, huber_loss_backward, smooth_l1_loss_backward) and
@@ -235,3 +236,15 @@ def multilabel_margin_loss(op: OpRecord, ctx: CostContext) -> Cost:
 
 
 register("aten.multilabel_margin_loss_backward")(memory_formula(LOSS_FLOPS_PER_ELEMENT, "pointwise"))
+
+
+# multi_margin_loss (cuda/MultiMarginLoss.cu): likewise one block per sample, its per-sample losses summed when
+# reduced; the backward one kernel.
+@register("aten.multi_margin_loss")
+def multi_margin_loss(op: OpRecord, ctx: CostContext) -> Cost:
+    x = op.args.get("self")
+    reduced = op.args.get("reduction", 1) != 0 and isinstance(x, TensorMeta) and len(x.shape) == 2
+    return memory_op(op, LOSS_FLOPS_PER_ELEMENT, 1 + reduced, kind="pointwise")
+
+
+register("aten.multi_margin_loss_backward")(memory_formula(LOSS_FLOPS_PER_ELEMENT, "pointwise"))
