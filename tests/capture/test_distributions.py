@@ -25,6 +25,15 @@ FAMILIES = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _argument_checks_on():
+    # torch.distributions' default (on unless python -O); another test or library may have turned it off
+    before = D.Distribution._validate_args
+    D.Distribution.set_default_validate_args(True)
+    yield
+    D.Distribution.set_default_validate_args(before)
+
+
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_distribution_captures_and_is_costed(name):
     with capture("h200") as cap:
@@ -45,5 +54,5 @@ def test_sampling_a_categorical_waits_only_for_its_argument_checks():
     with capture("h200") as cap:
         with cap.paused():
             logits = torch.randn(64, 8, device="cuda")
-        D.Categorical(logits=logits).sample()
+        D.Categorical(logits=logits, validate_args=True).sample()
     assert [op.sync for op in cap.capture.ops if op.sync] == ["item"]  # the logits' check, `_is_all_true`
