@@ -85,3 +85,13 @@ def test_a_gradient_penalty_through_modules_captures():
     backward = [op for op in cap.capture.ops if op.phase == "backward"]
     assert any(op.op == "aten.convolution_backward.default" for op in backward)
     assert not [op.op for op in cap.capture.ops if "host" not in op.tags and not op.decomposed and cost_of(op) is None]
+
+
+def test_torch_func_transforms_are_left_to_torch():
+    # under torch.func (per-sample gradients, MAML) the input is functorch's wrapper: not routed, it runs as torch
+    # writes it
+    with capture("h200") as cap:
+        with cap.paused():
+            x = torch.rand(4, 6, device="cuda") + 0.5
+        torch.func.grad(lambda t: torch.cumprod(t, 1).sum() + t.prod())(x)
+    assert any(op.op == "aten.cumprod.default" for op in cap.capture.ops)

@@ -200,8 +200,20 @@ def test_multinomial_runs_its_checks_on_the_gpu_as_the_installed_torch_writes_th
     ops = cap.capture.ops
     assert not [op for op in ops if op.sync]
     assert [op.op for op in ops].count("aten._assert_async.msg") == 2
-    fused = any(op.op == "aten.aminmax.default" for op in ops)
-    assert _items(cap)["aten.multinomial.default"] == 14 - fused
+    assert _items(cap)["aten.multinomial.default"] == 14 - any(op.op == "aten.aminmax.default" for op in ops)
+
+
+def test_multinomial_with_replacement_does_not_change_a_later_call():
+    # with replacement it runs its own CUDA kernel (recorded whole); a later call without replacement still runs
+    # its checks on the GPU
+    with capture("h200") as cap:
+        with cap.paused():
+            x = torch.rand(10, device="cuda")
+        torch.multinomial(x, 4, replacement=True)
+        torch.multinomial(x, 3)
+    ops = cap.capture.ops
+    assert not [op for op in ops if op.sync]
+    assert [op.op for op in ops].count("aten._assert_async.msg") == 2
 
 
 @pytest.mark.parametrize("call, name, items", [

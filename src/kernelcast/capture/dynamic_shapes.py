@@ -203,6 +203,7 @@ class ValueHints:
     def drop(self, t: torch.Tensor) -> None:
         self._values.pop(t, None)
         self._why.pop(t, None)
+        self._counts.pop(t, None)
 
     # -- sources ---------------------------------------------------------------------------------------
     def seed(self, func, args: tuple, kwargs: dict, out: Any) -> None:

@@ -8,8 +8,8 @@ is the formula's other branch, written from the source:
 
 - cumprod (aten/src/ATen/native/ReduceOps.cpp, cumprod_backward): `w = output * grad`, `is_zero = input == 0`,
   then `is_zero.any().item()` (a sync point) and, where no element is zero, `reversed_cumsum(w, dim).div(input)`
-  (a flip, a cumsum, a flip, a div). The subclass branch is the O(n) one: a cumprod, a cat, a prod, a mul and a sum
-  per element along `dim`, then a stack. Measured on an H100 (torch 2.11, OpInfo cumprod, 5 x 5 x 5 fp32,
+  (a flip, a cumsum, a flip, a div). The subclass branch loops over `dim`: a cumprod, a cat, a prod, a mul and a
+  sum per element along it (O(n) kernels, O(n^2) work), then a stack. Measured on an H100 (torch 2.11, OpInfo cumprod, 5 x 5 x 5 fp32,
   validation/probes/opinfo_items/opinfo_items_run1.json.gz): 10 work items for the forward and backward
   (the scan, the gradient's fill, mul, eq, any, the copy to the host, flip, scan, flip, div); the subclass branch
   was priced at 39.
@@ -30,8 +30,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils._python_dispatch import _disable_current_modes
 
+PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter, FakeTensor)
 NO_ZERO_NOTE = ("{what}'s backward at {where}: its input assumed to hold no zero (the GPU's common path; with zeros "
                 "it takes another, and this read's value decides which)")
 
@@ -57,9 +59,17 @@ class _Context:
             cls.hints.set(t, value, frozenset({why}))
 
 
+def reset() -> None:
+    """Forget the capture's hints and note line (the session calls it as the capture ends)."""
+    _Context.hints, _Context.where = None, staticmethod(lambda: "set-up")
+
+
 def _needs_real_backward(x: Any) -> bool:
-    return (isinstance(x, torch.Tensor) and x.requires_grad and torch.is_grad_enabled() and x.is_floating_point()
-            and x.device.type == "cuda")
+    """A plain (fake) CUDA floating tensor that needs a gradient, outside torch.func's transforms: a tensor
+    subclass of another kind (DTensor) takes the subclass branch on a GPU too, and functorch's wrappers need
+    autograd.Function.setup_context."""
+    return (type(x) in PLAIN_TENSORS and x.requires_grad and torch.is_grad_enabled() and x.is_floating_point()
+            and x.device.type == "cuda" and not torch._C._are_functorch_transforms_active())
 
 
 class CumprodAsCuda(torch.autograd.Function):
@@ -99,7 +109,7 @@ class ProdAsCuda(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
         x, out = ctx.saved_tensors
-        grad = grad.to(x.dtype)
+        x = x.to(grad.dtype)  # derivatives.yaml: prod_backward(grad, self.to(grad.scalar_type()), result)
         if x.dim() == 0:
             return grad, None
         is_zero = x == 0
@@ -121,7 +131,7 @@ class ProdDimAsCuda(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
         x, out = ctx.saved_tensors
-        grad = grad.to(x.dtype)
+        x = x.to(grad.dtype)  # derivatives.yaml: prod_backward(grad, self.to(grad.scalar_type()), result, ...)
         if x.dim() == 0:
             return grad, None, None, None
         dim = ctx.dim % x.dim()
@@ -148,8 +158,6 @@ def _prod(func, args: tuple, kwargs: dict):
     if not _needs_real_backward(x) or kwargs.get("out") is not None:
         return func(*args, **kwargs)
     rest, dtype = list(args[1:]), kwargs.get("dtype")
-    if rest and isinstance(rest[-1], torch.dtype):  # prod(x, dtype) positionally
-        dtype = rest.pop()
     dim = rest[0] if rest else kwargs.get("dim")
     if dim is None:
         return ProdAsCuda.apply(x, dtype)

@@ -265,6 +265,9 @@ def _targets_gpu(args: tuple, kwargs: dict) -> bool:
 
 
 _NOT_DECOMPOSED = object()
+# How a shared CPU/CUDA kernel run on fake CUDA tensors stops short (decompose.py SHARED_CPU_CUDA): a TORCH_CHECK
+# on a value the capture assumed, or a DispatchStub this build has no CUDA kernel for. Anything else is ours.
+SHARED_STOPS = (RuntimeError, NotImplementedError)
 
 
 def output_metas(out: Any) -> tuple[TensorMeta | None, ...]:
@@ -469,16 +472,18 @@ class Recorder(TorchDispatchMode):
             except Exception as exc:
                 # a shared kernel may also stop at a check on a value the capture does not know (an older
                 # torch's `.item()` of a multinomial's input check): recorded whole, by its handler
-                if not Decomposer.launched_by_itself(exc) and how != "shared":
-                    raise
-                return NotImplemented
+                if Decomposer.launched_by_itself(exc) or (how == "shared" and isinstance(exc, SHARED_STOPS)):
+                    return NotImplemented
+                raise
 
-        index, notes = len(self.ops), set(self.notes)
+        index, notes = len(self.ops), set(self.notes) if how == "shared" else None
         out = self._run_children(func, args, kwargs, run_as_cuda)
         if out is NotImplemented or not Decomposer.outputs_fake(out):
-            self._decomposer.self_launching.add(func)
+            if how != "shared":  # a shared kernel stops by its arguments (multinomial with replacement): per call
+                self._decomposer.self_launching.add(func)
             del self.ops[index:], self.torch_calls[index:]
-            self.notes = notes  # a note of the abandoned run (an assumed read) is not the step's
+            if notes is not None:
+                self.notes = notes  # a note of the abandoned run (an assumed read) is not the step's
             return _NOT_DECOMPOSED
         self.in_place.note(func, out)  # a decomposed new_zeros still makes a backward formula's zeros
         return self._finish(func, args, kwargs, out)  # value hints follow the op, not the ops it called

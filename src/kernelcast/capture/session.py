@@ -330,6 +330,7 @@ class CaptureSession:
             rnn_routes = RnnRoutes(self.arch, self.recorder.hints, self.recorder.dynamic.batch_sizes)
             self.router.add_routes(rnn_routes.routes())
             self.router.add_routes(real_backward.routes(self.recorder.hints, self.recorder.note_line))
+            stack.callback(real_backward.reset)
             self.router.on_backward = self.recorder.record_engine_nodes
             self.router.node_post_hook = self.recorder.in_place.outputs_ready
             stack.enter_context(mock.patch.multiple(FakeTensor, **self.router.host_read_patches(),

@@ -160,4 +160,10 @@ EMBEDDING_RENORM_ITEMS = 1 + 2 + 1 + 1  # sort, unique (init + select), the copy
 
 @register("aten.embedding_renorm_")
 def embedding_renorm(op: OpRecord, ctx: CostContext) -> Cost:
-    return dataclasses.replace(memory_op(op, 1.0, kind="embedding"), kernels=EMBEDDING_RENORM_ITEMS)
+    """The rows the indices name, read and written (at most the table), and the indices read."""
+    table, indices = op.args.get("self"), op.args.get("indices")
+    base = dataclasses.replace(memory_op(op, 1.0, kind="embedding"), kernels=EMBEDDING_RENORM_ITEMS)
+    if not isinstance(table, TensorMeta) or not isinstance(indices, TensorMeta) or len(table.shape) != 2:
+        return base
+    rows = min(indices.numel, table.shape[0]) * table.shape[1] * table.itemsize
+    return dataclasses.replace(base, bytes_read=float(rows + indices.nbytes), bytes_written=float(rows))
