@@ -9,10 +9,10 @@ is the formula's other branch, written from the source:
 - cumprod (aten/src/ATen/native/ReduceOps.cpp, cumprod_backward): `w = output * grad`, `is_zero = input == 0`,
   then `is_zero.any().item()` (a sync point) and, where no element is zero, `reversed_cumsum(w, dim).div(input)`
   (a flip, a cumsum, a flip, a div). The subclass branch loops over `dim`: a cumprod, a cat, a prod, a mul and a
-  sum per element along it (O(n) kernels, O(n^2) work), then a stack. Measured on an H100 (torch 2.11, OpInfo cumprod, 5 x 5 x 5 fp32,
-  validation/probes/opinfo_items/opinfo_items_run1.json.gz): 10 work items for the forward and backward
-  (the scan, the gradient's fill, mul, eq, any, the copy to the host, flip, scan, flip, div); the subclass branch
-  was priced at 39.
+  sum per element along it (O(n) kernels, O(n^2) work), then a stack. Measured on an H100 (torch 2.11, OpInfo
+  cumprod, 5 x 5 x 5 fp32, validation/probes/opinfo_items/opinfo_items_run1.json.gz): 10 work items for the
+  forward and backward (the scan, the gradient's fill, mul, eq, any, the copy to the host, flip, scan, flip,
+  div); the subclass branch was priced at 39.
 - prod over all elements (FunctionsManual.cpp, prod_backward): `(input == 0).nonzero()` (a sync point), then,
   where it is empty, `grad * (result / input)`; the subclass branch runs prod_safe_zeros_backward (a cat, two
   cumprods, two flips, ...) with no sync. Measured: 9 items (prod, fill, eq, nonzero's four and its copy, div, mul).
