@@ -225,26 +225,16 @@ def ctc_loss(op: OpRecord, ctx: CostContext) -> Cost:
 register("aten._ctc_loss_backward")(memory_formula(LOSS_FLOPS_PER_ELEMENT, "loss", CTC_LOSS_BACKWARD_ITEMS))
 
 
-# multilabel_margin_loss (aten/src/ATen/native/cuda/MultiLabelMarginCriterion.cu): one block per sample writes its
-# loss, into a temporary of per-sample losses that a sum reduces when the 2-D input is reduced; the backward is one
-# kernel per sample (the gradient scaled by grad_output in the same kernel).
-@register("aten.multilabel_margin_loss_forward")
-def multilabel_margin_loss(op: OpRecord, ctx: CostContext) -> Cost:
+# multilabel_margin_loss and multi_margin_loss (aten/src/ATen/native/cuda/MultiLabelMarginCriterion.cu,
+# MultiMarginLoss.cu): one block per sample writes its loss, into a temporary of per-sample losses that a sum
+# reduces when the 2-D input is reduced; each backward is one kernel per sample (the gradient scaled by
+# grad_output in the same kernel).
+@register("aten.multilabel_margin_loss_forward", "aten.multi_margin_loss")
+def margin_loss(op: OpRecord, ctx: CostContext) -> Cost:
     x = op.args.get("self")
     reduced = op.args.get("reduction", 1) != 0 and isinstance(x, TensorMeta) and len(x.shape) == 2
     return memory_op(op, LOSS_FLOPS_PER_ELEMENT, 1 + reduced, kind="pointwise")
 
 
-register("aten.multilabel_margin_loss_backward")(memory_formula(LOSS_FLOPS_PER_ELEMENT, "pointwise"))
-
-
-# multi_margin_loss (cuda/MultiMarginLoss.cu): likewise one block per sample, its per-sample losses summed when
-# reduced; the backward one kernel.
-@register("aten.multi_margin_loss")
-def multi_margin_loss(op: OpRecord, ctx: CostContext) -> Cost:
-    x = op.args.get("self")
-    reduced = op.args.get("reduction", 1) != 0 and isinstance(x, TensorMeta) and len(x.shape) == 2
-    return memory_op(op, LOSS_FLOPS_PER_ELEMENT, 1 + reduced, kind="pointwise")
-
-
-register("aten.multi_margin_loss_backward")(memory_formula(LOSS_FLOPS_PER_ELEMENT, "pointwise"))
+register("aten.multilabel_margin_loss_backward", "aten.multi_margin_loss_backward")(
+    memory_formula(LOSS_FLOPS_PER_ELEMENT, "pointwise"))
