@@ -45,6 +45,9 @@ WORKLOADS = [
     # under CUDA graphs: the caller's Python around the replays, and the trees' per-call checks (units)
     ("mlp_train_graphed (torch.compile reduce-overhead)", "examples/host_steps.py:mlp_train",
      {"KC_COMPILE": "reduce-overhead"}),
+    # an eager loop around a compiled forward (transformers' generate() with a static cache): the loop's Python by
+    # its counted lines, what runs inside the compiled function's wrapper as read (capture/host_clock.py)
+    ("compiled_decode_loop (a compiled forward in an eager loop)", "examples/host_steps.py:compiled_decode_loop", {}),
 ]
 RUNS_IDLE = 3
 RUNS_LOADED = 3

@@ -101,3 +101,24 @@ def side_stream():
         return (nxt @ x).sum()
 
     return step, (batches, w)
+
+
+def compiled_decode_loop():
+    """Greedy decoding around a torch.compile'd forward, the shape of transformers' generate(): the loop's own
+    Python (argmax, the growing sequence, a stopping check kept on the GPU) runs eagerly between compiled calls,
+    16 tokens a step."""
+    model = nn.Sequential(nn.Embedding(1000, 256), nn.Linear(256, 256), nn.GELU(), nn.Linear(256, 1000)).cuda()
+    forward = torch.compile(lambda ids: model(ids[:, -1:]))
+    prompt = torch.randint(0, 1000, (4, 8), device="cuda")
+
+    def step(prompt):
+        ids, done = prompt, torch.zeros(4, dtype=torch.bool, device="cuda")
+        with torch.no_grad():
+            for _ in range(16):
+                logits = forward(ids)[:, -1, :]
+                token = torch.where(done, torch.zeros_like(logits[:, 0], dtype=torch.long), logits.argmax(-1))
+                ids = torch.cat([ids, token[:, None]], dim=1)
+                done = done | (token == 0)
+        return ids
+
+    return step, (prompt,)

@@ -84,6 +84,13 @@ _CAPTURE_ONLY = tuple(os.path.join("torch", *parts) for parts in (
 _COMPILE_PASS = (os.path.join("torch", "_dynamo", ""), os.path.join("torch", "compiler", ""),
                  os.path.join("torch", "_compile.py"))
 _COMPILE_ONLY = tuple(os.path.join("torch", part, "") for part in ("_functorch", "_inductor"))
+# The wrapper torch.compile puts around a compiled function (eval_frame.py's compile_wrapper, `_fn` in older
+# torch): while it runs, Dynamo's frame callback is set, so every frame the function's eager parts enter (a graph
+# break's `loss.backward()`, a resume function) goes through Dynamo first. Python that runs inside one is read
+# as timed (the compiled host fit was made against such readings: scripts/fit/fit_compiled_host.py); Python
+# outside every one (the loop of transformers' generate() around a compiled forward) is the model's, priced by
+# its counted lines as in an eager step.
+_EVAL_FRAME_FILE = os.path.join("torch", "_dynamo", "eval_frame.py")
 _TORCH_DIR = os.path.dirname(os.path.abspath(importlib.util.find_spec("torch").origin)) + os.sep
 _STDLIB_DIR = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
 
@@ -98,6 +105,20 @@ def _wrapped_by(wrapper, code) -> bool:
         return getattr(inspect.unwrap(fn) if callable(fn) else fn, "__code__", None) is code
     except Exception:  # an object whose attributes raise, an unwrap cycle: not the wrapped function
         return False
+
+
+def _compiled_function_wrapper(frame) -> bool:
+    """Whether a frame is the wrapper torch.compile put around a compiled function or module (its context is a
+    _TorchDynamoContext that compiles; torch._dynamo.disable's wrapper has the same file and a DisableContext)."""
+    if not frame.f_code.co_filename.endswith(_EVAL_FRAME_FILE):
+        return False
+    try:
+        context = frame.f_locals.get("self")
+    except Exception:  # a frame whose locals cannot be read: not one of Dynamo's wrappers
+        return False
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    return eval_frame is not None and isinstance(context, eval_frame._TorchDynamoContext) \
+        and not isinstance(context, eval_frame.DisableContext) and callable(getattr(context, "callback", None))
 
 
 def _library_code(name: str) -> bool:
@@ -133,15 +154,23 @@ class LineCounter:
         self._count = self._count_line  # the bound methods, kept: a frame's f_trace is compared by identity
         self._pass = self._pass_line
         self._compile_pass = self._compile_pass_line  # torch.compile's machinery (_COMPILE_PASS)
+        self._compile_entry = self._compile_entry_line  # a compiled function's wrapper (_EVAL_FRAME_FILE)
+        self._inside_compiled = 0  # compiled functions' wrappers running now (nested: more than one)
+        self.stretch_inside_compiled = False  # the current stretch ran Python inside one (take_inside_compiled)
         self._touched: list = []  # (frame, its f_trace before) for the frames start() found running
         self._paused = False  # pause() took our tracer off (resume() puts it back, and nothing else)
         # The step runs torch.compile'd code: Dynamo's, AOTAutograd's and Inductor's Python are priced by the
         # compiled-call units, not per line (_COMPILE_PASS). In an eager step the same files' Python (an
         # optimizer's torch._disable_dynamo wrapper, torch.compiler.is_compiling()) is the model's, as fitted.
         self.compiled_code = False
+        # The step ran compiled graphs: the Python inside compiled functions' wrappers is read as timed (a step
+        # whose compiled function made no graph, all of it run eagerly under Dynamo's frame handling, is priced
+        # by its lines: on an H100 host the probe's graph_breaks case ran 5-6 µs a call over its eager twin).
+        self.time_inside_compiled = False
 
     def start(self) -> None:
         self._thread = get_ident()
+        self._inside_compiled, self.stretch_inside_compiled = 0, False
         self._previous = sys.gettrace()  # a debugger's or coverage's, given back at stop()
         self._touched = []
         frame = sys._getframe(1)
@@ -176,10 +205,16 @@ class LineCounter:
         if self._clock._depth or not self._thread:
             return None
         caller = frame.f_back
+        compile_tracers = (self._compile_pass, self._compile_entry)
         if caller is not None and caller.f_trace is not self._count and caller.f_trace is not self._pass \
-                and caller.f_trace is not self._compile_pass and caller.f_code not in _MODEL_ENTRIES:
+                and caller.f_trace not in compile_tracers and caller.f_code not in _MODEL_ENTRIES:
             return None
-        if caller is not None and caller.f_trace is self._compile_pass and _library_code(frame.f_code.co_filename) \
+        if self.time_inside_compiled and _compiled_function_wrapper(frame):
+            # The stretch running now is the caller's Python: it ends at the compiled call's marker, which the
+            # wrapper records as it starts (capture/compiled.py CompileWatch); the stretches after it are inside.
+            self._inside_compiled += 1
+            return self._compile_entry
+        if caller is not None and caller.f_trace in compile_tracers and _library_code(frame.f_code.co_filename) \
                 and not _wrapped_by(caller, frame.f_code):
             return self._tracer(frame.f_code) and self._compile_pass
         return self._tracer(frame.f_code)
@@ -194,6 +229,17 @@ class LineCounter:
 
     def _compile_pass_line(self, frame, event, arg):
         return self._compile_pass
+
+    def _compile_entry_line(self, frame, event, arg):
+        if event == "return":  # (also when the frame ends by an exception)
+            self._inside_compiled = max(self._inside_compiled - 1, 0)
+        return self._compile_entry
+
+    def take_inside_compiled(self) -> bool:
+        """Whether the stretch since the last call ran inside a compiled function's wrapper; the next stretch
+        starts inside one if one is still running."""
+        inside, self.stretch_inside_compiled = self.stretch_inside_compiled, self._inside_compiled > 0
+        return inside
 
     def pause(self) -> None:
         """The capture's own work begins on this thread: no tracer at all until resume(). Nothing in our work
@@ -231,6 +277,7 @@ class HostClock:
         self.torch_calls = 0
         self._timing = True
         self._lines.lines = 0
+        self._lines.stretch_inside_compiled = self._lines._inside_compiled > 0
 
     @property
     def counting(self) -> bool:
@@ -239,6 +286,11 @@ class HostClock:
     def count_compiled_code_as_units(self, on: bool) -> None:
         """Whether torch.compile's own Python is left out of the count (LineCounter.compiled_code)."""
         self._lines.compiled_code = on
+
+    def time_inside_compiled_functions(self, on: bool) -> None:
+        """Whether the Python inside compiled functions' wrappers is marked as read timed
+        (LineCounter.time_inside_compiled)."""
+        self._lines.time_inside_compiled = on
 
     def count_lines(self, on: bool) -> None:
         """Start or stop counting the model's Python lines (LineCounter) on this thread."""
@@ -281,6 +333,11 @@ class HostClock:
             yield
         finally:
             self.ours_end()
+
+    def take_inside_compiled(self) -> bool:
+        """Whether the Python since the last recorded op ran inside a compiled function's wrapper (as the line
+        count last saw it: the step's end is recorded after counting stops); call right after take()."""
+        return self._lines.take_inside_compiled()
 
     def take(self) -> tuple[float, int, int, int]:
         """(µs of model time since the last recorded op, torch calls, module calls and counted Python lines since

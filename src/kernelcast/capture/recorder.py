@@ -18,8 +18,8 @@ from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils.weak import WeakIdKeyDictionary
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from kernelcast.records import (DECOMPOSED_TAG, ENGINE_NODES_OP, HOST_OP_PREFIX, POST_BACKWARD, RECORD_STREAM_OP,
-                                STEP_END_OP, OpRecord, TensorMeta)
+from kernelcast.records import (DECOMPOSED_TAG, ENGINE_NODES_OP, HOST_OP_PREFIX, INSIDE_COMPILED_TAG, POST_BACKWARD,
+                                RECORD_STREAM_OP, STEP_END_OP, OpRecord, TensorMeta)
 
 from .aten_ops import overloads
 from .cuda_inplace import CudaInPlace
@@ -516,6 +516,8 @@ class Recorder(TorchDispatchMode):
         tags += self._pending_tags + self.region_tags
         self._pending_tags = ()
         python_us, torch_calls, modules, lines = self.clock.take()
+        if self.clock.take_inside_compiled():
+            tags += (INSIDE_COMPILED_TAG,)
         if self.region_tags and parent < 0:
             # Inductor's wrapper calls each aten op itself, with the Router off the stack: one torch call each,
             # whose hand-over into the capture's modes the gap baselines take out (host_clock.py)
@@ -761,6 +763,8 @@ class Recorder(TorchDispatchMode):
         """A host-only record, with the model's Python since the previous op (its own time is ours)."""
         self.clock.ours_begin()
         python_us, torch_calls, modules, lines = self.clock.take()
+        if self.clock.take_inside_compiled():
+            tags += (INSIDE_COMPILED_TAG,)
         self.torch_calls.append(torch_calls)
         self.ops.append(OpRecord(
             index=len(self.ops), op=op, args=args, outputs=(), tags=tags,

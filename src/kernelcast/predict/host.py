@@ -31,8 +31,8 @@ import statistics
 from kernelcast.capture.cpu_speed import CpuBench
 from kernelcast.costs import Cost, cost_of
 from kernelcast.costs.foreach import tensor_lists
-from kernelcast.records import (ENGINE_NODES_OP, HOST_OP_PREFIX, POST_BACKWARD, RANGE_BEGIN_OP, RANGE_END_OP, OpRecord,
-                                host_phase)
+from kernelcast.records import (ENGINE_NODES_OP, HOST_OP_PREFIX, INSIDE_COMPILED_TAG, POST_BACKWARD, RANGE_BEGIN_OP,
+                                RANGE_END_OP, OpRecord, host_phase)
 
 # One more cudaLaunchKernel from an op that already launched one. Not isolated by a microbenchmark: a few µs
 # is CUDA's documented order; foreach ops, the main multi-launch ops, have a measured cost of their own.
@@ -354,7 +354,7 @@ class HostModel:
         the capture's reading stands for them. The margin keeps ordinary stretches the count's: the capture's
         own hand-over reads up to about 0.25 ms beyond their lines' price (a foreach call over 150 tensors,
         whose lists the capture's modes walk; the built-in GPT example's AdamW, 2026-12-05)."""
-        if not self.price_lines:  # (a compiled step's capture counts no lines: capture/api.py _run_steps)
+        if not self.price_lines or INSIDE_COMPILED_TAG in op.tags:  # (compiled functions' Python: timed)
             return False
         timed = op.python_us * self.python_scale
         return timed <= HEAVY_STRETCH_FACTOR * op.python_lines * self.python_line_us + self.heavy_stretch_min_us

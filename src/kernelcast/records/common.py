@@ -55,6 +55,9 @@ RECORD_STREAM_OP = HOST_OP_PREFIX + "record_stream"
 
 # The tag of an op that CUDA runs by calling other ops (recorded after it, their `parent` its index).
 DECOMPOSED_TAG = "decomposed"
+# The tag of an op whose Python before it ran inside a torch.compile'd function's wrapper, Dynamo's frame callback
+# set (capture/host_clock.py _compiled_function_wrapper): read as timed, not priced by its counted lines.
+INSIDE_COMPILED_TAG = "inside_compiled"
 
 
 def stream_name(stream: int) -> str:
