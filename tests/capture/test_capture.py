@@ -226,6 +226,40 @@ def test_a_zero_dim_parameter_moves_with_the_module():
     assert any(o.op == "aten.mul.Tensor" for o in cap.ops)
 
 
+def test_parametrized_modules_move_and_capture():
+    """torch.nn.utils.parametrizations, built and moved where users build them: spectral_norm inside a
+    `with kernelcast.capture()` block (its power iteration left a reference cycle holding the weight, and
+    Module._apply's swap_tensors refused it: "Couldn't swap ParametrizationList.original") and orthogonal in a
+    workload's build (its right_inverse checks `torch.allclose(Q.mH @ Q, I)` on the CPU, which FakeTensor refuses
+    as data-dependent: every capture failed). The check is answered as passing, with a note."""
+    with capture("h200") as block:
+        model = torch.nn.utils.parametrizations.spectral_norm(torch.nn.Linear(16, 16)).cuda()
+        model(torch.randn(4, 16, device="cuda")).sum().backward()
+    assert any(op.op == "aten.mv.default" for op in block.capture.ops)  # the power iteration, on the GPU
+
+    def build():
+        model = torch.nn.utils.parametrizations.orthogonal(torch.nn.Linear(16, 16)).cuda()
+        x = torch.randn(4, 16, device="cuda")
+        return (lambda x: model(x).sum().backward()), (x,)
+
+    cap = capture_workload(build, "h200")
+    assert any(op.op == "aten.linalg_matrix_exp.default" for op in cap.ops)  # its default map for a square weight
+    assert any("torch.allclose" in note and "assumed True" in note for note in cap.notes)
+
+
+def test_allclose_on_the_gpu_runs_its_kernels_and_reads_the_answer():
+    """torch.allclose in the recorded step: CUDA runs isclose's kernels and all(), then reads the bool back
+    (TensorCompare.cpp): a sync point, noted as assumed True like any all()."""
+    with capture("h200") as block:
+        with block.paused():
+            a, b = torch.randn(16, 16, device="cuda"), torch.randn(16, 16, device="cuda")
+        assert torch.allclose(a, b)
+    ops = block.capture.ops
+    assert any(op.op == "aten.all.default" for op in ops)
+    assert [op.sync for op in ops if op.sync] == ["item"]
+    assert predict_capture(block.capture, "h200").sync_points == 1
+
+
 def test_a_transformer_encoders_padding_mask_fast_path_captures_with_a_note():
     """nn.TransformerEncoder in eval under no_grad with src_key_padding_mask takes PyTorch's inference fast path,
     which asks the GPU whether the mask is left-aligned before turning the batch into a nested tensor; the

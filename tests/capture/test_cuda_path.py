@@ -532,6 +532,24 @@ def test_ctc_loss_with_integer_lengths_and_the_mean():
     assert "aten._ctc_loss.default" in run(lambda: torch.randint(1, 20, (4, 10), device="cuda"))
 
 
+@pytest.mark.slow
+def test_ctc_loss_with_lengths_as_host_tensors():
+    # F.ctc_loss's documented form: the lengths as CPU tensors, which a GPU run reads to host memory and reduces
+    # over as it does integer lengths (LossCTC.cpp); under the capture the subclass branch divided the CUDA losses
+    # by the CPU lengths ("found at least two devices"): every such step failed.
+    with capture("h200") as block:
+        with block.paused():
+            logits = torch.randn(50, 4, 20, device="cuda", requires_grad=True)
+            targets = torch.randint(1, 20, (4, 10), device="cuda")
+            lengths = torch.full((4,), 50, dtype=torch.long), torch.full((4,), 10, dtype=torch.long)
+        torch.nn.functional.ctc_loss(logits.log_softmax(2), targets, *lengths).backward()
+    ops = block.capture.ops
+    assert {"aten._ctc_loss.Tensor", "aten._ctc_loss_backward.Tensor"} <= {op.op for op in ops}
+    # the mean's lengths go to the device as the integer path's at::tensor does: one copy from the host
+    assert [op.sync for op in ops if op.op == "aten._to_copy.default" and op.outputs[0].device == "cuda"] \
+        == ["h2d pageable"]
+
+
 def test_pointwise_losses_reduce_with_mean_as_cuda_does():
     # Loss.cpp: the loss per element, then at::mean_out over it (a global reduce zeroes its semaphores first).
     # H200, torch 2.11: zoo unet_block_train mse_loss 3 items, mse_loss_backward 2 (zeros_like, kernel); zoo

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils.weak import WeakIdKeyDictionary
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
 from kernelcast.records import (DECOMPOSED_TAG, ENGINE_NODES_OP, HOST_OP_PREFIX, INSIDE_COMPILED_TAG, POST_BACKWARD,
                                 RECORD_STREAM_OP, STEP_END_OP, OpRecord, TensorMeta)
@@ -119,6 +119,12 @@ NORMAL_STD_CHECKS = 2
 # the read is a sync point whose value decides no work, so the capture assumes it without a note.
 FILL_VALUE_READS = frozenset({"aten.index_fill_.int_Tensor"})
 
+# Ops that answer a host bool computed on GPU values, which FakeTensor refuses as data-dependent. In the recorded
+# step CUDA runs their explicit kernel's ops (torch.allclose: isclose's kernels, all(), the read: TensorCompare.cpp),
+# decomposed as any explicit op; outside it (a module's set-up: nn.utils.parametrizations.orthogonal checks its
+# weight with allclose on the CPU, and failed every capture) the check is answered from known values, else as
+# passing, with a note (_allclose).
+BOOL_CHECKS = {aten.allclose.default}
 HOST_READS = {
     aten.nanmedian.default: ("nanmedian count", lambda args, kwargs: args[0].numel() > 0),
     aten.multinomial.default: ("multinomial check", lambda args, kwargs: (
@@ -319,6 +325,7 @@ class Recorder(TorchDispatchMode):
             aten._local_scalar_dense.default: self._scalar,
             aten.is_nonzero.default: self._scalar,
             aten.equal.default: self._equal,
+            aten.allclose.default: self._allclose,
             aten._to_copy.default: self._copy,
             aten.copy_.default: self._copy,
             aten._pin_memory.default: self._pin_memory,
@@ -337,7 +344,7 @@ class Recorder(TorchDispatchMode):
         self.in_place = CudaInPlace()  # backward work a GPU run does in place (cuda_inplace.py)
         self._host_read_kind: str | None = None  # set while a host read (tolist) copies a tensor to the CPU
         # Ops CUDA runs by calling other ops (capture/decompose.py); the ops being decomposed, innermost last.
-        self._decomposer = Decomposer(op_table, set(self._sync_handlers))
+        self._decomposer = Decomposer(op_table, set(self._sync_handlers) - BOOL_CHECKS)
         self._parents: list[int] = []
         # Sparse COO ops (sparse gradients and their optimizers), run as their CUDA code does (sparse.py).
         self.sparse = SparseCuda(self._run_children, self._note, self.hints)
@@ -380,7 +387,8 @@ class Recorder(TorchDispatchMode):
             handler = self._sync_handlers[func] = self._shape_handlers[func] = self._library_handlers[func.name()]
         if handler is None and self.sparse.handles(func, args, kwargs):
             return self._finish(func, args, kwargs, self.sparse.run(func, args, kwargs))
-        if (handler is None or func in HOST_READS) and self.recording and func not in NO_DEVICE_WORK:
+        if (handler is None or func in HOST_READS or func in BOOL_CHECKS) and self.recording \
+                and func not in NO_DEVICE_WORK:
             how = self._decomposer.how(func)
             if how is not None and (self._parents or _targets_gpu(args, kwargs)) and not has_sparse(args, kwargs):
                 out = self._decompose(func, how, args, kwargs)
@@ -826,6 +834,20 @@ class Recorder(TorchDispatchMode):
         if stated is None:
             self._note(f"torch.equal on GPU tensors at {source}: assumed True; {how_to_state(source)}")
         return True if stated is None else bool(stated), ("item" if _on_gpu(args, kwargs) else None)
+
+    def _allclose(self, func, args, kwargs):
+        """torch.allclose where it was not decomposed (BOOL_CHECKS): from the values FakeTensor kept, else the
+        stated value for its line or True (a check that the tensors agree: the answer that lets the code go on)."""
+        sync = "item" if _on_gpu(args, kwargs) else None
+        a, b = (getattr(t, "constant", None) for t in args[:2])
+        if a is not None and b is not None:
+            with _disable_current_modes():
+                return bool(func(a, b, *args[2:], **kwargs)), sync
+        source = self.note_line()
+        stated = self._stated_read("torch.allclose", source)
+        if stated is None:
+            self._note(f"torch.allclose at {source}: assumed True; {how_to_state(source)}")
+        return True if stated is None else bool(stated), sync
 
     def _stated_read(self, what: str, source: str):
         """The value the user stated (--assume) or a known library loop gives a read at `source`, noted; or

@@ -124,15 +124,22 @@ class Router(TorchFunctionMode):
         """ctc_loss with lengths as integers and the mean reduction: its C++ formula makes a tensor of the
         target lengths from host memory (at::tensor, LossCTC.cpp apply_loss_reduction), which a fake tensor
         cannot hold. The same reduction, in Python: the per-sample losses over the lengths copied to the
-        device (clamped to 1), averaged."""
+        device (clamped to 1), averaged. Lengths given as CPU tensors (F.ctc_loss's documented form) are read to
+        host memory on a GPU and take the same path (LossCTC.cpp ctc_loss), where under the capture the
+        subclass branch divided the CUDA losses by the CPU lengths: "found at least two devices"."""
         bound = _CTC_SIGNATURE.bind(*args, **kwargs)
         bound.apply_defaults()
         a = bound.arguments
-        if a["reduction"] != "mean" or isinstance(a["target_lengths"], torch.Tensor):
+        lengths = a["target_lengths"]
+        on_host = not isinstance(lengths, torch.Tensor) or lengths.device.type == "cpu"
+        if a["reduction"] != "mean" or not on_host:
             return func(*args, **kwargs)
-        losses = func(a["log_probs"], a["targets"], a["input_lengths"], a["target_lengths"], blank=a["blank"],
+        losses = func(a["log_probs"], a["targets"], a["input_lengths"], lengths, blank=a["blank"],
                       reduction="none", zero_infinity=a["zero_infinity"])
-        lengths = torch.tensor(list(a["target_lengths"]), dtype=losses.dtype, device=losses.device)
+        if isinstance(lengths, torch.Tensor):
+            lengths = lengths.to(dtype=losses.dtype, device=losses.device)
+        else:
+            lengths = torch.tensor(list(lengths), dtype=losses.dtype, device=losses.device)
         return (losses / lengths.clamp_min(1)).mean()
 
     def has_torch_function_probe(self, real: Callable[[Any], bool]) -> Callable[[Any], bool]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import logging
 import os
 import statistics
@@ -146,7 +147,17 @@ def _swappable_fake_tensors(fake_mode: FakeTensorMode,
             refs[:] = [ref for ref in refs if ref() is not t1 and ref() is not t2]
         forget(t1)
         forget(t2)
-        return original(t1, t2)
+        try:
+            return original(t1, t2)
+        except RuntimeError as exc:
+            # swap_tensors counts the C++ references to each tensor: a reference cycle not yet collected holds
+            # one more (a parametrization registered inside a `with kernelcast.capture()` block: spectral_norm's
+            # power iteration left its weight at 3 references, 1 after gc.collect(): "Couldn't swap
+            # ParametrizationList.original")
+            if "use_count" not in str(exc):
+                raise
+            gc.collect()
+            return original(t1, t2)
 
     with mock.patch.object(torch.utils, "swap_tensors", swap_tensors):
         yield
