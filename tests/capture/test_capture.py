@@ -247,6 +247,21 @@ def test_parametrized_modules_move_and_capture():
     assert any("torch.allclose" in note and "assumed True" in note for note in cap.notes)
 
 
+def test_a_cuda_tensor_indexed_by_a_host_index_copies_it_first():
+    """CUDA's advanced indexing copies an index tensor on the host to the device (TensorAdvancedIndexing.cpp
+    make_info), in the forward and again in the backward's index_put; FakeTensor had refused the backward's
+    mixed devices (HF BEiT's relative position bias: every training capture failed)."""
+    with capture("h200") as block:
+        with block.paused():
+            table = torch.randn(50, 4, device="cuda", requires_grad=True)
+        index = torch.arange(10)  # built on the host, as BEiT builds its relative position index
+        table[index].sum().backward()
+    ops = block.capture.ops
+    copies = [op.sync for op in ops if op.op == "aten._to_copy.default"]
+    assert copies == ["h2d pageable", "h2d pageable"]
+    assert any(op.op == "aten._index_put_impl_.default" for op in ops)
+
+
 def test_allclose_on_the_gpu_runs_its_kernels_and_reads_the_answer():
     """torch.allclose in the recorded step: CUDA runs isclose's kernels and all(), then reads the bool back
     (TensorCompare.cpp): a sync point, noted as assumed True like any all()."""

@@ -109,6 +109,16 @@ def test_grouped_mm_cutlass_path_and_fallback():
     assert cost_of(fast).flops == 2 * 64 * 48 * 32  # each token row meets one expert's (32, 48) weight
     assert cost_of(fallback, CostContext(capability=(8, 0))).kernels == 1 + 4  # offsets to the host, 4 mm
     assert fallback.sync == "grouped_mm offsets"
+    # fp32 on the H200 takes the fallback too (transformers' MoE experts in an fp32 model), which torch's meta,
+    # bf16 only, had refused: every fp32 Mixtral / Qwen2-MoE training step failed to capture
+    with capture("h200") as cap:
+        with cap.paused():
+            tokens, weights = torch.randn(64, 32, device="cuda"), torch.randn(4, 32, 48, device="cuda")
+            offs = torch.tensor([16, 32, 48, 64], device="cuda", dtype=torch.int32)
+        out = torch._grouped_mm(tokens, weights, offs=offs)
+    fp32 = next(op for op in cap.capture.ops if op.op == "aten._grouped_mm.default")
+    assert out.shape == (64, 48) and out.dtype == torch.float32 and fp32.sync == "grouped_mm offsets"
+    assert cost_of(fp32).kernels == 1 + 4
 
 
 def test_linalg_solve_launches_and_syncs_on_its_info_check():

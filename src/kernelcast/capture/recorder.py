@@ -119,6 +119,11 @@ NORMAL_STD_CHECKS = 2
 # the read is a sync point whose value decides no work, so the capture assumes it without a note.
 FILL_VALUE_READS = frozenset({"aten.index_fill_.int_Tensor"})
 
+# Advanced indexing of a CUDA tensor moves index tensors that are on the host to the device first
+# (TensorAdvancedIndexing.cpp make_info: `indice.to(self.device())`), a copy from pageable memory each; FakeTensor
+# refuses the mixed devices in index_put (an index's backward: BEiT's relative position bias, a CUDA table indexed
+# by an index built on the CPU, failed every training capture).
+INDEXING_OPS = {aten.index.Tensor, aten.index_put.default, aten.index_put_.default, aten._index_put_impl_.default}
 # Ops that answer a host bool computed on GPU values, which FakeTensor refuses as data-dependent. In the recorded
 # step CUDA runs their explicit kernel's ops (torch.allclose: isclose's kernels, all(), the read: TensorCompare.cpp),
 # decomposed as any explicit op; outside it (a module's set-up: nn.utils.parametrizations.orthogonal checks its
@@ -253,6 +258,12 @@ def _number_overload(func, args: tuple, kwargs: dict):
     return None
 
 
+def _host_index(index) -> bool:
+    """An integer index tensor on the host with elements to copy (a 0-d one is read as a number)."""
+    return isinstance(index, torch.Tensor) and index.dim() > 0 and device_type(index) == "cpu" \
+        and index.dtype not in (torch.bool, torch.uint8)
+
+
 def _on_gpu(args: tuple, kwargs: dict) -> bool:
     for value in (*args, *kwargs.values()):
         if isinstance(value, torch.Tensor):
@@ -382,6 +393,8 @@ class Recorder(TorchDispatchMode):
             return func(*args, **kwargs)
         self._pending_tags = ()
         func, args, kwargs = self.in_place.rewrite(func, args, kwargs)
+        if func in INDEXING_OPS:
+            args = self._host_indices_to_device(args)
         handler = self._sync_handlers.get(func)
         if handler is None and func.namespace != "aten" and func.name() in self._library_handlers:
             handler = self._sync_handlers[func] = self._shape_handlers[func] = self._library_handlers[func.name()]
@@ -439,6 +452,21 @@ class Recorder(TorchDispatchMode):
         schema = self._schemas.get(func) or self._schemas.setdefault(func, OpSchema(func))
         self.build_ops.append(OpRecord(index=-1, op=str(func), args=schema.bind(args, kwargs), outputs=(),
                                        tags=schema.tags, phase=phase, stream=self.current_stream))
+
+    def _host_indices_to_device(self, args: tuple) -> tuple:
+        """An indexing op's arguments with its index tensors on the host copied to the CUDA tensor's device, each
+        copy recorded (INDEXING_OPS). Boolean masks stay: their nonzero runs where they are."""
+        self_t, indices = args[0], args[1]
+        if device_type(self_t) != "cuda" or not any(_host_index(i) for i in indices):
+            return args
+        moved = []
+        for index in indices:
+            if _host_index(index):
+                kwargs = {"device": self_t.device}
+                index, sync = self._copy(aten._to_copy.default, (index,), kwargs)
+                self._record_inner(aten._to_copy.default, (args[1][len(moved)],), kwargs, index, sync)
+            moved.append(index)
+        return (self_t, moved, *args[2:])
 
     def _record_inner(self, func, args: tuple, kwargs: dict, out: Any, sync: str | None) -> None:
         """An op a handler ran on the way to its own result (the nonzero of a boolean index, ...)."""
@@ -947,8 +975,18 @@ class Recorder(TorchDispatchMode):
         return out, ("histc range" if reads_range else None)
 
     def _grouped_mm(self, func, args, kwargs):
-        out = func(*args, **kwargs)
         a, b = args[0], args[1]
+        try:
+            out = func(*args, **kwargs)
+        except RuntimeError as exc:
+            # torch's meta (_meta_grouped_mm_common) takes bf16 only, where CUDA runs other dtypes by its fallback
+            # (GroupedMMUtils.h): transformers' MoE experts call it in fp32 (Mixtral, Qwen2-MoE training in
+            # fp32 failed to capture). The output is the bf16 call's shape, in the operands' dtype.
+            if "BF16" not in str(exc) or a.dtype != b.dtype:
+                raise
+            out_dtype = (args[4] if len(args) > 4 else kwargs.get("out_dtype")) or a.dtype
+            as_bf16 = [t.to(torch.bfloat16) if t is a or t is b else t for t in args[:4]]
+            out = func(*as_bf16, **{k: v for k, v in kwargs.items() if k != "out_dtype"}).to(out_dtype)
         offs = args[2] if len(args) > 2 else kwargs.get("offs")
         out_dtype = (args[4] if len(args) > 4 else kwargs.get("out_dtype")) or a.dtype
         fast = (a.dtype == b.dtype == out_dtype == torch.bfloat16
