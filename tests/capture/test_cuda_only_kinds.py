@@ -35,6 +35,36 @@ def test_step_captures_and_every_op_is_costed(name):
     assert device_ops and not [op.op for op in device_ops if cost_of(op) is None]
 
 
+def test_quantization_aware_training_captures_with_its_fake_quantize_kernels():
+    """torch.ao.quantization's QAT: the default qconfig's FusedMovingAvgObsFakeQuantize runs
+    _fused_moving_avg_obs_fq_helper (FusedObsFakeQuant.cu: aminmax, the moving average, the qparams, the cachemask
+    kernel; its flags read on the device) and the per-tensor / per-channel cachemask kernels, CUDA-only ops that
+    had failed every capture; the learnable per-tensor form reads its scale and zero point to the host."""
+    import torch.ao.quantization as tq
+    from torch.ao.quantization._learnable_fake_quantize import _LearnableFakeQuantize
+
+    with capture("h200") as cap:
+        with cap.paused():
+            model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU())
+            model.train()
+            model.qconfig = tq.get_default_qat_qconfig("fbgemm")
+            model = tq.prepare_qat(model).cuda()
+            learnable = _LearnableFakeQuantize(observer=tq.MovingAverageMinMaxObserver, quant_min=0,
+                                               quant_max=255).cuda()
+            x = torch.randn(4, 16, device="cuda", requires_grad=True)
+        (model(x).sum() + learnable(x).sum()).backward()
+        torch.fake_quantize_per_tensor_affine(x, 0.1, 0, -128, 127)
+    ops = cap.capture.ops
+    fused = [op for op in ops if op.op == "aten._fused_moving_avg_obs_fq_helper.default"]
+    assert len(fused) == 2 and {cost_of(op).kernels for op in fused} == {4} and not any(op.sync for op in fused)
+    cachemask = [op for op in ops if op.op == "aten.fake_quantize_per_tensor_affine_cachemask.default"]
+    assert [cost_of(op).kernels for op in cachemask] == [1]
+    per_tensor = [op.sync for op in ops if op.op.startswith("aten._fake_quantize_learnable_per_tensor_affine")]
+    assert per_tensor == ["fake quant qparams", "fake quant qparams"]  # forward and backward
+    device_ops = [op for op in ops if "host" not in op.tags and not op.decomposed]
+    assert not [op.op for op in device_ops if cost_of(op) is None]
+
+
 def test_an_embedding_with_max_norm_waits_for_its_unique_count():
     # Embedding.cu embedding_renorm_cuda_: sort, cub::unique, the unique count read to size the grid, renorm
     with capture("h200") as cap:

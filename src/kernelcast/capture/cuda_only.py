@@ -226,7 +226,30 @@ def like_second(first, second, *args, **kwargs):
     return torch.empty(second.shape, dtype=second.dtype, device=second.device)
 
 
+# -- fake quantization, quantization-aware training (aten/src/ATen/native/quantized/FakeQuantPer*Affine.cpp) ---
+# torch.ao.quantization's FakeQuantize modules call these; their CUDA kernels (cuda/FakeQuantizeCore.cu) write
+# the fake-quantized tensor and, for the cachemask forms, a bool mask of the values inside the range, which the
+# backward multiplies the gradient by.
+def fake_quantize_cachemask(self, *args, **kwargs):
+    return (torch.empty_like(self, memory_format=torch.contiguous_format),
+            torch.empty_like(self, dtype=torch.bool, memory_format=torch.contiguous_format))
+
+
+def fake_quantize_learnable_backward(grad, self, scale, zero_point, *args, **kwargs):
+    """The gradients of the input, the scale and the zero point (the last two shaped as they are: one value
+    per tensor or per channel)."""
+    return (torch.empty_like(self, memory_format=torch.contiguous_format), torch.empty_like(scale),
+            torch.empty_like(zero_point, dtype=scale.dtype))
+
+
 FAKES: dict[str, Callable] = {
+    "aten::fake_quantize_per_tensor_affine_cachemask": fake_quantize_cachemask,
+    "aten::fake_quantize_per_channel_affine_cachemask": fake_quantize_cachemask,
+    "aten::_fake_quantize_per_tensor_affine_cachemask_tensor_qparams": fake_quantize_cachemask,
+    "aten::_fake_quantize_learnable_per_tensor_affine": like_first,
+    "aten::_fake_quantize_learnable_per_channel_affine": like_first,
+    "aten::_fake_quantize_learnable_per_tensor_affine_backward": fake_quantize_learnable_backward,
+    "aten::_fake_quantize_learnable_per_channel_affine_backward": fake_quantize_learnable_backward,
     "aten::_sample_dirichlet": like_first,
     "aten::_standard_gamma_grad": like_first,
     "aten::_dirichlet_grad": like_first,

@@ -137,6 +137,11 @@ HOST_READS = {
     aten.linalg_matrix_exp.default: ("matrix_exp norm", lambda args, kwargs: args[0].shape[-1] > 1),
     # nn.Embedding(max_norm=...): the count of unique indices sizes the renorm kernel's grid (Embedding.cu)
     aten.embedding_renorm_.default: ("embedding renorm", lambda args, kwargs: args[1].numel() > 0),
+    # LearnableFakeQuantize per tensor: `scale[0].item()` and the zero point's, forward and backward
+    # (FakeQuantPerTensorAffine.cpp): one sync point each call (the second read follows the first)
+    aten._fake_quantize_learnable_per_tensor_affine.default: ("fake quant qparams", lambda args, kwargs: True),
+    aten._fake_quantize_learnable_per_tensor_affine_backward.default: ("fake quant qparams",
+                                                                        lambda args, kwargs: True),
 }
 
 

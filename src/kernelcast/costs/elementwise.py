@@ -215,6 +215,28 @@ register("aten._standard_gamma", "aten.poisson", "aten.binomial", "aten._standar
 DIRICHLET_KERNELS = 3
 
 
+# Fake quantization for quantization-aware training (native/quantized/FakeQuantPer*Affine.cpp, cuda/
+# FakeQuantizeCore.cu; read from the torch 2.11 source, not measured): the cachemask forms are one TensorIterator
+# kernel writing the output and its mask; the learnable forms round the zero point first where it is a tensor per
+# channel (round, clamp_, and a cast to int for the forward), then run the cachemask kernel, and their backward
+# is one kernel writing the three gradients element-wise, then a sum each for the scale's and zero point's. The
+# default QAT module (FusedMovingAvgObsFakeQuantize) calls _fused_moving_avg_obs_fq_helper (cuda/
+# FusedObsFakeQuant.cu): an aminmax over the tensor (or its rows), the moving-average update, the qparams kernel
+# and the cachemask kernel, all with the on/off flags read on the device (no sync point).
+register("aten.fake_quantize_per_tensor_affine_cachemask", "aten.fake_quantize_per_channel_affine_cachemask",
+         "aten._fake_quantize_per_tensor_affine_cachemask_tensor_qparams")(pointwise)
+FAKE_QUANT_KERNELS = {"aten._fake_quantize_learnable_per_tensor_affine": 1,
+                      "aten._fake_quantize_learnable_per_channel_affine": 4,
+                      "aten._fake_quantize_learnable_per_tensor_affine_backward": 3,
+                      "aten._fake_quantize_learnable_per_channel_affine_backward": 5,
+                      "aten._fused_moving_avg_obs_fq_helper": 4}
+
+
+@register(*FAKE_QUANT_KERNELS)
+def fake_quantize_learnable(op: OpRecord, ctx: CostContext) -> Cost:
+    return dataclasses.replace(pointwise(op, ctx), kernels=FAKE_QUANT_KERNELS[op.packet])
+
+
 @register("aten._sample_dirichlet")
 def sample_dirichlet(op: OpRecord, ctx: CostContext) -> Cost:
     return dataclasses.replace(pointwise(op, ctx), kernels=DIRICHLET_KERNELS)
