@@ -262,6 +262,22 @@ def test_a_cuda_tensor_indexed_by_a_host_index_copies_it_first():
     assert any(op.op == "aten._index_put_impl_.default" for op in ops)
 
 
+def test_tensor_split_by_a_host_tensor_of_indices():
+    """tensor_split's tensor overload reads its indices on the host (TensorShape.cpp), which a fake tensor does not
+    hold: every such call failed ("data is not allocated"). A literal's values and computed ones (value hints) go
+    in as ints; unknown ones are spread evenly, with a note. OpInfo tensor_split on an H100 (torch 2.11): its
+    backward's 15 work items and peak growth as predicted (validation/probes/opinfo_items)."""
+    with capture("h200") as block:
+        with block.paused():
+            x = torch.randn(10, 4, device="cuda")
+        literal = torch.tensor_split(x, torch.tensor([2, 5]))
+        computed = x.tensor_split(torch.arange(3) * 2)
+        unknown = torch.tensor_split(x, torch.empty(2, dtype=torch.long))  # values nobody wrote
+    assert [t.shape[0] for t in literal] == [2, 3, 5] and [t.shape[0] for t in computed] == [0, 2, 2, 6]
+    assert [t.shape[0] for t in unknown] == [3, 3, 4]
+    assert any("tensor_split" in note and "evenly spaced" in note for note in block.capture.notes)
+
+
 def test_allclose_on_the_gpu_runs_its_kernels_and_reads_the_answer():
     """torch.allclose in the recorded step: CUDA runs isclose's kernels and all(), then reads the bool back
     (TensorCompare.cpp): a sync point, noted as assumed True like any all()."""

@@ -73,6 +73,8 @@ class Router(TorchFunctionMode):
         self.copy_to_host: Callable[[torch.Tensor, str], None] | None = None
         self._routes: dict[Any, Callable] = {
             torch.nn.functional.ctc_loss: self._ctc_loss,
+            torch.tensor_split: self._tensor_split,
+            torch.Tensor.tensor_split: self._tensor_split,
             torch.Tensor.backward: self._backward,
             torch.autograd.backward: self._backward,
             torch.Tensor.__repr__: self._host_read("print"),
@@ -141,6 +143,32 @@ class Router(TorchFunctionMode):
         else:
             lengths = torch.tensor(list(lengths), dtype=losses.dtype, device=losses.device)
         return (losses / lengths.clamp_min(1)).mean()
+
+    def _tensor_split(self, func, args, kwargs):
+        """tensor_split with its indices or sections as a tensor on the host: the C++ overload reads the tensor's
+        data there (TensorShape.cpp), which a fake tensor does not hold ("its data is not allocated"), and calls
+        the integer overload with them. The values go in as Python ints, from what FakeTensorMode kept of a
+        literal or the recorder's value hints; unknown, n indices are taken as evenly spaced, with a note."""
+        split = args[1] if len(args) > 1 else next(
+            (kwargs[k] for k in ("indices_or_sections", "indices", "sections") if k in kwargs), None)
+        if not isinstance(split, torch.Tensor) or split.device.type != "cpu":
+            return func(*args, **kwargs)
+        rest = {k: v for k, v in kwargs.items() if k not in ("indices_or_sections", "indices", "sections")}
+        dim = args[2] if len(args) > 2 else rest.pop("dim", 0)
+        known = getattr(split, "constant", None)
+        if known is None and self.hints is not None:
+            known = self.hints.use(split)
+        if known is not None:
+            values = as_python(known)
+        elif split.dim() == 0:
+            raise CaptureError("torch.tensor_split with a number of sections in a tensor whose value the capture "
+                               "does not know: pass it as an int")
+        else:
+            size, count = args[0].shape[dim], split.numel()
+            values = [size * (i + 1) // (count + 1) for i in range(count)]
+            self.notes.add(f"tensor_split at {current_source() or 'set-up'}: its {count} split indices are data "
+                           f"the capture does not know; assumed evenly spaced")
+        return func(args[0], values, dim, **rest)
 
     def has_torch_function_probe(self, real: Callable[[Any], bool]) -> Callable[[Any], bool]:
         """torch.overrides.has_torch_function, but "no handler" where an attention layer's forward asks it on the
