@@ -278,6 +278,31 @@ def test_tensor_split_by_a_host_tensor_of_indices():
     assert any("tensor_split" in note and "evenly spaced" in note for note in block.capture.notes)
 
 
+def test_a_cuda_generator_seeds_the_step_without_a_gpu():
+    """torch.Generator(device="cuda"), as diffusers pipelines and augmentations seed their samples: a torch without a
+    GPU has no CUDA generator ("Cannot get CUDA generator without ATen_cuda library"), so a CPU one stands in,
+    telling its device as asked, and the random ops drop it (multinomial's refs had refused any generator)."""
+    with capture("h200") as block:
+        generator = torch.Generator(device="cuda").manual_seed(0)
+        assert isinstance(generator, torch.Generator) and generator.device == torch.device("cuda", 0)
+        x = torch.randn(4, 8, generator=generator, device=generator.device)
+        torch.multinomial(x.softmax(-1), 2, generator=generator)
+        torch.randperm(16, device="cuda", generator=generator)
+    assert x.device.type == "cuda" and not [op for op in block.capture.ops if op.op == "aten._to_copy.default"]
+    assert torch.Generator().device == torch.device("cpu")  # torch's own again after the block
+
+
+def test_data_parallel_on_one_gpu_runs_its_module():
+    """nn.DataParallel over one GPU scatters its inputs (torch._C._scatter, which a CPU build lacks: every step
+    failed) and then calls its module on them: the chunk is the input itself, no copy, no kernel."""
+    def build():
+        model = torch.nn.DataParallel(torch.nn.Linear(16, 16).cuda())
+        return (lambda x: model(x).sum().backward()), (torch.randn(4, 16, device="cuda"),)
+
+    ops = [op.op for op in capture_workload(build, "h200").ops]
+    assert "aten.addmm.default" in ops and "aten._to_copy.default" not in ops
+
+
 def test_allclose_on_the_gpu_runs_its_kernels_and_reads_the_answer():
     """torch.allclose in the recorded step: CUDA runs isclose's kernels and all(), then reads the bool back
     (TensorCompare.cpp): a sync point, noted as assumed True like any all()."""

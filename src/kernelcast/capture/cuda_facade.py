@@ -299,6 +299,37 @@ def _fakes(target: TargetDevice, on_sync: Callable[[str], None]) -> dict[str, ob
     }
 
 
+class HostGeneratorForCuda(torch.Generator):
+    """torch.Generator(device="cuda") under a capture: a torch without a GPU has no CUDA generator ("Cannot get
+    CUDA generator without ATen_cuda library": a diffusers pipeline's seeded generator, an augmentation's, failed
+    every capture). A CPU generator stands in; the recorder drops generators from the ops it records, since a
+    fake tensor's random op draws nothing and a generator changes no shape or kernel."""
+
+    def __new__(cls, device=None):
+        asked = torch.device(device if device is not None else "cpu")
+        if asked.type == "cuda":
+            device = "cpu"
+        generator = super().__new__(cls, device) if device is not None else super().__new__(cls)
+        generator._asked = asked if asked.type != "cuda" or asked.index is not None else torch.device("cuda", 0)
+        return generator
+
+    def __init__(self, device=None):
+        super().__init__()
+
+    @property
+    def device(self) -> torch.device:
+        """The device it was made for, as code that puts its samples where its generator is reads it."""
+        return self._asked
+
+
+def scatter_to_devices(tensor, devices, chunk_sizes=None, dim=0, streams=None):
+    """torch._C._scatter (torch/csrc/cuda/comm.cpp), which a CPU build lacks: the tensor split along `dim` (by
+    `chunk_sizes`, else evenly over the devices), each chunk on its device; a chunk already there is a view, no
+    copy (nn.DataParallel on one GPU: every step had failed on `torch._C._scatter`)."""
+    chunks = tensor.split(list(chunk_sizes), dim) if chunk_sizes else tensor.chunk(len(devices), dim)
+    return tuple(chunk.to(torch.device("cuda", index)) for chunk, index in zip(chunks, devices))
+
+
 @contextlib.contextmanager
 def cuda_facade(target: TargetDevice, on_sync: Callable[[str], None], streams: StreamLog | None = None) -> Iterator[None]:
     fakes = _fakes(target, on_sync)
@@ -309,6 +340,8 @@ def cuda_facade(target: TargetDevice, on_sync: Callable[[str], None], streams: S
         fakes.update(graph_fakes)
     with contextlib.ExitStack() as stack:
         stack.enter_context(mock.patch.multiple(torch.cuda, **fakes))
+        stack.enter_context(mock.patch.object(torch, "Generator", HostGeneratorForCuda))
+        stack.enter_context(mock.patch.object(torch._C, "_scatter", scatter_to_devices, create=True))
         if graph_fakes:
             # torch.cuda.graph reads these from its own module, and keeps its side stream on the class across
             # captures (a stream of an earlier capture's facade); a CPU build has no host cache to empty

@@ -398,6 +398,8 @@ class Recorder(TorchDispatchMode):
             return func(*args, **kwargs)
         self._pending_tags = ()
         func, args, kwargs = self.in_place.rewrite(func, args, kwargs)
+        if kwargs.get("generator") is not None:  # (cuda_facade.HostGeneratorForCuda says why)
+            kwargs = {**kwargs, "generator": None}
         if func in INDEXING_OPS:
             args = self._host_indices_to_device(args)
         handler = self._sync_handlers.get(func)
@@ -983,11 +985,12 @@ class Recorder(TorchDispatchMode):
         a, b = args[0], args[1]
         try:
             out = func(*args, **kwargs)
-        except RuntimeError as exc:
-            # torch's meta (_meta_grouped_mm_common) takes bf16 only, where CUDA runs other dtypes by its fallback
-            # (GroupedMMUtils.h): transformers' MoE experts call it in fp32 (Mixtral, Qwen2-MoE training in
-            # fp32 failed to capture). The output is the bf16 call's shape, in the operands' dtype.
-            if "BF16" not in str(exc) or a.dtype != b.dtype:
+        except RuntimeError:
+            # torch's meta (_meta_grouped_mm_common) takes bf16 only (2.14: and fp16 where supported), where CUDA
+            # runs other dtypes by its fallback (GroupedMMUtils.h): transformers' MoE experts call it in fp32
+            # (Mixtral, Qwen2-MoE training in fp32 failed to capture). The output is the bf16 call's shape, in
+            # the operands' dtype. (Told by the dtype: the builds word the refusal differently.)
+            if a.dtype == torch.bfloat16 or a.dtype != b.dtype:
                 raise
             out_dtype = (args[4] if len(args) > 4 else kwargs.get("out_dtype")) or a.dtype
             as_bf16 = [t.to(torch.bfloat16) if t is a or t is b else t for t in args[:4]]
