@@ -285,11 +285,13 @@ def test_a_cuda_generator_seeds_the_step_without_a_gpu():
     with capture("h200") as block:
         generator = torch.Generator(device="cuda").manual_seed(0)
         assert isinstance(generator, torch.Generator) and generator.device == torch.device("cuda", 0)
+        assert isinstance(torch.default_generator, torch.Generator)  # what Inductor asks of any generator
+        torch.poisson(torch.rand(4, device="cuda"), generator)  # a generator passed positionally
         x = torch.randn(4, 8, generator=generator, device=generator.device)
         torch.multinomial(x.softmax(-1), 2, generator=generator)
         torch.randperm(16, device="cuda", generator=generator)
     assert x.device.type == "cuda" and not [op for op in block.capture.ops if op.op == "aten._to_copy.default"]
-    assert torch.Generator().device == torch.device("cpu")  # torch's own again after the block
+    assert torch.Generator is torch._C.Generator  # torch's own again after the block
 
 
 def test_data_parallel_on_one_gpu_runs_its_module():

@@ -213,14 +213,13 @@ def test_a_compiled_step_prices_python_outside_compiled_functions_by_its_lines()
 
 @needs_triton
 def test_a_step_compiled_whole_is_read_as_timed():
-    """torch.compile(step) with a graph break at an `.item()`: every stretch of the step's Python runs inside the
-    compiled function's wrapper (the `.item()` runs eagerly between two graphs), so none is priced by lines. (A
-    compiled function that makes no graph at all is priced by its lines: the next test.)"""
+    """torch.compile(step) with a graph break at an `.item()`: all of the step's Python runs inside the compiled
+    function's wrapper (the `.item()` eagerly between two graphs), so it counts no lines and is read as timed, as
+    the compiled host fit was made (a tracer on its first step would only slow that reading: reduce-overhead
+    training steps read 17-22% slower with it). A compiled call inside an eager step: the test above."""
     from kernelcast.capture import capture_workload
-    from kernelcast.capture.inductor import COMPILED_CALL_OP, COMPILED_TAG
     from kernelcast.devices import get_gpu
     from kernelcast.predict import host_model_for
-    from kernelcast.records import INSIDE_COMPILED_TAG
 
     def build():
         def step(x):
@@ -230,12 +229,10 @@ def test_a_step_compiled_whole_is_read_as_timed():
         return torch.compile(step), (torch.randn(64, 64, device="cuda"),)
 
     cap = capture_workload(build, "h200")
-    host = host_model_for(get_gpu("h200"), cap).for_step(cap.ops)
-    # the compiled call's marker ends the caller's Python (here the capture's own call of the step): not inside
-    assert cap.ops[0].op == COMPILED_CALL_OP and INSIDE_COMPILED_TAG not in cap.ops[0].tags
-    eager = [op for op in cap.ops[1:] if op.parent < 0 and COMPILED_TAG not in op.tags]
-    assert _kernels(cap) and any(op.op == "aten._local_scalar_dense.default" for op in eager)
-    assert all(INSIDE_COMPILED_TAG in op.tags and not host.priced_by_lines(op) for op in eager)
+    assert _kernels(cap) and any(op.op == "aten._local_scalar_dense.default" for op in cap.ops)
+    assert not cap.settings.python_lines_counted and sum(op.python_lines for op in cap.ops) == 0
+    assert not host_model_for(get_gpu("h200"), cap).price_lines
+    assert cap.settings.python_timing_steps > 1
 
 
 def _graph_broken(compiled: bool, zero_grad: bool = False):

@@ -65,6 +65,13 @@ ORIGINAL_CALLABLE_ATTR = "_torchdynamo_orig_callable"  # set by torch.compile on
 MAX_CLOSURE_DEPTH = 2  # a step's closure, and the closures of functions in it
 
 
+def is_compiled_callable(fn: Any) -> bool:
+    """Whether `fn` itself is what torch.compile returned (a compiled function, or an nn.Module it wrapped)."""
+    optimized = _optimized_module_type()
+    return getattr(fn, ORIGINAL_CALLABLE_ATTR, None) is not None or (
+        optimized is not None and isinstance(fn, optimized))
+
+
 def _optimized_module_type() -> type | None:
     try:
         from torch._dynamo.eval_frame import OptimizedModule

@@ -299,7 +299,15 @@ def _fakes(target: TargetDevice, on_sync: Callable[[str], None]) -> dict[str, ob
     }
 
 
-class HostGeneratorForCuda(torch.Generator):
+class _AnyGenerator(type(torch._C.Generator)):
+    """While the capture stands torch.Generator in, every generator is still one (torch.default_generator and
+    those made before it: Inductor and symbolic shapes ask isinstance(x, torch.Generator))."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        return isinstance(obj, torch._C.Generator)
+
+
+class HostGeneratorForCuda(torch._C.Generator, metaclass=_AnyGenerator):
     """torch.Generator(device="cuda") under a capture: a torch without a GPU has no CUDA generator ("Cannot get
     CUDA generator without ATen_cuda library": a diffusers pipeline's seeded generator, an augmentation's, failed
     every capture). A CPU generator stands in; the recorder drops generators from the ops it records, since a

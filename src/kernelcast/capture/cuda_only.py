@@ -231,15 +231,14 @@ def like_second(first, second, *args, **kwargs):
 # the fake-quantized tensor and, for the cachemask forms, a bool mask of the values inside the range, which the
 # backward multiplies the gradient by.
 def fake_quantize_cachemask(self, *args, **kwargs):
-    return (torch.empty_like(self, memory_format=torch.contiguous_format),
-            torch.empty_like(self, dtype=torch.bool, memory_format=torch.contiguous_format))
+    """The output and its mask in the input's layout (MemoryFormat::Preserve)."""
+    return torch.empty_like(self), torch.empty_like(self, dtype=torch.bool)
 
 
 def fake_quantize_learnable_backward(grad, self, scale, zero_point, *args, **kwargs):
     """The gradients of the input, the scale and the zero point (the last two shaped as they are: one value
     per tensor or per channel)."""
-    return (torch.empty_like(self, memory_format=torch.contiguous_format), torch.empty_like(scale),
-            torch.empty_like(zero_point, dtype=scale.dtype))
+    return torch.empty_like(self), torch.empty_like(scale), torch.empty_like(zero_point, dtype=scale.dtype)
 
 
 FAKES: dict[str, Callable] = {

@@ -91,6 +91,7 @@ _COMPILE_ONLY = tuple(os.path.join("torch", part, "") for part in ("_functorch",
 # outside every one (the loop of transformers' generate() around a compiled forward) is the model's, priced by
 # its counted lines as in an eager step.
 _EVAL_FRAME_FILE = os.path.join("torch", "_dynamo", "eval_frame.py")
+_WRAPPER_NAMES = frozenset({"compile_wrapper", "_fn"})
 _TORCH_DIR = os.path.dirname(os.path.abspath(importlib.util.find_spec("torch").origin)) + os.sep
 _STDLIB_DIR = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
 
@@ -110,7 +111,7 @@ def _wrapped_by(wrapper, code) -> bool:
 def _compiled_function_wrapper(frame) -> bool:
     """Whether a frame is the wrapper torch.compile put around a compiled function or module (its context is a
     _TorchDynamoContext that compiles; torch._dynamo.disable's wrapper has the same file and a DisableContext)."""
-    if not frame.f_code.co_filename.endswith(_EVAL_FRAME_FILE):
+    if frame.f_code.co_name not in _WRAPPER_NAMES or not frame.f_code.co_filename.endswith(_EVAL_FRAME_FILE):
         return False
     try:
         context = frame.f_locals.get("self")

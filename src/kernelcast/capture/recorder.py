@@ -400,6 +400,8 @@ class Recorder(TorchDispatchMode):
         func, args, kwargs = self.in_place.rewrite(func, args, kwargs)
         if kwargs.get("generator") is not None:  # (cuda_facade.HostGeneratorForCuda says why)
             kwargs = {**kwargs, "generator": None}
+        if any(isinstance(a, torch._C.Generator) for a in args):  # poisson, binomial, _standard_gamma: positional
+            args = tuple(None if isinstance(a, torch._C.Generator) else a for a in args)
         if func in INDEXING_OPS:
             args = self._host_indices_to_device(args)
         handler = self._sync_handlers.get(func)

@@ -15,6 +15,7 @@ import sys
 from typing import Any, Callable
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 from torch.overrides import TorchFunctionMode
 
 from kernelcast.errors import CaptureError
@@ -149,11 +150,12 @@ class Router(TorchFunctionMode):
         data there (TensorShape.cpp), which a fake tensor does not hold ("its data is not allocated"), and calls
         the integer overload with them. The values go in as Python ints, from what FakeTensorMode kept of a
         literal or the recorder's value hints; unknown, n indices are taken as evenly spaced, with a note."""
-        split = args[1] if len(args) > 1 else next(
-            (kwargs[k] for k in ("indices_or_sections", "indices", "sections") if k in kwargs), None)
-        if not isinstance(split, torch.Tensor) or split.device.type != "cpu":
-            return func(*args, **kwargs)
-        rest = {k: v for k, v in kwargs.items() if k not in ("indices_or_sections", "indices", "sections")}
+        names = ("tensor_indices_or_sections", "indices_or_sections", "indices", "sections")
+        tensor = args[0] if args else kwargs.get("input", kwargs.get("self"))
+        split = args[1] if len(args) > 1 else next((kwargs[k] for k in names if k in kwargs), None)
+        if not isinstance(split, FakeTensor) or split.device.type != "cpu" or tensor is None:
+            return func(*args, **kwargs)  # (a real tensor's data the C++ overload can read)
+        rest = {k: v for k, v in kwargs.items() if k not in (*names, "input", "self")}
         dim = args[2] if len(args) > 2 else rest.pop("dim", 0)
         known = getattr(split, "constant", None)
         if known is None and self.hints is not None:
@@ -164,11 +166,11 @@ class Router(TorchFunctionMode):
             raise CaptureError("torch.tensor_split with a number of sections in a tensor whose value the capture "
                                "does not know: pass it as an int")
         else:
-            size, count = args[0].shape[dim], split.numel()
+            size, count = tensor.shape[dim], split.numel()
             values = [size * (i + 1) // (count + 1) for i in range(count)]
             self.notes.add(f"tensor_split at {current_source() or 'set-up'}: its {count} split indices are data "
                            f"the capture does not know; assumed evenly spaced")
-        return func(args[0], values, dim, **rest)
+        return func(tensor, values, dim, **rest)
 
     def has_torch_function_probe(self, real: Callable[[Any], bool]) -> Callable[[Any], bool]:
         """torch.overrides.has_torch_function, but "no handler" where an attention layer's forward asks it on the
