@@ -88,8 +88,8 @@ def _run_steps(session: CaptureSession, step: Callable, args: tuple, timing_step
         # A step that calls compiled code has its lines counted, but the Python that runs inside a compiled
         # function's wrapper (a graph break's resume function, AOTAutograd's epilogue, autograd's backward call,
         # CUDA graph trees' bookkeeping) costs the device's host more than the compiled-call units and its
-        # counted lines price, and is read as timed (capture/host_clock.py _compiled_function_wrapper). All of it priced by lines, with torch.compile's own
-        # Python left out (_COMPILE_PASS), the compiled zoo's default-mode steps went from 14.4% to 22.6% off at
+        # counted lines price, and is read as timed (capture/host_clock.py _compiled_function_wrapper). All of
+        # it priced by lines, with torch.compile's own Python left out (_COMPILE_PASS), the compiled zoo's default-mode steps went from 14.4% to 22.6% off at
         # the median, reduce-overhead from 5.8% to 7.4%, its host-bound training steps 20-50% short (2026-12-06,
         # scripts/eval/compile_validate.py). The Python outside every compiled function (the loop of
         # transformers' generate() around its compiled forward) is priced by its lines, as in an eager step:
