@@ -85,17 +85,17 @@ def _run_steps(session: CaptureSession, step: Callable, args: tuple, timing_step
         # 7.8% and 9.8% so), and the median keeps a single reading's level, which the compiled host fit was made
         # against (scripts/fit/fit_compiled_host.py).
         reading = "median"
-        # A step that calls compiled code has its lines counted, but the Python that runs inside a compiled
-        # function's wrapper (a graph break's resume function, AOTAutograd's epilogue, autograd's backward call,
-        # CUDA graph trees' bookkeeping) costs the device's host more than the compiled-call units and its
-        # counted lines price, and is read as timed (capture/host_clock.py _compiled_function_wrapper). All of
-        # it priced by lines, with torch.compile's own Python left out (_COMPILE_PASS), the compiled zoo's default-mode steps went from 14.4% to 22.6% off at
-        # the median, reduce-overhead from 5.8% to 7.4%, its host-bound training steps 20-50% short (2026-12-06,
-        # scripts/eval/compile_validate.py). The Python outside every compiled function (the loop of
-        # transformers' generate() around its compiled forward) is priced by its lines, as in an eager step:
-        # timed, the static-cache generate step read 35.2-48.8 ms over seven captures of the same code. A step
-        # compiled whole (torch.compile(step), every `--compile` capture) runs all of its Python inside the
-        # wrapper: it counts none, as before, since a tracer on its first step only slows that reading.
+        # A step that calls compiled code has its lines counted, but the Python that runs inside a compiled function's
+        # wrapper (a graph break's resume function, AOTAutograd's epilogue, autograd's backward call, CUDA graph trees'
+        # bookkeeping) costs the device's host more than the compiled-call units and its counted lines price, and is
+        # read as timed (capture/host_clock.py _compiled_function_wrapper). All of it priced by lines, with
+        # torch.compile's own Python left out (_COMPILE_PASS), the compiled zoo's default-mode steps went from 14.4% to
+        # 22.6% off at the median, reduce-overhead from 5.8% to 7.4%, its host-bound training steps 20-50% short
+        # (2026-12-06, scripts/eval/compile_validate.py). The Python outside every compiled function (the loop of
+        # transformers' generate() around its compiled forward) is priced by its lines, as in an eager step: timed, the
+        # static-cache generate step read 35.2-48.8 ms over seven captures of the same code. A step compiled whole
+        # (torch.compile(step), every `--compile` capture) runs all of its Python inside the wrapper: it counts none, as
+        # before, since a tracer on its first step only slows that reading.
         if compiled_whole:
             session.end_line_count()
         elif session.recorder is not None:
