@@ -472,8 +472,9 @@ class Recorder(TorchDispatchMode):
         for index in indices:
             if _host_index(index):
                 kwargs = {"device": self_t.device}
-                index, sync = self._copy(aten._to_copy.default, (index,), kwargs)
-                self._record_inner(aten._to_copy.default, (args[1][len(moved)],), kwargs, index, sync)
+                on_device, sync = self._copy(aten._to_copy.default, (index,), kwargs)
+                self._record_inner(aten._to_copy.default, (index,), kwargs, on_device, sync)
+                index = on_device
             moved.append(index)
         return (self_t, moved, *args[2:])
 
@@ -985,6 +986,7 @@ class Recorder(TorchDispatchMode):
 
     def _grouped_mm(self, func, args, kwargs):
         a, b = args[0], args[1]
+        out_dtype = (args[4] if len(args) > 4 else kwargs.get("out_dtype")) or a.dtype
         try:
             out = func(*args, **kwargs)
         except RuntimeError:
@@ -994,11 +996,9 @@ class Recorder(TorchDispatchMode):
             # the operands' dtype. (Told by the dtype: the builds word the refusal differently.)
             if a.dtype == torch.bfloat16 or a.dtype != b.dtype:
                 raise
-            out_dtype = (args[4] if len(args) > 4 else kwargs.get("out_dtype")) or a.dtype
             as_bf16 = [t.to(torch.bfloat16) if t is a or t is b else t for t in args[:4]]
             out = func(*as_bf16, **{k: v for k, v in kwargs.items() if k != "out_dtype"}).to(out_dtype)
         offs = args[2] if len(args) > 2 else kwargs.get("offs")
-        out_dtype = (args[4] if len(args) > 4 else kwargs.get("out_dtype")) or a.dtype
         fast = (a.dtype == b.dtype == out_dtype == torch.bfloat16
                 and self.capability[0] in GROUPED_MM_FAST_ARCH_MAJORS)
         on_host = offs is not None and not fast and device_type(a) == "cuda"
