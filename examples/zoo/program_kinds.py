@@ -272,3 +272,72 @@ def policy_gradient_train():
         return -(policy.log_prob(actions) * advantage).mean() - 0.01 * policy.entropy().mean()
 
     return _train(model, loss_of, states, returns)
+
+
+# -- patterns that failed to capture until 2026-12-08 (issue 31; scripts/eval/user_programs_check.py) -------------
+class _GraphConvolution(nn.Module):
+    """A GCN layer (Kipf & Welling 2017): the normalised adjacency, a sparse COO matrix, times the features'
+    projection, `torch.sparse.mm(adj, x @ W)`."""
+
+    def __init__(self, width_in, width_out):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(width_in, width_out) * width_in ** -0.5)
+
+    def forward(self, adj, x):
+        return torch.sparse.mm(adj, x @ self.weight)
+
+
+def gcn_sparse_adjacency_train():
+    """A two-layer GCN on a 20,000-node graph of 200,000 random edges (self-loops added, degree-normalised), 256
+    features in, 16 classes, fp32, Adam: the SpMM forward and its backward (adj.t() @ grad, after a coalesce)."""
+    nodes, edges = 20_000, 200_000
+    ids = torch.randint(0, nodes, (2, edges), device="cuda")
+    ids = torch.cat([ids, torch.arange(nodes, device="cuda").expand(2, nodes)], 1)
+    degree = torch.zeros(nodes, device="cuda").index_add_(0, ids[0], torch.ones(ids.shape[1], device="cuda"))
+    norm = degree.rsqrt()
+    adj = torch.sparse_coo_tensor(ids, norm[ids[0]] * norm[ids[1]], (nodes, nodes)).coalesce()
+    layers = nn.ModuleList([_GraphConvolution(256, 64), _GraphConvolution(64, 16)]).cuda()
+    x = torch.randn(nodes, 256, device="cuda")
+    labels = torch.randint(0, 16, (nodes,), device="cuda")
+
+    def loss_of(layers, adj, x, labels):
+        hidden = torch.relu(layers[0](adj, x))
+        return nn.functional.cross_entropy(layers[1](adj, hidden), labels)
+
+    return _train(layers, loss_of, adj, x, labels, opt=torch.optim.Adam(layers.parameters(), lr=1e-2))
+
+
+def checkpoint_each_step_train():
+    """An MLP training step that saves the model's state_dict with torch.save after every step (to an in-memory
+    buffer here): one blocking device-to-host copy per parameter (torch/serialization.py)."""
+    import io
+
+    model = nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
+                          nn.Linear(1024, 10)).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    x, labels = torch.randn(256, 1024, device="cuda"), torch.randint(0, 10, (256,), device="cuda")
+
+    def step(x, labels):
+        nn.functional.cross_entropy(model(x), labels).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        torch.save(model.state_dict(), io.BytesIO())
+
+    return step, (x, labels)
+
+
+class _ScriptedBlock(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.linear = nn.Linear(width, width)
+
+    def forward(self, x):
+        h = self.linear(x)
+        return x + torch.sigmoid(h) * h * 0.5 + 0.1  # a chain of elementwise ops TorchScript's fuser can join
+
+
+def torchscript_mlp_forward():
+    """A torch.jit.script'ed MLP of 8 residual blocks (1024 wide, batch 512, fp32) moved with .cuda(), inference:
+    after its profiling runs TorchScript's NNC fuser may join each block's elementwise chain into one kernel."""
+    model = torch.jit.script(nn.Sequential(*[_ScriptedBlock(1024) for _ in range(8)])).cuda()
+    return _no_grad_forward(model, torch.randn(512, 1024, device="cuda"))

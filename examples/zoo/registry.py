@@ -101,6 +101,9 @@ ZOO: list[tuple[str, str, str]] = [
     ("llama7b_adamw_step", "optimizers", _Z + "program_kinds.py:llama7b_adamw_step"),
     ("nerf_volume_render_train", "op_kinds", _Z + "program_kinds.py:nerf_volume_render_train"),
     ("policy_gradient_train", "op_kinds", _Z + "program_kinds.py:policy_gradient_train"),
+    ("gcn_sparse_adjacency_train", "graph", _Z + "program_kinds.py:gcn_sparse_adjacency_train"),
+    ("checkpoint_each_step_train", "op_kinds", _Z + "program_kinds.py:checkpoint_each_step_train"),
+    ("torchscript_mlp_forward", "op_kinds", _Z + "program_kinds.py:torchscript_mlp_forward"),
     # PyTorch's fused inference path for nn.TransformerEncoder / nn.MultiheadAttention (issue 31)
     ("encoder_fastpath_forward", "encoder", _Z + "program_kinds.py:encoder_fastpath_forward"),
     ("encoder_fastpath_padded_fp16", "encoder", _Z + "program_kinds.py:encoder_fastpath_padded_fp16"),

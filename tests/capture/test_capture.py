@@ -247,6 +247,41 @@ def test_parametrized_modules_move_and_capture():
     assert any("torch.allclose" in note and "assumed True" in note for note in cap.notes)
 
 
+def test_a_script_module_moves_and_runs_as_its_aten_ops():
+    """A torch.jit.script'ed module moved with `.to()` / `.half()`: its C++ object holds every parameter, so
+    Module._apply's swap of a fake parameter was refused ("Couldn't swap RecursiveScriptModule.weight"); its slots
+    are set instead. The compiled forward then runs the moved tensors, and the capture says NNC's fusion is not
+    modelled."""
+    def build():
+        model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.BatchNorm1d(16))
+        model = torch.jit.script(model).to("cuda").half()
+        return (lambda x: model(x).float().sum().backward()), (torch.randn(4, 16, device="cuda").half(),)
+
+    cap = capture_workload(build, "h200")
+    addmm = next(op for op in cap.ops if op.op == "aten.addmm.default")
+    assert {(t.device, t.dtype) for t in addmm.args.values() if hasattr(t, "device")} == {("cuda", "float16")}
+    assert any(op.op == "aten.native_batch_norm_backward.default" for op in cap.ops)
+    assert any(note.startswith("TorchScript module Sequential ran") for note in cap.notes)
+
+
+def test_torch_save_in_the_step_copies_each_cuda_storage_once_and_writes_nothing(tmp_path):
+    """torch.save of CUDA tensors copies every storage to the host first, each once however many tensors view it
+    (torch/serialization.py); fake tensors do not pickle, and every step that saved a checkpoint failed. The copies
+    are sync points labelled torch.save; the file is not written."""
+    with capture("h200") as block:
+        with block.paused():
+            model = torch.nn.Linear(64, 32).cuda()
+            shared = torch.randn(128, device="cuda")
+        torch.save({"model": model.state_dict(), "views": [shared[:64], shared[64:]], "step": 3},
+                   tmp_path / "ckpt.pt")
+    copies = [op for op in block.capture.ops if op.op == "aten._to_copy.default"]
+    assert [op.sync for op in copies] == ["torch.save"] * 3  # weight, bias, one storage behind both views
+    assert sorted(op.outputs[0].shape for op in copies) == [(32,), (128,), (2048,)]
+    assert any(note.startswith("torch.save at") and "3 CUDA storage(s)" in note for note in block.capture.notes)
+    assert not (tmp_path / "ckpt.pt").exists()
+    assert predict_capture(block.capture, "h200").sync_points == 3
+
+
 def test_a_cuda_tensor_indexed_by_a_host_index_copies_it_first():
     """CUDA's advanced indexing copies an index tensor on the host to the device (TensorAdvancedIndexing.cpp
     make_info), in the forward and again in the backward's index_put; FakeTensor had refused the backward's

@@ -216,3 +216,30 @@ def test_per_sample_weights_backward_reads_the_rows_it_touches():
                  "offset2bag": contiguous((8192,), "int64"), "mode": 0}, [contiguous((8192,))])
     # 8192 rows of 64 floats, the 1024 x 64 gradient and the indices: 2.4 MB, not the 192 MB table
     assert cost_of(record).bytes_read == 8192 * 64 * 4 + 1024 * 64 * 4 + 8192 * 8
+
+
+def test_a_gcn_layer_sparse_matmul_captures_forward_and_backward():
+    """torch.sparse.mm(adj, x) of a coalesced COO adjacency (a GCN layer): FakeTensor has no sparse addmm, and
+    every such step failed to capture. Recorded as SparseCUDATensorMath.cu runs it (capture/sparse.py): the row
+    indices cast and converted to CSR offsets, the column indices cast, the output zeroed and made column-major,
+    cuSPARSE's SpMM, the copy back. Its backward to x is adj.t() @ grad: the transpose clones and swaps the index
+    rows (uncoalesced), so the backward's SpMM follows a coalesce, a sync point. Kernel counts from the source;
+    scripts/device/probe_user_kinds.py measures them."""
+    def build():
+        ids = torch.randint(0, 2000, (2, 8000), device="cuda")
+        adj = torch.sparse_coo_tensor(ids, torch.rand(8000, device="cuda"), (2000, 2000)).coalesce()
+        x = torch.randn(2000, 32, device="cuda", requires_grad=True)
+        return (lambda x: torch.sparse.mm(adj, x).sum().backward()), (x,)
+
+    cap = capture_workload(build, "h200")
+    spmm = [o for o in cap.ops if o.op == "kernelcast.cusparse_spmm_.default"]
+    assert len(spmm) == 2 and [o.phase for o in spmm] == ["forward", "backward"]
+    assert cost_of(spmm[0]).flops == 2 * 8000 * 32
+    assert [o.sync for o in cap.ops if o.sync] == ["coalesce"]  # the transposed adjacency's, in backward
+    assert _kernels(cap, "aten._convert_indices_from_coo_to_csr.default") == [1, 1]
+    assert all(cost_of(o).kernels is not None for o in cap.ops)
+    addmm = next(i for i, o in enumerate(cap.ops) if o.op == "aten._sparse_addmm.default")
+    # after _sparse_mm's zero fill: two casts, CSR offsets, zero_, the column-major copy, SpMM, the copy back
+    assert sum(cost_of(o).kernels for o in _descendants(cap, addmm)) == 7
+    backward_mm = next(i for i, o in enumerate(cap.ops) if o.op == "aten.mm.default")
+    assert cap.ops[backward_mm].phase == "backward" and len(_descendants(cap, backward_mm)) >= 8

@@ -37,6 +37,7 @@ from kernelcast.records import RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, CaptureS
 from . import real_backward
 from .compat import RealRunPaths
 from .attention import sdpa_routed
+from .checkpoints import saves_recorded
 from .compiled import CompileWatch, DynamoCompiles, compiled_model, compiled_note
 from .inductor import (CompiledRegions, InductorHooks, device_time_us, graph_breaks, hide_router,
                        inductor_on_fake_cuda, triton_missing)
@@ -163,12 +164,50 @@ def _swappable_fake_tensors(fake_mode: FakeTensorMode,
         yield
 
 
+@contextlib.contextmanager
+def _movable_script_modules() -> Iterator[None]:
+    """Let `.to("cuda")` / `.half()` / `.to(dtype)` move a torch.jit.script'ed module built in a capture.
+
+    Module._apply swaps a FakeTensor parameter in place (torch.utils.swap_tensors), which needs the Python
+    object to be the tensor's only owner, and a script module's C++ object holds each of its parameters and
+    buffers as well ("_apply(): Couldn't swap RecursiveScriptModule.weight"). A script module's tensors are
+    replaced instead, as Module._apply replaces a parameter it cannot change in place (its last branch,
+    `self._parameters[key] = Parameter(...)`); on a script module that sets the C++ slot
+    (torch/jit/_script.py OrderedDictWrapper.__setitem__), so the compiled forward reads the moved tensor.
+    """
+    def _apply(self, fn, recurse=True):
+        if recurse:
+            for module in self.children():
+                module._apply(fn)
+        for key, param in list(self._parameters.items()):
+            if param is None:
+                continue
+            with torch.no_grad():
+                moved = torch.nn.Parameter(fn(param), requires_grad=param.requires_grad)
+                if param.grad is not None:
+                    moved.grad = fn(param.grad)
+            self._parameters[key] = moved
+        for key, buf in list(self._buffers.items()):
+            if buf is not None:
+                self._buffers[key] = fn(buf)
+        return self
+
+    with mock.patch.object(torch.jit.RecursiveScriptModule, "_apply", _apply):
+        yield
+
+
+TORCHSCRIPT_NOTE = ("TorchScript module {names} ran: recorded as the aten ops its graph calls, one kernel each; on a "
+                    "GPU, TorchScript's profiling executor fuses chains of elementwise ops into one kernel (NNC) "
+                    "after its first calls, which kernelcast does not model, so such chains may read slow")
+
+
 class _CountingTracker(ModuleTracker):
     """ModuleTracker that counts module calls and books its hooks' time as the capture's, not the model's."""
 
     def __init__(self) -> None:
         super().__init__()
         self.clock = HostClock()  # the recorder's, set by the session
+        self.script_modules: set[str] = set()  # TorchScript modules called in the recorded step (TORCHSCRIPT_NOTE)
 
     # Dynamo inlines module hooks into the graph it compiles, where the clock's thread reads are skipped
     # functions (a graph break of ours, not the user's): under compilation both hooks do nothing, and the
@@ -179,6 +218,8 @@ class _CountingTracker(ModuleTracker):
         self.clock.module_calls += 1
         self.clock.ours_begin()
         try:
+            if isinstance(mod, torch.jit.ScriptModule):
+                self.script_modules.add(getattr(mod, "original_name", type(mod).__name__))
             if _recomputing():
                 self._get_append_fn(self._get_mod_name(mod), False)()
             else:
@@ -322,6 +363,7 @@ class CaptureSession:
             stack.enter_context(cuda_only_fakes(self.op_table))
             stack.enter_context(sdpa_routed(self.arch))
             self.fake_mode = _CaptureFakeMode(allow_non_fake_inputs=True)
+            stack.enter_context(_movable_script_modules())
             stack.enter_context(_swappable_fake_tensors(
                 self.fake_mode, lambda t: self.recorder.forget_weak_refs(t) if self.recorder else None))
             stack.enter_context(self.fake_mode)
@@ -344,6 +386,7 @@ class CaptureSession:
             stack.callback(real_backward.reset)
             self.router.on_backward = self.recorder.record_engine_nodes
             self.router.node_post_hook = self.recorder.in_place.outputs_ready
+            stack.enter_context(saves_recorded(self.recorder.copy_to_host, self.recorder.notes.add))
             stack.enter_context(mock.patch.multiple(FakeTensor, **self.router.host_read_patches(),
                                                     record_stream=lambda t, stream: self._record_stream(t, stream)))
             stack.enter_context(mock.patch.object(torch.overrides, "has_torch_function",
@@ -632,6 +675,8 @@ class CaptureSession:
             notes.add(BUSY_NOTE.format(share=self.wait_share))
         if self.op_table is not None and self.op_table.note:
             notes.add(self.op_table.note)
+        if self.tracker is not None and self.tracker.script_modules:
+            notes.add(TORCHSCRIPT_NOTE.format(names=", ".join(sorted(self.tracker.script_modules))))
         compiled = compiled_note(self.compiled_found, self.compile_watch.compiled_calls, self.inductor,
                                  self.inductor_missing, ops, graph_breaks() if self.inductor is not None else (),
                                  self.recorded_dynamo_compiles, self.warmup_recompiling_steps)

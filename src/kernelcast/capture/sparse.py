@@ -31,6 +31,14 @@ and in the zoo's sparse recommenders):
   mul, and a COO tensor of the indices and those rows. Recorded op by op through that formula.
 - Composite ops that build sparse tensors (`sparse_coo_tensor`, `_sparse_coo_tensor_unsafe`) are kept whole:
   they only alias their indices and values.
+- A COO matrix times a dense one (`torch.sparse.mm(adj, x)`, `adj @ x`, a GCN layer; `_sparse_mm` is a zero
+  fill and `_sparse_addmm` with beta 0), SparseCUDATensorMath.cu s_addmm_out_sparse_dense_cuda and
+  SparseBlasLegacy.cpp: the matrix coalesced (a no-op when it is), its row indices cast to int32 and converted
+  to CSR row offsets (cusparseXcoo2csr, recorded as `_convert_indices_from_coo_to_csr`), its column indices cast,
+  the output zeroed (beta 0) or copied from `self`, then made column-major for cuSPARSE (a transposing copy
+  unless it is one already), cuSPARSE's SpMM (recorded as `kernelcast::cusparse_spmm_`, costs/sparse.py), and
+  the copy back. Its backward to the dense operand is `adj.t() @ grad`: a transpose (no kernel, uncoalesced),
+  so the same chain after a coalesce, whose count the host reads back.
 """
 
 from __future__ import annotations
@@ -54,8 +62,34 @@ SPARSE_ACCUMULATE_NOTE = ("a sparse gradient added to another in place (a backwa
                           "the concatenation's kernels are priced, but the capture keeps the first one's rows")
 # A sparse argument `x` of a recorded op is recorded with its members beside it: `x_indices`, `x_values`.
 SPARSE_INDICES_SUFFIX, SPARSE_VALUES_SUFFIX = "_indices", "_values"
-COALESCE_NOTE = ("coalesce of a sparse gradient: every index assumed distinct, up to the rows there are (an upper "
+COALESCE_NOTE = ("coalesce of a sparse tensor: every index assumed distinct, up to the rows there are (an upper "
                  "bound on its size; the GPU reads the count back)")
+
+
+SPARSE_MATMULS = {aten._sparse_addmm.default, aten.addmm.default, aten.mm.default}
+SPARSE_TRANSPOSES = {aten.t.default, aten.transpose.int}
+_SPMM_LIBRARY: list = []  # the kernelcast::cusparse_spmm_ op's library, defined on first use
+
+
+def cusparse_spmm_op():
+    """kernelcast::cusparse_spmm_(crow, col, values, dense, out): cuSPARSE's SpMM of a CSR matrix (int32 row
+    offsets and column indices, its values) and a dense matrix into the column-major `out`, in place. The capture
+    calls it where CUDA calls cusparseSpMM, so the kernel is recorded with what it reads and writes."""
+    if not _SPMM_LIBRARY:
+        lib = torch.library.Library("kernelcast", "FRAGMENT")
+        lib.define("cusparse_spmm_(Tensor crow, Tensor col, Tensor values, Tensor dense, Tensor(a!) out) -> ()")
+        lib.impl("cusparse_spmm_", lambda crow, col, values, dense, out: None, "Meta")
+        lib.impl("cusparse_spmm_", lambda crow, col, values, dense, out: None, "CPU")
+        _SPMM_LIBRARY.append(lib)
+    return torch.ops.kernelcast.cusparse_spmm_.default
+
+
+def _sparse_mat1(func, args: tuple) -> torch.Tensor | None:
+    """The sparse COO matrix of a sparse-dense matmul (mat1: `mm(S, D)`, `addmm(t, S, D)`), else None."""
+    mat1 = args[0] if func is aten.mm.default else (args[1] if len(args) > 1 else None)
+    if is_sparse(mat1) and mat1.sparse_dim() == 2 and mat1.dense_dim() == 0:
+        return mat1
+    return None
 
 
 def is_sparse(t: Any) -> bool:
@@ -110,6 +144,34 @@ def _embedding_bag_sparse_backward(args: tuple, kwargs: dict) -> torch.Tensor:
         bound["scale_grad_by_freq"], bound["mode"], bound.get("per_sample_weights"), bound.get("padding_idx", -1))
 
 
+def _addmm_sparse_dense(t: torch.Tensor, sparse: torch.Tensor, dense: torch.Tensor, beta: Any,
+                        alpha: Any) -> torch.Tensor:
+    """s_addmm_out_sparse_dense_cuda's ops (module docstring), run on fake tensors and recorded: beta * t +
+    alpha * sparse @ dense, (m, n) row-major."""
+    m, n = sparse.shape[0], dense.shape[1]
+    out = torch.empty((m, n), dtype=dense.dtype, device=dense.device)
+    # coalesce() is CompositeImplicit; called here, below autograd, it reaches FakeTensorMode whole, which has no
+    # sparse kernel for it: its CUDA op is called instead (the recorder's coalesce handler)
+    coalesced = sparse if sparse.is_coalesced() else aten._coalesce.default(sparse)
+    if coalesced._nnz() == 0:
+        return torch.mul(t.expand(m, n), beta, out=out)
+    indices = coalesced._indices()
+    crow = torch._convert_indices_from_coo_to_csr(indices[0].to(torch.int32), m, out_int32=True)
+    col = indices[1].to(torch.int32)
+    if beta == 0:
+        out.zero_()
+    else:
+        out.copy_(t.expand(m, n))
+    column_major = out.stride(0) == 1 and out.stride(1) == m
+    work = out if column_major else out.t().clone(memory_format=torch.contiguous_format).t()
+    values = coalesced._values()  # alpha scales inside cuSPARSE
+    dense_ = dense if dense.stride(0) == 1 or dense.stride(1) == 1 else dense.contiguous()
+    cusparse_spmm_op()(crow, col, values, dense_, work)
+    if work is not out:
+        out.copy_(work)
+    return out
+
+
 class SparseCuda:
     """Runs the sparse ops of a step as CUDA does (see the module docstring), through the recorder.
 
@@ -130,6 +192,10 @@ class SparseCuda:
         if func is aten._embedding_bag_backward.default:
             return bool(args[EMBEDDING_BAG_SPARSE_ARG] if len(args) > EMBEDDING_BAG_SPARSE_ARG
                         else kwargs.get("sparse"))
+        if func in SPARSE_MATMULS:
+            return _sparse_mat1(func, args) is not None
+        if func in SPARSE_TRANSPOSES:
+            return bool(args) and is_sparse(args[0])
         return func is aten.clone.default and bool(args) and is_sparse(args[0])
 
     def run(self, func, args: tuple, kwargs: dict) -> Any:
@@ -137,6 +203,10 @@ class SparseCuda:
             return self._run_children(func, args, kwargs, lambda: _embedding_bag_sparse_backward(args, kwargs))
         if func in SPARSE_ADDS:
             return self._add_dense_sparse(func, args, kwargs)
+        if func in SPARSE_MATMULS:
+            return self._sparse_matmul(func, args, kwargs)
+        if func in SPARSE_TRANSPOSES:
+            return self._transpose(func, args, kwargs)
         if func is aten.sparse_mask.default:
             return self._sparse_mask(func, args, kwargs)
         return self._clone(func, args, kwargs)
@@ -174,6 +244,45 @@ class SparseCuda:
             _rows_view(out, sparse).index_add_(0, _flat_indices(sparse), values.reshape(values.shape[0], -1),
                                                alpha=alpha)
             return out
+
+        return self._run_children(func, args, kwargs, body)
+
+    def _sparse_matmul(self, func, args: tuple, kwargs: dict) -> torch.Tensor:
+        """mm(S, D) = _sparse_mm: a zero fill, then addmm(zeros, S, D, beta=0); addmm / _sparse_addmm(t, S, D)."""
+        if func is aten.mm.default:
+            sparse, dense = args[0], args[1]
+
+            def body():
+                zeros = torch.zeros((sparse.shape[0], dense.shape[1]), dtype=dense.dtype, device=dense.device)
+                return _addmm_sparse_dense(zeros, sparse, dense, 0, 1)
+        else:
+            names = ("self", "mat1", "mat2", "beta", "alpha")
+            bound = dict(zip(names, args)) | kwargs
+            beta, alpha = bound.get("beta", 1), bound.get("alpha", 1)
+
+            def body():
+                return _addmm_sparse_dense(bound["self"], bound["mat1"], bound["mat2"], beta, alpha)
+
+        return self._run_children(func, args, kwargs, body)
+
+    def _transpose(self, func, args: tuple, kwargs: dict) -> torch.Tensor:
+        """transpose of a COO tensor (TensorShape.cpp): a clone, then sparse_transpose_ swaps the two rows of
+        indices through a zeroed temporary (three copies) and marks the result uncoalesced."""
+        sparse = args[0]
+        dims = (0, 1) if func is aten.t.default else tuple(d % sparse.dim() for d in args[1:3])
+
+        def body():
+            if dims[0] == dims[1]:
+                return coo(sparse._indices().clone(), sparse._values().clone(), sparse.shape, sparse.is_coalesced())
+            indices, values = sparse._indices().clone(), sparse._values().clone()
+            row0, row1 = indices.select(0, dims[0]), indices.select(0, dims[1])
+            tmp = torch.zeros_like(row0)
+            tmp.copy_(row0)
+            row0.copy_(row1)
+            row1.copy_(tmp)
+            size = list(sparse.shape)
+            size[dims[0]], size[dims[1]] = size[dims[1]], size[dims[0]]
+            return coo(indices, values, size, False)
 
         return self._run_children(func, args, kwargs, body)
 

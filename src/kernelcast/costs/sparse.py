@@ -61,3 +61,33 @@ def coalesce(op: OpRecord, ctx: CostContext) -> Cost:
     # the summed rows written: at most as many as read (the output's nnz is not recorded beside it)
     return Cost(bytes_read=sort_bytes + values.nbytes, bytes_written=sort_bytes + values.nbytes, kernels=kernels,
                 kind="coalesce", dtype=values.dtype, key=(COALESCE_KEY, nnz, values.nbytes))
+
+
+# cuSPARSE's SpMM of a CSR matrix (m x k, nnz values) and a dense (k x n) matrix, and its CSR row offsets, as
+# the capture records them (capture/sparse.py: s_addmm_out_sparse_dense_cuda). SpMM reads each stored value,
+# its column index and the dense row it selects, and writes the output once; the dense rows are gathered at random
+# (kind "gather", as index_select's rows). Not measured on a GPU yet: scripts/device/probe_user_kinds.py measures
+# it (spmm_forward / spmm_train).
+INT32_BYTES = 4
+
+
+@register("kernelcast.cusparse_spmm_")
+def cusparse_spmm(op: OpRecord, ctx: CostContext) -> Cost:
+    """FLOPs 2 x nnz x n (a multiply-add per stored value per output column); bytes: values, column indices and
+    row offsets once, one dense row of n per stored value, the output written."""
+    crow, values, dense, out = arg(op, "crow"), arg(op, "values"), arg(op, "dense"), arg(op, "out")
+    nnz, n = values.numel, out.shape[1] if len(out.shape) == 2 else 1
+    gathered = nnz * n * dense.itemsize
+    read = values.nbytes + nnz * INT32_BYTES + crow.nbytes + gathered
+    return Cost(flops=2.0 * nnz * n, bytes_read=float(read), bytes_written=float(out.nbytes), kernels=1,
+                dtype=values.dtype, kind="gather")
+
+
+@register("aten._convert_indices_from_coo_to_csr")
+def coo_to_csr(op: OpRecord, ctx: CostContext) -> Cost:
+    """One kernel (cusparseXcoo2csr for SpMM; convert_indices_from_coo_to_csr_cuda_kernel when called by name):
+    reads the sorted row indices, writes m + 1 row offsets."""
+    rows = arg(op, "self")
+    written = sum(t.nbytes for t in op.tensors_out() if t.on_gpu)
+    return Cost(bytes_read=float(rows.nbytes), bytes_written=float(written), kernels=1, kind="copy",
+                dtype=rows.dtype)

@@ -44,6 +44,8 @@ SYNC_ADVICE = {
     "tolist": "keep the values on the GPU; copy them to the host every N steps, or with non_blocking=True",
     "numpy": "keep the values on the GPU; copy them to the host every N steps, or with non_blocking=True",
     "print": "print every N steps, not every step",
+    "torch.save": "save a checkpoint every N steps, not every step; or copy the state into pinned host buffers with "
+                  "non_blocking=True and save from them on another thread",
     "cpu": "copy with .to('cpu', non_blocking=True) into pinned memory, or every N steps",
     "synchronize": "drop torch.cuda.synchronize() from the step; time with CUDA events instead",
     "nonzero": "avoid data-dependent shapes: torch.where, masked_fill or a multiply by the mask keep the shape",

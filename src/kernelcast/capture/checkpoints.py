@@ -1,0 +1,75 @@
+"""torch.save inside a capture: what it makes the GPU and the host do, without writing the file.
+
+torch.save pickles its object; every tensor's storage is written whole, and a storage on the GPU is first copied to
+the host (torch/serialization.py `_save`: `storage.cpu()` for each storage not on the CPU, a blocking
+device-to-host copy of all of its bytes: one copy and one sync point per storage, each storage once however many
+tensors view it). A fake tensor holds no data and does not pickle, so every step that saved a checkpoint failed
+to capture. Here the object is walked as pickle walks it, each CUDA storage's copy is recorded where it happens,
+and nothing is written: a capture must not overwrite a user's checkpoint with placeholder bytes.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import pickle
+from typing import Any, Callable, Iterator
+from unittest import mock
+
+import torch
+
+from .source import current_source
+
+SYNC_KIND = "torch.save"  # the sync points' label (predict.SYNC_ADVICE)
+SAVE_NOTE = ("torch.save at {source}: {storages} CUDA storage(s), {mib:.1f} MiB, copied to the host (each a blocking "
+             "copy and a sync point); the file is not written in a capture and its write time is not priced")
+
+
+class _Walker(pickle.Pickler):
+    """A pickler that visits what pickle would visit and calls `on_tensor` for each tensor instead of reducing it."""
+
+    def __init__(self, on_tensor: Callable[[torch.Tensor], None]) -> None:
+        super().__init__(io.BytesIO(), protocol=pickle.HIGHEST_PROTOCOL)
+        self._on_tensor = on_tensor
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, torch.Tensor):
+            self._on_tensor(obj)
+            return int, (0,)  # pickled as nothing of note: the walk goes on past the tensor
+        return NotImplemented
+
+
+def _storage_view(tensor: torch.Tensor) -> torch.Tensor:
+    """A 1-D view of all of `tensor`'s storage, in its dtype: what torch.save copies to the host."""
+    numel = tensor.untyped_storage().nbytes() // tensor.element_size()
+    return torch.as_strided(tensor, (numel,), (1,), 0)
+
+
+@contextlib.contextmanager
+def saves_recorded(copy_to_host: Callable[[torch.Tensor, str], None],
+                   note: Callable[[str], None]) -> Iterator[None]:
+    """Patch torch.save (and torch.serialization.save) for the length of a capture.
+
+    `copy_to_host(view, kind)` records one device-to-host copy of a CUDA tensor, a sync point labelled `kind`;
+    `note(text)` adds a capture note. Errors: whatever pickle raises for an object torch.save could not save either.
+    """
+    def save(obj: Any, f: Any = None, *args: Any, **kwargs: Any) -> None:
+        seen: set[int] = set()
+        nbytes = 0
+
+        def on_tensor(tensor: torch.Tensor) -> None:
+            nonlocal nbytes
+            if tensor.device.type != "cuda" or tensor.is_sparse:
+                return
+            storage = tensor.untyped_storage()
+            if storage._cdata in seen:
+                return
+            seen.add(storage._cdata)
+            nbytes += storage.nbytes()
+            with torch.no_grad():
+                copy_to_host(_storage_view(tensor.detach()), SYNC_KIND)
+
+        _Walker(on_tensor).dump(obj)
+        note(SAVE_NOTE.format(source=current_source() or "set-up", storages=len(seen), mib=nbytes / 2**20))
+
+    with mock.patch.object(torch, "save", save), mock.patch.object(torch.serialization, "save", save):
+        yield
