@@ -243,3 +243,25 @@ def test_a_gcn_layer_sparse_matmul_captures_forward_and_backward():
     assert sum(cost_of(o).kernels for o in _descendants(cap, addmm)) == 7
     backward_mm = next(i for i, o in enumerate(cap.ops) if o.op == "aten.mm.default")
     assert cap.ops[backward_mm].phase == "backward" and len(_descendants(cap, backward_mm)) >= 8
+
+
+def test_sparse_conversions_keep_their_rows_and_half_spmm_fails_as_on_cuda():
+    """FakeTensor's sparse conversions came back empty (nnz 0), so whatever followed priced nothing: `.half()` /
+    `.to(dtype)` copy the indices and values (TensorConversions.cpp), to_dense is a zero fill and dense += sparse,
+    a sparse tensor times a number copies its indices and multiplies its values. SpMM has no half kernel on CUDA
+    (AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES): the capture raises what the GPU raises."""
+    from kernelcast.capture import capture
+
+    with capture("h200") as block:
+        with block.paused():
+            ids = torch.randint(0, 100, (2, 300), device="cuda")
+            adj = torch.sparse_coo_tensor(ids, torch.rand(300, device="cuda"), (100, 100)).coalesce()
+        half, scaled, dense = adj.half(), adj * 2.0, adj.to_dense()
+        assert half._nnz() == scaled._nnz() == 300 and half.dtype == torch.float16 and dense.shape == (100, 100)
+        assert half.is_coalesced() and scaled.is_coalesced()
+        with pytest.raises(RuntimeError, match="addmm_sparse_cuda. not implemented for 'Half'"):
+            torch.sparse.mm(half, torch.randn(100, 8, device="cuda", dtype=torch.float16))
+    copies = [o for o in block.capture.ops if o.op == "aten._to_copy.default" and "decomposed" not in o.tags]
+    assert [o.outputs[0].dtype for o in copies] == ["int64", "float16"]
+    assert any(o.op == "aten.index_add_.default" for o in block.capture.ops)  # to_dense's dense += sparse
+    assert not [o for o in block.capture.ops if o.sync]

@@ -407,7 +407,8 @@ class Recorder(TorchDispatchMode):
         handler = self._sync_handlers.get(func)
         if handler is None and func.namespace != "aten" and func.name() in self._library_handlers:
             handler = self._sync_handlers[func] = self._shape_handlers[func] = self._library_handlers[func.name()]
-        if handler is None and self.sparse.handles(func, args, kwargs):
+        # a sparse tensor's copy is its indices' and values' copies, each through the copy handler (sparse.py)
+        if (handler is None or func is aten._to_copy.default) and self.sparse.handles(func, args, kwargs):
             return self._finish(func, args, kwargs, self.sparse.run(func, args, kwargs))
         if (handler is None or func in HOST_READS or func in BOOL_CHECKS) and self.recording \
                 and func not in NO_DEVICE_WORK:

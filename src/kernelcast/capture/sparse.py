@@ -68,6 +68,9 @@ COALESCE_NOTE = ("coalesce of a sparse tensor: every index assumed distinct, up 
 
 SPARSE_MATMULS = {aten._sparse_addmm.default, aten.addmm.default, aten.mm.default}
 SPARSE_TRANSPOSES = {aten.t.default, aten.transpose.int}
+SPARSE_MULS = {aten.mul.Tensor, aten.mul.Scalar}
+# cuSPARSE SpMM as s_addmm_out_csr_sparse_dense_cuda_worker dispatches it (AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES)
+SPMM_DTYPES = {torch.float32, torch.float64, torch.complex64, torch.complex128}
 _SPMM_LIBRARY: list = []  # the kernelcast::cusparse_spmm_ op's library, defined on first use
 
 
@@ -82,6 +85,10 @@ def cusparse_spmm_op():
         lib.impl("cusparse_spmm_", lambda crow, col, values, dense, out: None, "CPU")
         _SPMM_LIBRARY.append(lib)
     return torch.ops.kernelcast.cusparse_spmm_.default
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float, complex)) or (isinstance(x, torch.Tensor) and x.dim() == 0 and not is_sparse(x))
 
 
 def _sparse_mat1(func, args: tuple) -> torch.Tensor | None:
@@ -144,10 +151,17 @@ def _embedding_bag_sparse_backward(args: tuple, kwargs: dict) -> torch.Tensor:
         bound["scale_grad_by_freq"], bound["mode"], bound.get("per_sample_weights"), bound.get("padding_idx", -1))
 
 
+def _scalar_name(dtype: torch.dtype) -> str:
+    """c10's ScalarType name, as its dispatch errors print it: Half, BFloat16, Float, ..."""
+    return {torch.float16: "Half", torch.bfloat16: "BFloat16"}.get(dtype, str(dtype).removeprefix("torch."))
+
+
 def _addmm_sparse_dense(t: torch.Tensor, sparse: torch.Tensor, dense: torch.Tensor, beta: Any,
                         alpha: Any) -> torch.Tensor:
     """s_addmm_out_sparse_dense_cuda's ops (module docstring), run on fake tensors and recorded: beta * t +
     alpha * sparse @ dense, (m, n) row-major."""
+    if sparse.dtype not in SPMM_DTYPES:  # what CUDA raises for half / bfloat16
+        raise RuntimeError(f'"addmm_sparse_cuda" not implemented for \'{_scalar_name(sparse.dtype)}\'')
     m, n = sparse.shape[0], dense.shape[1]
     out = torch.empty((m, n), dtype=dense.dtype, device=dense.device)
     # coalesce() is CompositeImplicit; called here, below autograd, it reaches FakeTensorMode whole, which has no
@@ -194,8 +208,10 @@ class SparseCuda:
                         else kwargs.get("sparse"))
         if func in SPARSE_MATMULS:
             return _sparse_mat1(func, args) is not None
-        if func in SPARSE_TRANSPOSES:
+        if func in SPARSE_TRANSPOSES or func in (aten._to_copy.default, aten._to_dense.default):
             return bool(args) and is_sparse(args[0])
+        if func in SPARSE_MULS:  # a sparse tensor times a number (mul_out_sparse_zerodim)
+            return len(args) > 1 and is_sparse(args[0]) and _is_number(args[1])
         return func is aten.clone.default and bool(args) and is_sparse(args[0])
 
     def run(self, func, args: tuple, kwargs: dict) -> Any:
@@ -207,6 +223,12 @@ class SparseCuda:
             return self._sparse_matmul(func, args, kwargs)
         if func in SPARSE_TRANSPOSES:
             return self._transpose(func, args, kwargs)
+        if func is aten._to_copy.default:
+            return self._to_copy(func, args, kwargs)
+        if func is aten._to_dense.default:
+            return self._to_dense(func, args, kwargs)
+        if func in SPARSE_MULS:
+            return self._mul_number(func, args, kwargs)
         if func is aten.sparse_mask.default:
             return self._sparse_mask(func, args, kwargs)
         return self._clone(func, args, kwargs)
@@ -241,8 +263,9 @@ class SparseCuda:
             # A coalesced tensor takes sparseElementwiseKernel instead: the same rows, one work item, recorded
             # as the index_add_ (its own time is not modelled: 57-60 µs for 32768 rows measured, where
             # index_add_ took 5-25; optimizers build their updates uncoalesced and take index_add_).
-            _rows_view(out, sparse).index_add_(0, _flat_indices(sparse), values.reshape(values.shape[0], -1),
-                                               alpha=alpha)
+            # (it reads the indices as they are: no flattening, so only an uncoalesced tensor's are flattened)
+            index = sparse._indices().select(0, 0) if sparse.is_coalesced() else _flat_indices(sparse)
+            _rows_view(out, sparse).index_add_(0, index, values.reshape(values.shape[0], -1), alpha=alpha)
             return out
 
         return self._run_children(func, args, kwargs, body)
@@ -262,6 +285,41 @@ class SparseCuda:
 
             def body():
                 return _addmm_sparse_dense(bound["self"], bound["mat1"], bound["mat2"], beta, alpha)
+
+        return self._run_children(func, args, kwargs, body)
+
+    def _to_copy(self, func, args: tuple, kwargs: dict) -> torch.Tensor:
+        """`.to(dtype)` / `.half()` / `.to(device)` of a COO tensor (TensorConversions.cpp _to_copy): its indices
+        and values copied (the values converted), then aliased into a new COO tensor of the same coalescedness."""
+        sparse = args[0]
+        dtype = kwargs.get("dtype") or sparse.dtype
+        device = kwargs.get("device") or sparse.device
+
+        def body():
+            indices = sparse._indices().to(device=device, copy=True)
+            values = sparse._values().to(device=device, dtype=dtype, copy=True)
+            return coo(indices, values, sparse.shape, sparse.is_coalesced())
+
+        return self._run_children(func, args, kwargs, body)
+
+    def _to_dense(self, func, args: tuple, kwargs: dict) -> torch.Tensor:
+        """to_dense of a COO tensor (SparseTensor.cpp sparse_to_dense): a zeroed dense tensor, then dense += sparse
+        (add_out_dense_sparse_cuda, above)."""
+        sparse = args[0]
+        dtype = kwargs.get("dtype") or sparse.dtype
+
+        def body():
+            return torch.zeros(sparse.shape, dtype=dtype, device=sparse.device).add_(sparse)
+
+        return self._run_children(func, args, kwargs, body)
+
+    def _mul_number(self, func, args: tuple, kwargs: dict) -> torch.Tensor:
+        """A COO tensor times a number (SparseTensorMath.cpp mul_out_sparse_zerodim): its indices copied and its
+        values multiplied; the result keeps the input's coalescedness."""
+        sparse, number = args[0], args[1]
+
+        def body():
+            return coo(sparse._indices().clone(), sparse._values() * number, sparse.shape, sparse.is_coalesced())
 
         return self._run_children(func, args, kwargs, body)
 
