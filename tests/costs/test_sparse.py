@@ -251,6 +251,7 @@ def test_sparse_conversions_keep_their_rows_and_half_spmm_fails_as_on_cuda():
     a sparse tensor times a number copies its indices and multiplies its values. SpMM has no half kernel on CUDA
     (AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES): the capture raises what the GPU raises."""
     from kernelcast.capture import capture
+    from kernelcast.errors import CaptureError
 
     with capture("h200") as block:
         with block.paused():
@@ -261,7 +262,12 @@ def test_sparse_conversions_keep_their_rows_and_half_spmm_fails_as_on_cuda():
         assert half.is_coalesced() and scaled.is_coalesced()
         with pytest.raises(RuntimeError, match="addmm_sparse_cuda. not implemented for 'Half'"):
             torch.sparse.mm(half, torch.randn(100, 8, device="cuda", dtype=torch.float16))
+        with block.paused():
+            rows = torch.randn(8, 100, device="cuda")
+        assert (rows @ adj).shape == (8, 100)  # dense @ sparse: (adj.t() @ rows.t()).t(), a transpose's coalesce
+        with pytest.raises(CaptureError, match="_sparse_softmax.default on a sparse COO tensor is not modelled"):
+            torch.sparse.softmax(adj, 1)
     copies = [o for o in block.capture.ops if o.op == "aten._to_copy.default" and "decomposed" not in o.tags]
-    assert [o.outputs[0].dtype for o in copies] == ["int64", "float16"]
+    assert [o.outputs[0].dtype for o in copies][:2] == ["int64", "float16"]  # then SpMM's int32 index casts
     assert any(o.op == "aten.index_add_.default" for o in block.capture.ops)  # to_dense's dense += sparse
-    assert not [o for o in block.capture.ops if o.sync]
+    assert [o.sync for o in block.capture.ops if o.sync] == ["coalesce"]  # dense @ sparse's transposed matrix

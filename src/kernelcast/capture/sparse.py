@@ -91,11 +91,16 @@ def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float, complex)) or (isinstance(x, torch.Tensor) and x.dim() == 0 and not is_sparse(x))
 
 
-def _sparse_mat1(func, args: tuple) -> torch.Tensor | None:
-    """The sparse COO matrix of a sparse-dense matmul (mat1: `mm(S, D)`, `addmm(t, S, D)`), else None."""
-    mat1 = args[0] if func is aten.mm.default else (args[1] if len(args) > 1 else None)
-    if is_sparse(mat1) and mat1.sparse_dim() == 2 and mat1.dense_dim() == 0:
-        return mat1
+def _sparse_matrix(func, args: tuple) -> torch.Tensor | None:
+    """The sparse COO matrix of a sparse-dense matmul (`mm(S, D)`, `mm(D, S)`, `addmm(t, S, D)`), else None."""
+    if func is aten.mm.default:
+        if len(args) < 2 or (is_sparse(args[0]) and is_sparse(args[1])):
+            return None  # sparse @ sparse: _sparse_sparse_matmul, not modelled
+        matrix = args[0] if is_sparse(args[0]) else args[1]
+    else:
+        matrix = args[1] if len(args) > 1 else None
+    if is_sparse(matrix) and matrix.sparse_dim() == 2 and matrix.dense_dim() == 0:
+        return matrix
     return None
 
 
@@ -207,7 +212,7 @@ class SparseCuda:
             return bool(args[EMBEDDING_BAG_SPARSE_ARG] if len(args) > EMBEDDING_BAG_SPARSE_ARG
                         else kwargs.get("sparse"))
         if func in SPARSE_MATMULS:
-            return _sparse_mat1(func, args) is not None
+            return _sparse_matrix(func, args) is not None
         if func in SPARSE_TRANSPOSES or func in (aten._to_copy.default, aten._to_dense.default):
             return bool(args) and is_sparse(args[0])
         if func in SPARSE_MULS:  # a sparse tensor times a number (mul_out_sparse_zerodim)
@@ -271,13 +276,21 @@ class SparseCuda:
         return self._run_children(func, args, kwargs, body)
 
     def _sparse_matmul(self, func, args: tuple, kwargs: dict) -> torch.Tensor:
-        """mm(S, D) = _sparse_mm: a zero fill, then addmm(zeros, S, D, beta=0); addmm / _sparse_addmm(t, S, D)."""
-        if func is aten.mm.default:
+        """mm(S, D) = _sparse_mm: a zero fill, then addmm(zeros, S, D, beta=0); mm(D, S) the same on the
+        transposes, (S.t() @ D.t()).t() (SparseTensorMath.cpp _sparse_mm: S.t() is a sparse transpose, a copy);
+        addmm / _sparse_addmm(t, S, D)."""
+        if func is aten.mm.default and is_sparse(args[0]):
             sparse, dense = args[0], args[1]
 
             def body():
                 zeros = torch.zeros((sparse.shape[0], dense.shape[1]), dtype=dense.dtype, device=dense.device)
                 return _addmm_sparse_dense(zeros, sparse, dense, 0, 1)
+        elif func is aten.mm.default:
+            dense, sparse = args[0], args[1]
+
+            def body():
+                zeros = torch.zeros((dense.shape[0], sparse.shape[1]), dtype=dense.dtype, device=dense.device)
+                return _addmm_sparse_dense(zeros.t(), sparse.t(), dense.t(), 0, 1).t()
         else:
             names = ("self", "mat1", "mat2", "beta", "alpha")
             bound = dict(zip(names, args)) | kwargs
