@@ -297,6 +297,24 @@ def test_a_cuda_tensor_indexed_by_a_host_index_copies_it_first():
     assert any(op.op == "aten._index_put_impl_.default" for op in ops)
 
 
+def test_a_host_boolean_mask_into_a_cuda_tensor_copies_its_indices():
+    """A boolean mask on the host indexing a CUDA tensor: its nonzero runs on the host (no GPU sync) and the
+    indices are copied to the device, in the forward and in the backward's index_put; an assignment through it
+    is not the masked_fill_ path, which needs the mask on self's device (TensorAdvancedIndexing.cpp
+    canDispatchToMaskedFill). The backward and the assignment failed on mixed devices."""
+    with capture("h200") as block:
+        with block.paused():
+            x = torch.randn(50, 4, device="cuda", requires_grad=True)
+        mask = torch.rand(50) > 0.5
+        x[mask].sum().backward()
+        with torch.no_grad():
+            x[mask] = 0.0
+    ops = block.capture.ops
+    assert [op.sync for op in ops if op.sync] == ["h2d pageable"] * 3
+    assert not any(op.op in ("aten.nonzero.default", "aten.masked_fill_.Scalar", "aten.masked_fill_.Tensor")
+                   for op in ops)
+
+
 def test_tensor_split_by_a_host_tensor_of_indices():
     """tensor_split's tensor overload reads its indices on the host (TensorShape.cpp), which a fake tensor does not
     hold: every such call failed ("data is not allocated"). A literal's values and computed ones (value hints) go

@@ -433,6 +433,9 @@ class DynamicShapes:
         self._note = note
         self._record = record
         self._where = where  # the line a note names: the user's, or in backward the forward op's
+        # (self, indices, ...) with host indices copied to a CUDA self's device, each copy recorded (the
+        # recorder's; a mask on the host becomes host indices, which CUDA's indexing copies over)
+        self.indices_to_device: Callable[[tuple], tuple] = lambda args: args
 
     def handlers(self) -> dict[Any, Callable]:
         return {
@@ -519,8 +522,9 @@ class DynamicShapes:
 
     def index_with_masks(self, func, args, kwargs):
         """Indexing with boolean masks: CUDA turns each mask into indices with a nonzero (a sync), except an
-        index_put_ of one CPU scalar through one mask, which is a masked_fill_ (ATen TensorAdvancedIndexing.cpp,
-        canDispatchToMaskedFill)."""
+        index_put_ of one CPU scalar through one mask on self's device, which is a masked_fill_ (ATen
+        TensorAdvancedIndexing.cpp, canDispatchToMaskedFill). A mask on the host takes its nonzero there (no
+        sync) and its indices are copied to the device (the recorder's indices_to_device)."""
         self_t, indices = args[0], args[1]
         masks = [i for i in indices if isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8)]
         if not masks:
@@ -537,6 +541,7 @@ class DynamicShapes:
                 expanded.extend(where.unbind(1))
             else:
                 expanded.append(index)
+        self_t, expanded = self.indices_to_device((self_t, expanded))
         out = func(self_t, expanded, *args[2:], **kwargs)
         return out, None
 
@@ -545,7 +550,9 @@ class DynamicShapes:
         values = args[2] if len(args) > 2 else kwargs.get("values")
         accumulate = args[3] if len(args) > 3 else kwargs.get("accumulate", False)
         other = [i for i in args[1] if isinstance(i, torch.Tensor) and all(i is not m for m in masks)]
+        # the mask on self's device too: a host mask into a CUDA tensor takes the nonzero on the host instead
         return (func is not aten.index_put.default and not accumulate and len(masks) == 1 and not other
+                and _device(masks[0]) == _device(args[0])
                 and isinstance(values, torch.Tensor) and values.numel() == 1 and _device(values) == "cpu")
 
     def _as_masked_fill(self, func, args, kwargs, mask: torch.Tensor) -> torch.Tensor:

@@ -335,6 +335,7 @@ class Recorder(TorchDispatchMode):
         # Plausible values of small tensors whose data the GPU would compute, and data-dependent sizes.
         self.hints = ValueHints(self._note)
         self.dynamic = DynamicShapes(self.hints, self._note, self._record_inner, self.note_line)
+        self.dynamic.indices_to_device = self._host_indices_to_device
         self._shape_handlers = self.dynamic.handlers()  # they give their outputs' hints themselves
         self._library_handlers = self.dynamic.library_handlers()  # by qualified name, found on first call
         self._sync_handlers: dict[Any, Callable] = {
