@@ -282,6 +282,31 @@ def test_torch_save_in_the_step_copies_each_cuda_storage_once_and_writes_nothing
     assert predict_capture(block.capture, "h200").sync_points == 3
 
 
+def test_a_traced_cnn_runs_as_its_module_and_loading_what_the_capture_saved_is_one_clear_error():
+    """torch.jit.trace turns sizes and strides into traced values that FakeTensor's meta kernels cannot compare
+    (a traced CNN failed every capture): in a capture it returns the module, with a note. Files a capture saves are
+    not written, so loading one back is a CaptureError naming where it was saved, not an EOFError."""
+    import io
+
+    from kernelcast.errors import CaptureError
+
+    def build():
+        model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU()).cuda().eval()
+        traced = torch.jit.trace(model, torch.randn(2, 3, 8, 8, device="cuda"))
+        return (lambda x: traced(x).sum()), (torch.randn(2, 3, 8, 8, device="cuda"),)
+
+    cap = capture_workload(build, "h200")
+    assert any(op.op == "aten.convolution.default" for op in cap.ops)
+    assert any(note.startswith("torch.jit.trace at") and "Sequential" in note for note in cap.notes)
+
+    with pytest.raises(CaptureError, match="torch.load of a buffer, which this capture saved"):
+        with capture("h200"):
+            buffer = io.BytesIO()
+            torch.save({"w": torch.randn(4, device="cuda")}, buffer)
+            buffer.seek(0)
+            torch.load(buffer)
+
+
 def test_a_cuda_tensor_indexed_by_a_host_index_copies_it_first():
     """CUDA's advanced indexing copies an index tensor on the host to the device (TensorAdvancedIndexing.cpp
     make_info), in the forward and again in the backward's index_put; FakeTensor had refused the backward's

@@ -5,21 +5,28 @@ the host (torch/serialization.py `_save`: `storage.cpu()` for each storage not o
 device-to-host copy of all of its bytes: one copy and one sync point per storage, each storage once however many
 tensors view it). A fake tensor holds no data and does not pickle, so every step that saved a checkpoint failed
 to capture. Here the object is walked as pickle walks it, each CUDA storage's copy is recorded where it happens,
-and nothing is written: a capture must not overwrite a user's checkpoint with placeholder bytes.
+and nothing is written: a capture must not overwrite a user's checkpoint with placeholder bytes. torch.jit.save
+writes nothing either, and loading what the capture saved is one clear error.
 """
 from __future__ import annotations
 
 import contextlib
 import io
+import os
 import pickle
 from typing import Any, Callable, Iterator
 from unittest import mock
 
 import torch
 
+from kernelcast.errors import CaptureError
+
 from .source import current_source
 
 SYNC_KIND = "torch.save"  # the sync points' label (predict.SYNC_ADVICE)
+JIT_SAVE_NOTE = "torch.jit.save at {source}: not written in a capture"
+UNWRITTEN_MESSAGE = ("torch.load of {what}, which this capture saved ({source}): a capture writes no files (fake "
+                     "tensors hold no data); load a checkpoint saved before the capture, or build the state in it")
 SAVE_NOTE = ("torch.save at {source}: {storages} CUDA storage(s), {mib:.1f} MiB, copied to the host (each a blocking "
              "copy and a sync point); the file is not written in a capture and its write time is not priced")
 
@@ -52,7 +59,15 @@ def saves_recorded(copy_to_host: Callable[[torch.Tensor, str], None],
     `copy_to_host(view, kind)` records one device-to-host copy of a CUDA tensor, a sync point labelled `kind`;
     `note(text)` adds a capture note. Errors: whatever pickle raises for an object torch.save could not save either.
     """
+    # what the capture saved to, by path or file object's id: where it was saved, and the object (kept alive, so
+    # that its id is not reused by another during the capture)
+    unwritten: dict[Any, tuple[str, Any]] = {}
+
+    def target(f: Any) -> Any:
+        return os.fspath(f) if isinstance(f, (str, os.PathLike)) else id(f)
+
     def save(obj: Any, f: Any = None, *args: Any, **kwargs: Any) -> None:
+        unwritten[target(f)] = (current_source() or "set-up", f)
         seen: set[int] = set()
         nbytes = 0
 
@@ -71,5 +86,23 @@ def saves_recorded(copy_to_host: Callable[[torch.Tensor, str], None],
         _Walker(on_tensor).dump(obj)
         note(SAVE_NOTE.format(source=current_source() or "set-up", storages=len(seen), mib=nbytes / 2**20))
 
-    with mock.patch.object(torch, "save", save), mock.patch.object(torch.serialization, "save", save):
+    def jit_save(module: Any, f: Any, *args: Any, **kwargs: Any) -> None:
+        unwritten[target(f)] = (current_source() or "set-up", f)
+        note(JIT_SAVE_NOTE.format(source=current_source() or "set-up"))
+
+    def guarded(load: Callable) -> Callable:
+        def checked_load(f: Any, *args: Any, **kwargs: Any) -> Any:
+            saved = unwritten.get(target(f))
+            if saved is not None:
+                what = os.fspath(f) if isinstance(f, (str, os.PathLike)) else "a buffer"
+                raise CaptureError(UNWRITTEN_MESSAGE.format(what=what, source=saved[0]))
+            return load(f, *args, **kwargs)
+        return checked_load
+
+    with contextlib.ExitStack() as stack:
+        for module, name, patch in ((torch, "save", save), (torch.serialization, "save", save),
+                                    (torch.jit, "save", jit_save), (torch, "load", guarded(torch.load)),
+                                    (torch.serialization, "load", guarded(torch.serialization.load)),
+                                    (torch.jit, "load", guarded(torch.jit.load))):
+            stack.enter_context(mock.patch.object(module, name, patch))
         yield

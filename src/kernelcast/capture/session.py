@@ -38,6 +38,7 @@ from . import real_backward
 from .compat import RealRunPaths
 from .attention import sdpa_routed
 from .checkpoints import saves_recorded
+from .source import current_source
 from .compiled import CompileWatch, DynamoCompiles, compiled_model, compiled_note
 from .inductor import (CompiledRegions, InductorHooks, device_time_us, graph_breaks, hide_router,
                        inductor_on_fake_cuda, triton_missing)
@@ -193,6 +194,24 @@ def _movable_script_modules() -> Iterator[None]:
         return self
 
     with mock.patch.object(torch.jit.RecursiveScriptModule, "_apply", _apply):
+        yield
+
+
+TRACE_NOTE = ("torch.jit.trace at {where}: the capture runs {what} as its eager Python (a traced graph calls the "
+              "same aten ops; tracing fake tensors fails in the meta kernels' shape checks)")
+
+
+@contextlib.contextmanager
+def _traced_as_eager(note: Callable[[str], None]) -> Iterator[None]:
+    """torch.jit.trace in a capture returns what it was given. The tracer turns sizes and strides into traced
+    values, which FakeTensor's cache and the meta kernels' checks cannot compare ("Expected bool, got Tensor": a
+    traced CNN failed every capture); the traced graph would call the same aten ops as the module's forward."""
+    def trace(func, example_inputs=None, *args, **kwargs):
+        what = type(func).__name__ if isinstance(func, torch.nn.Module) else getattr(func, "__name__", "the function")
+        note(TRACE_NOTE.format(where=current_source() or "set-up", what=what))
+        return func
+
+    with mock.patch.object(torch.jit, "trace", trace):
         yield
 
 
@@ -364,6 +383,7 @@ class CaptureSession:
             stack.enter_context(sdpa_routed(self.arch))
             self.fake_mode = _CaptureFakeMode(allow_non_fake_inputs=True)
             stack.enter_context(_movable_script_modules())
+            stack.enter_context(_traced_as_eager(lambda text: self.recorder.notes.add(text)))
             stack.enter_context(_swappable_fake_tensors(
                 self.fake_mode, lambda t: self.recorder.forget_weak_refs(t) if self.recorder else None))
             stack.enter_context(self.fake_mode)
