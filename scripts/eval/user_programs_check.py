@@ -7,7 +7,8 @@ uncosted ops) and exits 1 if a program outside KNOWN_FAILURES fails.
     PYTHONPATH=src python3 scripts/eval/user_programs_check.py [NAME ...]   (transformers on the path for its set)
 
 Written 2026-12-07 (twenty-first session) from the programs tried that day; the failures it found then are
-fixed, with tests, but those in KNOWN_FAILURES.
+fixed, with tests, but those in KNOWN_FAILURES. Five added 2026-12-08 from sparse and module-moving patterns tried
+then (dense @ sparse, sparse conversions, a host boolean mask, a traced CNN, an EMA copy).
 """
 # ruff: noqa: E501, E701, E702, E731
 import kernelcast  # noqa: F401  (before torch: backward on fake CUDA)
@@ -488,6 +489,42 @@ def sparse_mm():
     i = torch.randint(0, 100, (2, 300), device=D); v = torch.rand(300, device=D)
     A = torch.sparse_coo_tensor(i, v, (100, 100)).coalesce(); W = torch.randn(100, 16, device=D, requires_grad=True)
     return (lambda W: torch.sparse.mm(A, W).sum().backward()), (W,)
+
+@build
+def sparse_gcn_dense_at_sparse():
+    i = torch.randint(0, 100, (2, 300), device=D); A = torch.sparse_coo_tensor(i, torch.rand(300, device=D), (100, 100)).coalesce()
+    W = torch.randn(16, 100, device=D, requires_grad=True)
+    return (lambda W: ((W @ A) * 2.0).sum().backward()), (W,)
+
+@build
+def sparse_conversions():
+    i = torch.randint(0, 100, (2, 300), device=D); A = torch.sparse_coo_tensor(i, torch.rand(300, device=D), (100, 100)).coalesce()
+    return (lambda x: (A.double().to_dense() + x).sum()), (torch.randn(100, 100, device=D, dtype=torch.float64),)
+
+@build
+def host_bool_mask_train():
+    m = nn.Linear(16, 4).to(D); x = torch.randn(64, 16, device=D)
+    def step(x):
+        keep = torch.rand(64) > 0.3  # a mask built on the host
+        m(x)[keep].pow(2).mean().backward()
+    return step, (x,)
+
+@build
+def jit_trace_cnn():
+    m = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU()).to(D).eval()
+    t = torch.jit.trace(m, torch.randn(2, 3, 16, 16, device=D))
+    return (lambda x: t(x).sum()), (torch.randn(2, 3, 16, 16, device=D),)
+
+@build
+def ema_deepcopy():
+    import copy
+    m = nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 4)).to(D); ema = copy.deepcopy(m).eval()
+    opt = torch.optim.AdamW(m.parameters()); x = torch.randn(8, 32, device=D)
+    def step(x):
+        m(x).sum().backward(); opt.step(); opt.zero_grad()
+        with torch.no_grad():
+            torch._foreach_lerp_(list(ema.parameters()), list(m.parameters()), 0.001)
+    return step, (x,)
 
 @build
 def early_stop_while():
