@@ -424,14 +424,15 @@ class Recorder(TorchDispatchMode):
         else:
             try:
                 out, sync = func(*args, **kwargs), None
-            except NotImplementedError as exc:
-                if not has_sparse(args, kwargs):
+            except (NotImplementedError, RuntimeError) as exc:
+                if has_sparse(args, kwargs):
+                    # FakeTensor has no sparse kernels (a CPU build says so; a CUDA build tries the real kernel
+                    # and fails to start CUDA); the sparse ops CUDA runs by calling others are in sparse.py
+                    raise CaptureError(f"{func} on a sparse COO tensor is not modelled by kernelcast yet (capture/"
+                                       "sparse.py lists the sparse ops it runs as CUDA does): this step cannot be "
+                                       "captured") from exc
+                if isinstance(exc, NotImplementedError):
                     raise
-                # FakeTensor has no sparse kernels; the sparse ops CUDA runs by calling others are in sparse.py
-                raise CaptureError(f"{func} on a sparse COO tensor is not modelled by kernelcast yet (capture/"
-                                   "sparse.py lists the sparse ops it runs as CUDA does): this step cannot be "
-                                   "captured") from exc
-            except RuntimeError as exc:
                 number_overload = _number_overload(func, args, kwargs) if "Expected a value of type" in str(exc) \
                     else None
                 if number_overload is None:

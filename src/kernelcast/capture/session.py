@@ -193,8 +193,15 @@ def _movable_script_modules() -> Iterator[None]:
                 self._buffers[key] = fn(buf)
         return self
 
-    with mock.patch.object(torch.jit.RecursiveScriptModule, "_apply", _apply):
-        yield
+    # TorchScript's fuser compiles its fusion groups with NVRTC on a CUDA build, which has no GPU here: off for the
+    # capture (the ops run one by one, as TORCHSCRIPT_NOTE says)
+    fuser_was_on = torch._C._jit_texpr_fuser_enabled()
+    torch._C._jit_set_texpr_fuser_enabled(False)
+    try:
+        with mock.patch.object(torch.jit.RecursiveScriptModule, "_apply", _apply):
+            yield
+    finally:
+        torch._C._jit_set_texpr_fuser_enabled(fuser_was_on)
 
 
 TRACE_NOTE = ("torch.jit.trace at {where}: the capture runs {what} as its eager Python (a traced graph calls the "
