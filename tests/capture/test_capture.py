@@ -307,6 +307,46 @@ def test_a_traced_cnn_runs_as_its_module_and_loading_what_the_capture_saved_is_o
             torch.load(buffer)
 
 
+def test_a_script_module_keeps_its_parameters_when_moved_and_writes_nothing(tmp_path):
+    """An optimizer built before a script module's `.cuda()` holds the same parameters after it (as Module._apply's
+    set_data keeps them on a GPU): its step is recorded. ScriptModule.save, torch.jit.freeze of a traced module
+    and a torch.save of a sparse CUDA tensor write nothing and record what a GPU would do; loading a path the
+    capture saved, by name or through an open file, is the CaptureError."""
+    from kernelcast.errors import CaptureError
+
+    def build():
+        model = torch.jit.script(torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU()))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        model = model.cuda()
+        x = torch.randn(4, 16, device="cuda")
+
+        def step(x):
+            model(x).sum().backward()
+            opt.step()
+            opt.zero_grad()
+        return step, (x,)
+
+    cap = capture_workload(build, "h200")
+    assert any(op.phase == "optimizer" and "foreach" in op.op for op in cap.ops)
+
+    target = tmp_path / "model.pt"
+    target.write_bytes(b"a checkpoint of the user's")
+    with capture("h200") as block:
+        scripted = torch.jit.script(torch.nn.Linear(4, 4)).cuda()
+        scripted.save(str(target))
+        frozen = torch.jit.freeze(torch.jit.trace(torch.nn.Linear(4, 4).cuda().eval(), torch.randn(2, 4)))
+        assert isinstance(frozen, torch.nn.Linear)
+        with block.paused():
+            sparse = torch.sparse_coo_tensor(torch.tensor([[0, 2]], device="cuda"), torch.ones(2, device="cuda"), (4,))
+        torch.save(sparse, target)
+        with pytest.raises(CaptureError, match="which this capture saved"):
+            with open(target, "rb") as f:
+                torch.load(f)
+    assert target.read_bytes() == b"a checkpoint of the user's"
+    saves = [op for op in block.capture.ops if op.sync == "torch.save"]
+    assert [op.outputs[0].dtype for op in saves] == ["int64", "float32"]  # the indices' storage, the values'
+
+
 def test_a_cuda_tensor_indexed_by_a_host_index_copies_it_first():
     """CUDA's advanced indexing copies an index tensor on the host to the device (TensorAdvancedIndexing.cpp
     make_info), in the forward and again in the backward's index_put; FakeTensor had refused the backward's

@@ -271,3 +271,42 @@ def test_sparse_conversions_keep_their_rows_and_half_spmm_fails_as_on_cuda():
     assert [o.outputs[0].dtype for o in copies][:2] == ["int64", "float16"]  # then SpMM's int32 index casts
     assert any(o.op == "aten.index_add_.default" for o in block.capture.ops)  # to_dense's dense += sparse
     assert [o.sync for o in block.capture.ops if o.sync] == ["coalesce"]  # dense @ sparse's transposed matrix
+
+
+def test_sparse_addmm_follows_cuda_for_beta_bias_empty_and_strided_operands():
+    """s_addmm_out_sparse_dense_cuda's branches: beta != 0 copies `self` (a 1-D bias expanded) where beta 0 zeroes,
+    and SpMM then reads the output too; an empty matrix is one mul; a dense operand with gaps is copied contiguous
+    first (SparseBlasLegacy.cpp); a size mismatch raises as CUDA does."""
+    from kernelcast.capture import capture
+
+    with capture("h200") as block:
+        with block.paused():
+            ids = torch.randint(0, 64, (2, 200), device="cuda")
+            adj = torch.sparse_coo_tensor(ids, torch.rand(200, device="cuda"), (64, 64)).coalesce()
+            empty = torch.sparse_coo_tensor(torch.zeros(2, 0, dtype=torch.long, device="cuda"),
+                                            torch.zeros(0, device="cuda"), (64, 64))
+            x, bias = torch.randn(64, 32, device="cuda"), torch.randn(32, device="cuda")
+        torch.addmm(bias, adj, x, beta=0.5)
+        torch.sparse.mm(empty, x)
+        torch.sparse.mm(adj, x[:, :16])  # a row stride of 32 over 16 columns: not packed
+        with pytest.raises(RuntimeError, match="Expected dim 0 size 64, got 32"):
+            torch.sparse.mm(adj, x[:32])
+    spmm = [o for o in block.capture.ops if o.op == "kernelcast.cusparse_spmm_.default"]
+    assert [o.args["beta"] for o in spmm] == [1.0, 0.0]
+    nnz = spmm[0].args["values"].numel
+    # values, column indices, row offsets, one dense row per value, and the output read first (beta 0.5)
+    assert cost_of(spmm[0]).bytes_read == nnz * 4 + nnz * 4 + 65 * 4 + nnz * 32 * 4 + 64 * 32 * 4
+    assert any(o.op == "aten.mul.out" for o in block.capture.ops)  # the empty matrix
+    assert spmm[1].args["dense"].stride == (16, 1)  # the strided slice was copied before SpMM
+
+
+def test_sparse_transpose_edge_cases_match_torch():
+    """t() of a 1-D COO tensor is a clone; transposing a dense dim of a hybrid tensor raises."""
+    from kernelcast.capture import capture
+
+    with capture("h200"):
+        vector = torch.sparse_coo_tensor(torch.tensor([[1, 3]], device="cuda"), torch.ones(2, device="cuda"), (5,))
+        assert vector.t()._nnz() == 2
+        hybrid = torch.sparse_coo_tensor(torch.tensor([[0, 2]], device="cuda"), torch.ones(2, 4, device="cuda"), (3, 4))
+        with pytest.raises(RuntimeError, match="transposed dimensions must be sparse"):
+            hybrid.transpose(0, 1)

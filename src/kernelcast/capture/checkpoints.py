@@ -64,16 +64,22 @@ def saves_recorded(copy_to_host: Callable[[torch.Tensor, str], None],
     unwritten: dict[Any, tuple[str, Any]] = {}
 
     def target(f: Any) -> Any:
-        return os.fspath(f) if isinstance(f, (str, os.PathLike)) else id(f)
+        """A path (absolute) for a path or a file opened by name, else the object's id."""
+        name = f if isinstance(f, (str, os.PathLike)) else getattr(f, "name", None)
+        return os.path.abspath(os.fspath(name)) if isinstance(name, (str, os.PathLike)) else id(f)
 
-    def save(obj: Any, f: Any = None, *args: Any, **kwargs: Any) -> None:
+    def save(obj: Any, f: Any, *args: Any, **kwargs: Any) -> None:
         unwritten[target(f)] = (current_source() or "set-up", f)
         seen: set[int] = set()
         nbytes = 0
 
         def on_tensor(tensor: torch.Tensor) -> None:
             nonlocal nbytes
-            if tensor.device.type != "cuda" or tensor.is_sparse:
+            if tensor.is_sparse:  # pickled as its indices and values (Tensor._reduce_ex_internal)
+                on_tensor(tensor._indices())
+                on_tensor(tensor._values())
+                return
+            if tensor.device.type != "cuda":
                 return
             storage = tensor.untyped_storage()
             if storage._cdata in seen:
@@ -90,6 +96,13 @@ def saves_recorded(copy_to_host: Callable[[torch.Tensor, str], None],
         unwritten[target(f)] = (current_source() or "set-up", f)
         note(JIT_SAVE_NOTE.format(source=current_source() or "set-up"))
 
+    def module_save(module: Any, f: Any, *args: Any, **kwargs: Any) -> None:  # ScriptModule.save(f)
+        jit_save(module, f)
+
+    def module_save_to_buffer(module: Any, *args: Any, **kwargs: Any) -> bytes:
+        note(JIT_SAVE_NOTE.format(source=current_source() or "set-up"))
+        return b""
+
     def guarded(load: Callable) -> Callable:
         def checked_load(f: Any, *args: Any, **kwargs: Any) -> Any:
             saved = unwritten.get(target(f))
@@ -101,7 +114,10 @@ def saves_recorded(copy_to_host: Callable[[torch.Tensor, str], None],
 
     with contextlib.ExitStack() as stack:
         for module, name, patch in ((torch, "save", save), (torch.serialization, "save", save),
-                                    (torch.jit, "save", jit_save), (torch, "load", guarded(torch.load)),
+                                    (torch.jit, "save", jit_save),
+                                    (torch.jit.RecursiveScriptModule, "save", module_save),
+                                    (torch.jit.RecursiveScriptModule, "save_to_buffer", module_save_to_buffer),
+                                    (torch, "load", guarded(torch.load)),
                                     (torch.serialization, "load", guarded(torch.serialization.load)),
                                     (torch.jit, "load", guarded(torch.jit.load))):
             stack.enter_context(mock.patch.object(module, name, patch))

@@ -237,6 +237,14 @@ class OpSchema:
         return bound
 
 
+def _no_sparse_kernel(exc: Exception) -> bool:
+    """Whether an op failed for want of a sparse kernel in FakeTensorMode, not for the user's arguments: a CPU build
+    has no SparseMeta kernel ("Could not run ... 'SparseMeta' backend"), a CUDA build tries the real kernel and
+    cannot start CUDA."""
+    text = str(exc)
+    return "SparseMeta" in text or "SparseCUDA" in text or "without ATen_cuda library" in text
+
+
 def _number_overload(func, args: tuple, kwargs: dict):
     """The overload of `func`'s op that takes a Python number where `func` takes a Tensor, or None.
 
@@ -425,7 +433,7 @@ class Recorder(TorchDispatchMode):
             try:
                 out, sync = func(*args, **kwargs), None
             except (NotImplementedError, RuntimeError) as exc:
-                if has_sparse(args, kwargs):
+                if has_sparse(args, kwargs) and _no_sparse_kernel(exc):
                     # FakeTensor has no sparse kernels (a CPU build says so; a CUDA build tries the real kernel
                     # and fails to start CUDA); the sparse ops CUDA runs by calling others are in sparse.py
                     raise CaptureError(f"{func} on a sparse COO tensor is not modelled by kernelcast yet (capture/"

@@ -171,10 +171,12 @@ def _movable_script_modules() -> Iterator[None]:
 
     Module._apply swaps a FakeTensor parameter in place (torch.utils.swap_tensors), which needs the Python
     object to be the tensor's only owner, and a script module's C++ object holds each of its parameters and
-    buffers as well ("_apply(): Couldn't swap RecursiveScriptModule.weight"). A script module's tensors are
-    replaced instead, as Module._apply replaces a parameter it cannot change in place (its last branch,
-    `self._parameters[key] = Parameter(...)`); on a script module that sets the C++ slot
-    (torch/jit/_script.py OrderedDictWrapper.__setitem__), so the compiled forward reads the moved tensor.
+    buffers as well ("_apply(): Couldn't swap RecursiveScriptModule.weight"). A fake parameter keeps its object
+    here and takes the moved tensor's data (`param.data = moved`, and the fake device with it, which set_data does
+    not carry), so the C++ slot and an optimizer built before the move both see it, as on a GPU where Module._apply
+    sets `.data` in place. A real one (a torch.jit.load'ed module) is replaced, as Module._apply's last branch does;
+    buffers are replaced, as Module._apply always does (on a script module, the C++ slot: torch/jit/_script.py
+    OrderedDictWrapper.__setitem__).
     """
     def _apply(self, fn, recurse=True):
         if recurse:
@@ -184,10 +186,15 @@ def _movable_script_modules() -> Iterator[None]:
             if param is None:
                 continue
             with torch.no_grad():
-                moved = torch.nn.Parameter(fn(param), requires_grad=param.requires_grad)
-                if param.grad is not None:
-                    moved.grad = fn(param.grad)
-            self._parameters[key] = moved
+                moved = fn(param)
+                grad = fn(param.grad) if param.grad is not None else None
+            if isinstance(param, FakeTensor) and isinstance(moved, FakeTensor):
+                param.data = moved
+                param.fake_device = moved.fake_device
+            else:
+                param = self._parameters[key] = torch.nn.Parameter(moved, requires_grad=param.requires_grad)
+            if grad is not None:
+                param.grad = grad
         for key, buf in list(self._buffers.items()):
             if buf is not None:
                 self._buffers[key] = fn(buf)
@@ -218,7 +225,20 @@ def _traced_as_eager(note: Callable[[str], None]) -> Iterator[None]:
         note(TRACE_NOTE.format(where=current_source() or "set-up", what=what))
         return func
 
-    with mock.patch.object(torch.jit, "trace", trace):
+    def passed_through(original: Callable, name: str) -> Callable:
+        """torch.jit.freeze / optimize_for_inference of what trace returned here (not a ScriptModule): itself."""
+        def call(module, *args, **kwargs):
+            if isinstance(module, torch.jit.ScriptModule):
+                return original(module, *args, **kwargs)
+            note(f"torch.jit.{name} at {current_source() or 'set-up'}: the module as it is (torch.jit.trace "
+                 "returned it in the capture)")
+            return module
+        return call
+
+    with mock.patch.object(torch.jit, "trace", trace), \
+            mock.patch.object(torch.jit, "freeze", passed_through(torch.jit.freeze, "freeze")), \
+            mock.patch.object(torch.jit, "optimize_for_inference",
+                              passed_through(torch.jit.optimize_for_inference, "optimize_for_inference")):
         yield
 
 

@@ -75,14 +75,16 @@ _SPMM_LIBRARY: list = []  # the kernelcast::cusparse_spmm_ op's library, defined
 
 
 def cusparse_spmm_op():
-    """kernelcast::cusparse_spmm_(crow, col, values, dense, out): cuSPARSE's SpMM of a CSR matrix (int32 row
-    offsets and column indices, its values) and a dense matrix into the column-major `out`, in place. The capture
-    calls it where CUDA calls cusparseSpMM, so the kernel is recorded with what it reads and writes."""
+    """kernelcast::cusparse_spmm_(crow, col, values, dense, out, beta): cuSPARSE's SpMM of a CSR matrix (int32
+    row offsets and column indices, its values) and a dense matrix into the column-major `out`, in place; `out` is
+    read too where beta is not 0. The capture calls it where CUDA calls cusparseSpMM, so the kernel is recorded with
+    what it reads and writes."""
     if not _SPMM_LIBRARY:
         lib = torch.library.Library("kernelcast", "FRAGMENT")
-        lib.define("cusparse_spmm_(Tensor crow, Tensor col, Tensor values, Tensor dense, Tensor(a!) out) -> ()")
-        lib.impl("cusparse_spmm_", lambda crow, col, values, dense, out: None, "Meta")
-        lib.impl("cusparse_spmm_", lambda crow, col, values, dense, out: None, "CPU")
+        lib.define("cusparse_spmm_(Tensor crow, Tensor col, Tensor values, Tensor dense, Tensor(a!) out, "
+                   "float beta) -> ()")
+        lib.impl("cusparse_spmm_", lambda crow, col, values, dense, out, beta: None, "Meta")
+        lib.impl("cusparse_spmm_", lambda crow, col, values, dense, out, beta: None, "CPU")
         _SPMM_LIBRARY.append(lib)
     return torch.ops.kernelcast.cusparse_spmm_.default
 
@@ -165,15 +167,21 @@ def _addmm_sparse_dense(t: torch.Tensor, sparse: torch.Tensor, dense: torch.Tens
                         alpha: Any) -> torch.Tensor:
     """s_addmm_out_sparse_dense_cuda's ops (module docstring), run on fake tensors and recorded: beta * t +
     alpha * sparse @ dense, (m, n) row-major."""
-    if sparse.dtype not in SPMM_DTYPES:  # what CUDA raises for half / bfloat16
-        raise RuntimeError(f'"addmm_sparse_cuda" not implemented for \'{_scalar_name(sparse.dtype)}\'')
-    m, n = sparse.shape[0], dense.shape[1]
+    m, k, n = sparse.shape[0], sparse.shape[1], dense.shape[1]
+    # s_addmm_out_sparse_dense_cuda's checks, in its order
+    if _device_type(sparse) != "cuda" or _device_type(dense) != "cuda" or _device_type(t) != "cuda":
+        raise RuntimeError("Expected all tensors to be on the same device. addmm: expected 'mat1', 'mat2' and "
+                           "'self' to be CUDA tensors")
+    if dense.shape[0] != k:
+        raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {k}, got {dense.shape[0]}")
     out = torch.empty((m, n), dtype=dense.dtype, device=dense.device)
     # coalesce() is CompositeImplicit; called here, below autograd, it reaches FakeTensorMode whole, which has no
     # sparse kernel for it: its CUDA op is called instead (the recorder's coalesce handler)
     coalesced = sparse if sparse.is_coalesced() else aten._coalesce.default(sparse)
     if coalesced._nnz() == 0:
         return torch.mul(t.expand(m, n), beta, out=out)
+    if sparse.dtype not in SPMM_DTYPES:  # the worker's dtype dispatch, after the empty case: half / bfloat16
+        raise RuntimeError(f'"addmm_sparse_cuda" not implemented for \'{_scalar_name(sparse.dtype)}\'')
     indices = coalesced._indices()
     crow = torch._convert_indices_from_coo_to_csr(indices[0].to(torch.int32), m, out_int32=True)
     col = indices[1].to(torch.int32)
@@ -184,11 +192,18 @@ def _addmm_sparse_dense(t: torch.Tensor, sparse: torch.Tensor, dense: torch.Tens
     column_major = out.stride(0) == 1 and out.stride(1) == m
     work = out if column_major else out.t().clone(memory_format=torch.contiguous_format).t()
     values = coalesced._values()  # alpha scales inside cuSPARSE
-    dense_ = dense if dense.stride(0) == 1 or dense.stride(1) == 1 else dense.contiguous()
-    cusparse_spmm_op()(crow, col, values, dense_, work)
+    # SparseBlasLegacy.cpp: used as it is when column- or row-major with no gaps, else copied contiguous
+    packed = (dense.stride(0) == 1 and dense.stride(1) == dense.shape[0]) or \
+        (dense.stride(1) == 1 and dense.stride(0) == dense.shape[1])
+    cusparse_spmm_op()(crow, col, values, dense if packed else dense.contiguous(), work, float(beta != 0))
     if work is not out:
         out.copy_(work)
     return out
+
+
+def _device_type(t: torch.Tensor) -> str:
+    fake = getattr(t, "fake_device", None)
+    return (fake if fake is not None else t.device).type
 
 
 class SparseCuda:
@@ -307,10 +322,15 @@ class SparseCuda:
         sparse = args[0]
         dtype = kwargs.get("dtype") or sparse.dtype
         device = kwargs.get("device") or sparse.device
+        copy_kwargs = {"non_blocking": bool(kwargs.get("non_blocking", False))}
+        if kwargs.get("memory_format") not in (None, torch.preserve_format):
+            raise RuntimeError("to(options): COO only supports memory format Preserve")
+        if kwargs.get("layout") not in (None, torch.sparse_coo):
+            raise RuntimeError("to(options) doesn't support converting to a different layout")
 
         def body():
-            indices = sparse._indices().to(device=device, copy=True)
-            values = sparse._values().to(device=device, dtype=dtype, copy=True)
+            indices = sparse._indices().to(device=device, copy=True, **copy_kwargs)
+            values = sparse._values().to(device=device, dtype=dtype, copy=True, **copy_kwargs)
             return coo(indices, values, sparse.shape, sparse.is_coalesced())
 
         return self._run_children(func, args, kwargs, body)
@@ -319,10 +339,11 @@ class SparseCuda:
         """to_dense of a COO tensor (SparseTensor.cpp sparse_to_dense): a zeroed dense tensor, then dense += sparse
         (add_out_dense_sparse_cuda, above)."""
         sparse = args[0]
-        dtype = kwargs.get("dtype") or sparse.dtype
+        if (args[1] if len(args) > 1 else kwargs.get("dtype")) is not None:
+            raise RuntimeError("dtype argument is not supported by sparse_to_dense")
 
         def body():
-            return torch.zeros(sparse.shape, dtype=dtype, device=sparse.device).add_(sparse)
+            return torch.zeros(sparse.shape, dtype=sparse.dtype, device=sparse.device).add_(sparse)
 
         return self._run_children(func, args, kwargs, body)
 
@@ -340,7 +361,13 @@ class SparseCuda:
         """transpose of a COO tensor (TensorShape.cpp): a clone, then sparse_transpose_ swaps the two rows of
         indices through a zeroed temporary (three copies) and marks the result uncoalesced."""
         sparse = args[0]
-        dims = (0, 1) if func is aten.t.default else tuple(d % sparse.dim() for d in args[1:3])
+        if func is aten.t.default:
+            dims = (0, 1) if sparse.dim() == 2 else (0, 0)  # t() of a 1-D tensor: a clone
+        else:
+            dims = tuple(d % sparse.dim() for d in args[1:3])
+        if dims[0] != dims[1] and max(dims) >= sparse.sparse_dim():
+            raise RuntimeError(f"transpose of a sparse COO tensor: transposed dimensions must be sparse (got "
+                               f"dims {dims[0]} and {dims[1]}, {sparse.sparse_dim()} sparse dims)")
 
         def body():
             if dims[0] == dims[1]:

@@ -74,11 +74,12 @@ INT32_BYTES = 4
 @register("kernelcast.cusparse_spmm_")
 def cusparse_spmm(op: OpRecord, ctx: CostContext) -> Cost:
     """FLOPs 2 x nnz x n (a multiply-add per stored value per output column); bytes: values, column indices and
-    row offsets once, one dense row of n per stored value, the output written."""
+    row offsets once, one dense row of n per stored value, the output written (and read first where beta is not
+    0)."""
     crow, values, dense, out = arg(op, "crow"), arg(op, "values"), arg(op, "dense"), arg(op, "out")
     nnz, n = values.numel, out.shape[1] if len(out.shape) == 2 else 1
     gathered = nnz * n * dense.itemsize
-    read = values.nbytes + nnz * INT32_BYTES + crow.nbytes + gathered
+    read = values.nbytes + nnz * INT32_BYTES + crow.nbytes + gathered + (out.nbytes if op.args.get("beta") else 0)
     return Cost(flops=2.0 * nnz * n, bytes_read=float(read), bytes_written=float(out.nbytes), kernels=1,
                 dtype=values.dtype, kind="gather")
 
