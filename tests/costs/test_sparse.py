@@ -310,3 +310,18 @@ def test_sparse_transpose_edge_cases_match_torch():
         hybrid = torch.sparse_coo_tensor(torch.tensor([[0, 2]], device="cuda"), torch.ones(2, 4, device="cuda"), (3, 4))
         with pytest.raises(RuntimeError, match="transposed dimensions must be sparse"):
             hybrid.transpose(0, 1)
+
+
+def test_a_transposed_coalesced_matrix_coalesces_without_an_assumption():
+    """A transpose permutes a coalesced tensor's coordinates and cannot make two equal: the backward's coalesce of
+    adj.t() keeps every row, with its sync point but without the "assumed distinct" note."""
+    from kernelcast.capture import capture
+
+    with capture("h200") as block:
+        with block.paused():
+            ids = torch.stack([torch.arange(64, device="cuda"), torch.arange(64, device="cuda").flip(0)])
+            adj = torch.sparse_coo_tensor(ids, torch.rand(64, device="cuda"), (64, 64), is_coalesced=True)
+            x = torch.randn(64, 8, device="cuda", requires_grad=True)
+        torch.sparse.mm(adj, x).sum().backward()
+    assert [o.sync for o in block.capture.ops if o.sync] == ["coalesce"]
+    assert not [n for n in block.capture.notes if n.startswith("coalesce of a sparse tensor")]

@@ -47,6 +47,7 @@ import math
 from typing import Any, Callable
 
 import torch
+from torch.utils.weak import WeakIdKeyDictionary
 
 aten = torch.ops.aten
 
@@ -216,6 +217,9 @@ class SparseCuda:
         self._run_children = run_children
         self._note = note
         self._hints = hints
+        # sparse tensors known to hold distinct coordinates: a coalesced tensor transposed (a transpose permutes
+        # coordinates, it cannot make two equal), so their coalesce keeps every row and needs no assumption
+        self._distinct = WeakIdKeyDictionary()
 
     # -- the recorder's entry points ------------------------------------------------------------------------
     def handles(self, func, args: tuple, kwargs: dict) -> bool:
@@ -380,7 +384,10 @@ class SparseCuda:
             row1.copy_(tmp)
             size = list(sparse.shape)
             size[dims[0]], size[dims[1]] = size[dims[1]], size[dims[0]]
-            return coo(indices, values, size, False)
+            out = coo(indices, values, size, False)
+            if sparse.is_coalesced():
+                self._distinct[out] = True
+            return out
 
         return self._run_children(func, args, kwargs, body)
 
@@ -416,7 +423,7 @@ class SparseCuda:
         known = self._hints.use(indices) if self._hints else None
         if known is not None and known.dim() == 2:
             distinct = int(torch.unique(known, dim=1).shape[1])
-        elif nnz > 1:
+        elif nnz > 1 and sparse not in self._distinct:
             self._note(COALESCE_NOTE)
         out = coo(indices.new_empty((indices.shape[0], distinct)), values.new_empty((distinct, *values.shape[1:])),
                   sparse.shape, True)
