@@ -115,16 +115,15 @@ def _profile(fn) -> tuple[list, list]:
     return kernels, blocking
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args(argv)
-    torch.manual_seed(0)
+def profile_cases(cases, warmup: int) -> list[dict]:
+    """One row per (name, parameters, set-up) case: after `warmup` calls, one profiled call's work items and
+    blocking runtime calls, and the median µs of REPEATS calls between CUDA events; a case that fails is reported
+    with its error, the others still run."""
     rows = []
-    for name, params, setup in _cases():
+    for name, params, setup in cases:
         try:
             fn = setup()
-            for _ in range(WARMUP):
+            for _ in range(warmup):
                 fn()
             torch.cuda.synchronize()
             kernels, blocking = _profile(fn)
@@ -135,6 +134,15 @@ def main(argv=None) -> int:
         except Exception as exc:  # a case that fails is reported, the others still run
             rows.append({"case": name, **params, "error": f"{type(exc).__name__}: {exc}"[:300]})
             print(f"{name} {params} failed: {exc}", file=sys.stderr)
+    return rows
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    torch.manual_seed(0)
+    rows = profile_cases(_cases(), WARMUP)
     out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
            "command": "PYTHONPATH=src python3 scripts/device/probe_sparse.py --out $OUT/sparse_probe.json", "cases": rows}
     with open(args.out, "w") as f:

@@ -22,15 +22,13 @@ import io
 import json
 import statistics
 import sys
-import time
 
 import torch
 
-from kernelcast.measure import back_to_back_ms
+from kernelcast.measure import synced_ms
+from probe_sparse import REPEATS, _profile, profile_cases  # sibling script (this folder is on sys.path)
 
 WARMUP = 5
-REPEATS = 20
-BLOCKING_RUNTIME_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaMemcpy", "cudaMemcpyAsync")
 # (nodes, edges, features): Cora, a mid-size graph, a large one
 GRAPHS = ((2708, 10556, 16), (2708, 10556, 256), (20000, 200000, 64), (100000, 2000000, 128))
 
@@ -79,56 +77,18 @@ def _save_cases():
         yield {"width": width, "depth": depth, "storages": 2 * depth, "bytes": nbytes}, model
 
 
-def _events_us(fn) -> float:
-    return statistics.median(back_to_back_ms(fn, steps=1, repeats=REPEATS)) * 1000.0
-
-
-def _profile(fn) -> tuple[list, list]:
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    kernels, blocking = [], []
-    for e in prof.events():
-        if e.device_type == torch.autograd.DeviceType.CUDA and not getattr(e, "is_user_annotation", False):
-            kernels.append([e.name[:160], round(e.device_time, 3)])
-        elif e.name in BLOCKING_RUNTIME_CALLS:
-            blocking.append(e.name)
-    return kernels, blocking
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     torch.manual_seed(0)
-    rows = []
-    for name, params, setup in _cases():
-        try:
-            fn = setup()
-            for _ in range(WARMUP):
-                fn()
-            torch.cuda.synchronize()
-            kernels, blocking = _profile(fn)
-            rows.append({"case": name, **params, "us": round(_events_us(fn), 3), "work_items": len(kernels),
-                         "kernels": kernels, "blocking": blocking})
-            print(f"{name:16s} {json.dumps(params):60s} {len(kernels):3d} items {rows[-1]['us']:9.2f} us", flush=True)
-        except Exception as exc:  # a case that fails is reported, the others still run
-            rows.append({"case": name, **params, "error": f"{type(exc).__name__}: {exc}"[:300]})
-            print(f"{name} {params} failed: {exc}", file=sys.stderr)
+    rows = profile_cases(_cases(), WARMUP)
     for params, model in _save_cases():
         def save(model=model):
             torch.save(model.state_dict(), io.BytesIO())
         for _ in range(WARMUP):
             save()
-        host_ms = []
-        for _ in range(REPEATS):
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            save()
-            torch.cuda.synchronize()
-            host_ms.append((time.perf_counter() - start) * 1e3)
+        host_ms = synced_ms(save, REPEATS)
         kernels, blocking = _profile(save)
         rows.append({"case": "torch_save_state_dict", **params, "host_ms": round(statistics.median(host_ms), 4),
                      "host_ms_range": [round(min(host_ms), 4), round(max(host_ms), 4)], "work_items": len(kernels),

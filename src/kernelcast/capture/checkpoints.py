@@ -21,8 +21,6 @@ import torch
 
 from kernelcast.errors import CaptureError
 
-from .source import current_source
-
 SYNC_KIND = "torch.save"  # the sync points' label (predict.SYNC_ADVICE)
 JIT_SAVE_NOTE = "torch.jit.save at {source}: not written in a capture"
 UNWRITTEN_MESSAGE = ("torch.load of {what}, which this capture saved ({source}): a capture writes no files (fake "
@@ -52,12 +50,13 @@ def _storage_view(tensor: torch.Tensor) -> torch.Tensor:
 
 
 @contextlib.contextmanager
-def saves_recorded(copy_to_host: Callable[[torch.Tensor, str], None],
-                   note: Callable[[str], None]) -> Iterator[None]:
+def saves_recorded(copy_to_host: Callable[[torch.Tensor, str], None], note: Callable[[str], None],
+                   where: Callable[[], str]) -> Iterator[None]:
     """Patch torch.save (and torch.serialization.save) for the length of a capture.
 
     `copy_to_host(view, kind)` records one device-to-host copy of a CUDA tensor, a sync point labelled `kind`;
-    `note(text)` adds a capture note. Errors: whatever pickle raises for an object torch.save could not save either.
+    `note(text)` adds a capture note; `where()` is the line a note names (the recorder's note_line). Errors:
+    whatever pickle raises for an object torch.save could not save either.
     """
     # what the capture saved to, by path or file object's id: where it was saved, and the object (kept alive, so
     # that its id is not reused by another during the capture)
@@ -69,7 +68,7 @@ def saves_recorded(copy_to_host: Callable[[torch.Tensor, str], None],
         return os.path.abspath(os.fspath(name)) if isinstance(name, (str, os.PathLike)) else id(f)
 
     def save(obj: Any, f: Any, *args: Any, **kwargs: Any) -> None:
-        unwritten[target(f)] = (current_source() or "set-up", f)
+        unwritten[target(f)] = (where(), f)
         seen: set[int] = set()
         nbytes = 0
 
@@ -90,17 +89,14 @@ def saves_recorded(copy_to_host: Callable[[torch.Tensor, str], None],
                 copy_to_host(_storage_view(tensor.detach()), SYNC_KIND)
 
         _Walker(on_tensor).dump(obj)
-        note(SAVE_NOTE.format(source=current_source() or "set-up", storages=len(seen), mib=nbytes / 2**20))
+        note(SAVE_NOTE.format(source=where(), storages=len(seen), mib=nbytes / 2**20))
 
     def jit_save(module: Any, f: Any, *args: Any, **kwargs: Any) -> None:
-        unwritten[target(f)] = (current_source() or "set-up", f)
-        note(JIT_SAVE_NOTE.format(source=current_source() or "set-up"))
-
-    def module_save(module: Any, f: Any, *args: Any, **kwargs: Any) -> None:  # ScriptModule.save(f)
-        jit_save(module, f)
+        unwritten[target(f)] = (where(), f)
+        note(JIT_SAVE_NOTE.format(source=where()))
 
     def module_save_to_buffer(module: Any, *args: Any, **kwargs: Any) -> bytes:
-        note(JIT_SAVE_NOTE.format(source=current_source() or "set-up"))
+        note(JIT_SAVE_NOTE.format(source=where()))
         return b""
 
     def guarded(load: Callable) -> Callable:
@@ -115,7 +111,7 @@ def saves_recorded(copy_to_host: Callable[[torch.Tensor, str], None],
     with contextlib.ExitStack() as stack:
         for module, name, patch in ((torch, "save", save), (torch.serialization, "save", save),
                                     (torch.jit, "save", jit_save),
-                                    (torch.jit.RecursiveScriptModule, "save", module_save),
+                                    (torch.jit.RecursiveScriptModule, "save", jit_save),  # ScriptModule.save(f)
                                     (torch.jit.RecursiveScriptModule, "save_to_buffer", module_save_to_buffer),
                                     (torch, "load", guarded(torch.load)),
                                     (torch.serialization, "load", guarded(torch.serialization.load)),

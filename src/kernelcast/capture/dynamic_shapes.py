@@ -34,6 +34,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 from torch.utils.weak import WeakIdKeyDictionary
 
 from .source import current_source
+from .tensor_device import device_type
 
 aten = torch.ops.aten
 
@@ -402,13 +403,8 @@ class ValueHints:
                     self.drop(a)
 
 
-def _device(t: torch.Tensor) -> str:
-    fake = getattr(t, "fake_device", None)
-    return (fake if fake is not None else t.device).type
-
-
 def _on_cuda(t: torch.Tensor) -> bool:
-    return _device(t) == "cuda"
+    return device_type(t) == "cuda"
 
 
 def _even_counts(total: int, bins: int) -> torch.Tensor:
@@ -552,8 +548,8 @@ class DynamicShapes:
         other = [i for i in args[1] if isinstance(i, torch.Tensor) and all(i is not m for m in masks)]
         # the mask on self's device too: a host mask into a CUDA tensor takes the nonzero on the host instead
         return (func is not aten.index_put.default and not accumulate and len(masks) == 1 and not other
-                and _device(masks[0]) == _device(args[0])
-                and isinstance(values, torch.Tensor) and values.numel() == 1 and _device(values) == "cpu")
+                and device_type(masks[0]) == device_type(args[0])
+                and isinstance(values, torch.Tensor) and values.numel() == 1 and device_type(values) == "cpu")
 
     def _as_masked_fill(self, func, args, kwargs, mask: torch.Tensor) -> torch.Tensor:
         self_t, indices, values = args[0], args[1], args[2]

@@ -32,6 +32,7 @@ from .host_reads import HostReads, how_to_state
 from .lifetimes import StorageTracker
 from .rnn import cudnn_rnn_with_cuda_layout
 from .source import current_source
+from .tensor_device import device_type
 from .sparse import SPARSE_INDICES_SUFFIX, SPARSE_VALUES_SUFFIX, SparseCuda, has_sparse, is_sparse
 
 aten = torch.ops.aten
@@ -156,12 +157,6 @@ def runs_as_local_ops(types) -> bool:
 
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
-
-
-def device_type(t: torch.Tensor) -> str:
-    """A tensor's device type without dispatching prim.device (slow under FakeTensorMode)."""
-    fake = getattr(t, "fake_device", None)
-    return (fake if fake is not None else t.device).type
 
 
 def _storage_id(t: torch.Tensor) -> int:

@@ -38,7 +38,6 @@ from . import real_backward
 from .compat import RealRunPaths
 from .attention import sdpa_routed
 from .checkpoints import saves_recorded
-from .source import current_source
 from .compiled import CompileWatch, DynamoCompiles, compiled_model, compiled_note
 from .inductor import (CompiledRegions, InductorHooks, device_time_us, graph_breaks, hide_router,
                        inductor_on_fake_cuda, triton_missing)
@@ -216,13 +215,13 @@ TRACE_NOTE = ("torch.jit.trace at {where}: the capture runs {what} as its eager 
 
 
 @contextlib.contextmanager
-def _traced_as_eager(note: Callable[[str], None]) -> Iterator[None]:
+def _traced_as_eager(note: Callable[[str], None], where: Callable[[], str]) -> Iterator[None]:
     """torch.jit.trace in a capture returns what it was given. The tracer turns sizes and strides into traced
     values, which FakeTensor's cache and the meta kernels' checks cannot compare ("Expected bool, got Tensor": a
     traced CNN failed every capture); the traced graph would call the same aten ops as the module's forward."""
     def trace(func, example_inputs=None, *args, **kwargs):
         what = type(func).__name__ if isinstance(func, torch.nn.Module) else getattr(func, "__name__", "the function")
-        note(TRACE_NOTE.format(where=current_source() or "set-up", what=what))
+        note(TRACE_NOTE.format(where=where(), what=what))
         return func
 
     def passed_through(original: Callable, name: str) -> Callable:
@@ -230,7 +229,7 @@ def _traced_as_eager(note: Callable[[str], None]) -> Iterator[None]:
         def call(module, *args, **kwargs):
             if isinstance(module, torch.jit.ScriptModule):
                 return original(module, *args, **kwargs)
-            note(f"torch.jit.{name} at {current_source() or 'set-up'}: the module as it is (torch.jit.trace "
+            note(f"torch.jit.{name} at {where()}: the module as it is (torch.jit.trace "
                  "returned it in the capture)")
             return module
         return call
@@ -410,7 +409,8 @@ class CaptureSession:
             stack.enter_context(sdpa_routed(self.arch))
             self.fake_mode = _CaptureFakeMode(allow_non_fake_inputs=True)
             stack.enter_context(_movable_script_modules())
-            stack.enter_context(_traced_as_eager(lambda text: self.recorder.notes.add(text)))
+            stack.enter_context(_traced_as_eager(lambda text: self.recorder.notes.add(text),
+                                                 lambda: self.recorder.note_line()))
             stack.enter_context(_swappable_fake_tensors(
                 self.fake_mode, lambda t: self.recorder.forget_weak_refs(t) if self.recorder else None))
             stack.enter_context(self.fake_mode)
@@ -433,7 +433,8 @@ class CaptureSession:
             stack.callback(real_backward.reset)
             self.router.on_backward = self.recorder.record_engine_nodes
             self.router.node_post_hook = self.recorder.in_place.outputs_ready
-            stack.enter_context(saves_recorded(self.recorder.copy_to_host, self.recorder.notes.add))
+            stack.enter_context(saves_recorded(self.recorder.copy_to_host, self.recorder.notes.add,
+                                               self.recorder.note_line))
             stack.enter_context(mock.patch.multiple(FakeTensor, **self.router.host_read_patches(),
                                                     record_stream=lambda t, stream: self._record_stream(t, stream)))
             stack.enter_context(mock.patch.object(torch.overrides, "has_torch_function",

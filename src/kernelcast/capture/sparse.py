@@ -49,6 +49,8 @@ from typing import Any, Callable
 import torch
 from torch.utils.weak import WeakIdKeyDictionary
 
+from .tensor_device import device_type
+
 aten = torch.ops.aten
 
 SPARSE_ADDS = {aten.add_.Tensor, aten.add.Tensor}
@@ -170,7 +172,7 @@ def _addmm_sparse_dense(t: torch.Tensor, sparse: torch.Tensor, dense: torch.Tens
     alpha * sparse @ dense, (m, n) row-major."""
     m, k, n = sparse.shape[0], sparse.shape[1], dense.shape[1]
     # s_addmm_out_sparse_dense_cuda's checks, in its order
-    if _device_type(sparse) != "cuda" or _device_type(dense) != "cuda" or _device_type(t) != "cuda":
+    if device_type(sparse) != "cuda" or device_type(dense) != "cuda" or device_type(t) != "cuda":
         raise RuntimeError("Expected all tensors to be on the same device. addmm: expected 'mat1', 'mat2' and "
                            "'self' to be CUDA tensors")
     if dense.shape[0] != k:
@@ -200,11 +202,6 @@ def _addmm_sparse_dense(t: torch.Tensor, sparse: torch.Tensor, dense: torch.Tens
     if work is not out:
         out.copy_(work)
     return out
-
-
-def _device_type(t: torch.Tensor) -> str:
-    fake = getattr(t, "fake_device", None)
-    return (fake if fake is not None else t.device).type
 
 
 class SparseCuda:
@@ -374,9 +371,9 @@ class SparseCuda:
                                f"dims {dims[0]} and {dims[1]}, {sparse.sparse_dim()} sparse dims)")
 
         def body():
-            if dims[0] == dims[1]:
-                return coo(sparse._indices().clone(), sparse._values().clone(), sparse.shape, sparse.is_coalesced())
             indices, values = sparse._indices().clone(), sparse._values().clone()
+            if dims[0] == dims[1]:
+                return coo(indices, values, sparse.shape, sparse.is_coalesced())
             row0, row1 = indices.select(0, dims[0]), indices.select(0, dims[1])
             tmp = torch.zeros_like(row0)
             tmp.copy_(row0)
@@ -427,7 +424,7 @@ class SparseCuda:
             self._note(COALESCE_NOTE)
         out = coo(indices.new_empty((indices.shape[0], distinct)), values.new_empty((distinct, *values.shape[1:])),
                   sparse.shape, True)
-        on_gpu = getattr(indices, "fake_device", indices.device).type == "cuda"
+        on_gpu = device_type(indices) == "cuda"
         return out, ("coalesce" if on_gpu and nnz > 1 else None)
 
     @staticmethod
