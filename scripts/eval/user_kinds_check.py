@@ -6,8 +6,8 @@
 Each case of scripts/device/probe_user_kinds.py is rebuilt on fake CUDA tensors with the same sizes, captured, and
 predicted on the probe's GPU (`--gpu`, default the H100 the probe ran on): work items and GPU time against the sum
 of the profiled work items' durations (not the event time, which holds the host's launch gaps); for torch.save, the
-predicted host time of the call against the measured host ms (a synchronize before and after, median of the probe's
-repeats). Prints one line per case and, per case kind, the items that match and the median |error|.
+predicted step time of the call against the measured ms between a synchronize before and after (median of the
+probe's repeats). Prints one line per case and, per case kind, the items that match and the median |error|.
 """
 
 from __future__ import annotations
@@ -65,8 +65,8 @@ def check(case: dict, gpu: str) -> dict:
     pred = cap.predict(gpu)
     row = {k: case[k] for k in case if k not in ("kernels", "blocking", "us", "host_ms_range")}
     row.update(predicted_items=pred.kernels, measured_items=case["work_items"])
-    if "host_ms" in case:  # torch.save: the call's host time is what the user waits for
-        row.update(predicted=round(pred.host_time_us / 1000, 3), measured=case["host_ms"], unit="host ms")
+    if "host_ms" in case:  # torch.save: the call's time between synchronizes, what the user waits for
+        row.update(predicted=round(pred.step_time_us / 1000, 3), measured=case["host_ms"], unit="call ms")
     else:
         row.update(predicted=round(pred.gpu_time_us, 2), measured=round(sum(k[1] for k in case["kernels"]), 2),
                    unit="GPU us")

@@ -65,23 +65,36 @@ def coalesce(op: OpRecord, ctx: CostContext) -> Cost:
 
 # cuSPARSE's SpMM of a CSR matrix (m x k, nnz values) and a dense (k x n) matrix, and its CSR row offsets, as
 # the capture records them (capture/sparse.py: s_addmm_out_sparse_dense_cuda). SpMM reads each stored value,
-# its column index and the dense row it selects, and writes the output once; the dense rows are gathered at random
-# (kind "gather", as index_select's rows). Not measured on a GPU yet: scripts/device/probe_user_kinds.py measures
-# it (spmm_forward / spmm_train).
+# its column index and the dense row it selects, and writes the output once; the dense rows are gathered at random.
+# It runs three kernels at every size measured (validation/h100/user_kinds_dec08: four graphs of 2708 to 100000
+# nodes, 16 to 256 features, forward and backward, two runs; torch 2.11, cuSPARSE of CUDA 13): a partition of the
+# row offsets among thread blocks (csr_partition_kernel), C = beta x C over the output (matrix_scalar_multiply_kernel,
+# which writes it where beta is 0) and the product (csrmm_alg1_kernel). Each is its own part, with a key of its own
+# that predict/sparse_time.py prices.
 INT32_BYTES = 4
+SPMM_KEY = "cusparse_spmm"
+SPMM_PARTITION_KEY = "cusparse_spmm_partition"
 
 
 @register("kernelcast.cusparse_spmm_")
 def cusparse_spmm(op: OpRecord, ctx: CostContext) -> Cost:
-    """FLOPs 2 x nnz x n (a multiply-add per stored value per output column); bytes: values, column indices and
-    row offsets once, one dense row of n per stored value, the output written (and read first where beta is not
-    0)."""
+    """Three kernels (see above). The product: FLOPs 2 x nnz x n (a multiply-add per stored value per output
+    column); bytes: values, column indices and row offsets once, one dense row of n per stored value, the output
+    read and written; keyed (SPMM_KEY, dense bytes gathered). The partition reads the m + 1 row offsets, keyed
+    (SPMM_PARTITION_KEY, m). The scaling writes the output (and reads it first where beta is not 0)."""
     crow, values, dense, out = arg(op, "crow"), arg(op, "values"), arg(op, "dense"), arg(op, "out")
     nnz, n = values.numel, out.shape[1] if len(out.shape) == 2 else 1
     gathered = nnz * n * dense.itemsize
-    read = values.nbytes + nnz * INT32_BYTES + crow.nbytes + gathered + (out.nbytes if op.args.get("beta") else 0)
-    return Cost(flops=2.0 * nnz * n, bytes_read=float(read), bytes_written=float(out.nbytes), kernels=1,
-                dtype=values.dtype, kind="gather")
+    beta = bool(op.args.get("beta"))
+    product = Cost(flops=2.0 * nnz * n, bytes_read=float(values.nbytes + nnz * INT32_BYTES + crow.nbytes + gathered
+                                                          + out.nbytes),
+                   bytes_written=float(out.nbytes), kernels=1, dtype=values.dtype, kind="gather",
+                   key=(SPMM_KEY, gathered))
+    partition = Cost(bytes_read=float(crow.nbytes), kernels=1, dtype=crow.dtype, kind="copy",
+                     key=(SPMM_PARTITION_KEY, max(crow.numel - 1, 0)))
+    scaling = Cost(bytes_read=float(out.nbytes if beta else 0), bytes_written=float(out.nbytes), kernels=1,
+                   dtype=out.dtype, kind="pointwise" if beta else "fill")
+    return product.with_parts(partition, scaling)
 
 
 @register("aten._convert_indices_from_coo_to_csr")

@@ -43,7 +43,7 @@ from kernelcast.costs.linalg import SOLVER_KEY
 from kernelcast.costs.launch_table import log2_size as _log2
 from kernelcast.costs.losses import NLL_WALK_KEY
 from kernelcast.costs.rnn import RnnPart, part_from_key
-from kernelcast.costs.sparse import COALESCE_KEY
+from kernelcast.costs.sparse import COALESCE_KEY, SPMM_KEY, SPMM_PARTITION_KEY
 from kernelcast.costs.tree_model import TreeRegressor
 from kernelcast.devices import GPU
 from kernelcast.devices.achieved import BLOCKS, DATASHEET, MEMORY, AchievedRates, achieved_rates, rate_class
@@ -55,7 +55,8 @@ from .rnn_time import bias_grad_time_us, persist_time_us, step_time_us
 from .shape_kinds import (KEY_LENGTH, SHAPE_FEATURES, SHAPE_GROUPS, SHAPE_POINTS, SHAPE_WORK, dtype_itemsize,
                           fitted_fallback, fitted_name)
 from .shape_model import ShapeEstimate, ShapePoint, ShapeTable, build_tables
-from .sparse_time import coalesce_us, embedding_bag_bytes, embedding_bag_us
+from .sparse_time import (SPMM_FLOOR_US, SPMM_PARTITION_FLOOR_US, coalesce_us, embedding_bag_bytes, embedding_bag_us,
+                          spmm_partition_us, spmm_product_us)
 from .window_time import window_us
 from .spatial_softmax_time import spatial_features, spatial_softmax_us
 
@@ -670,6 +671,16 @@ class CalibratedModel:
             time_us = embedding_bag_us(fit, indices, embedding_bag_bytes(indices, bags, dim, itemsize))
         return self.floor_us + (time_us - self.floor_us) * self._bandwidth_ratio() if self.transferred else time_us
 
+    def _spmm_time_us(self, cost: Cost) -> float:
+        """A cuSPARSE SpMM kernel (the product or its row partition) by the measured lines of
+        predict/sparse_time.py; on another GPU the time past the floor carries by SMs x clock (the product's rate
+        is far under DRAM bandwidth: an issue-bound gather)."""
+        kind, size = cost.key[:2]
+        time_us, floor_us = ((spmm_product_us(size), SPMM_FLOOR_US) if kind == SPMM_KEY
+                             else (spmm_partition_us(size), SPMM_PARTITION_FLOOR_US))
+        return floor_us + (time_us - floor_us) * self._sm_cycles_ratio(self._bandwidth_ratio()) \
+            if self.transferred else time_us
+
     def _generated_time_us(self, cost: Cost, l2_warm: float = 0.0) -> float:
         """An Inductor-generated kernel: its class's launch floor plus its bytes (Inductor's count) at the
         class's sustained bandwidth, both fitted to the device's grid of compiled microbenchmarks
@@ -1070,6 +1081,8 @@ KERNEL_TIME_MODELS = (
     TimeModel("sparse", lambda m, c: c.key[:1] in SPARSE_KEYS
               and SPARSE_SECTIONS[c.key[0]] in _timings(m).get("sparse", {}),
               _fitted(CalibratedModel._sparse_time_us, "fitted (sparse kernels)")),
+    TimeModel("spmm", lambda m, c: c.key[:1] in ((SPMM_KEY,), (SPMM_PARTITION_KEY,)),
+              _fitted(CalibratedModel._spmm_time_us, "fitted (cuSPARSE SpMM, measured on an H100)")),
     TimeModel("pool_windows", lambda m, c: c.key[:1] == (WINDOW_KEY,)
               and c.key[1] in _timings(m).get("pool_windows", {}),
               _fitted(CalibratedModel._window_time_us, "fitted (pooling window taps)")),

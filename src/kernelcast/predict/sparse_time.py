@@ -26,3 +26,26 @@ def embedding_bag_us(fit: dict, indices: int, nbytes: float) -> float:
     """µs of one EmbeddingBag forward kernel: floor + the larger of a time per index and the bytes at a
     sustained bandwidth."""
     return fit["floor_us"] + max(fit["us_per_index"] * indices, nbytes / fit["bytes_per_us"])
+
+
+# cuSPARSE SpMM's kernels (costs/sparse.py cusparse_spmm), fp32, measured on an H100 SXM (torch 2.11, CUDA 13;
+# scripts/device/probe_user_kinds.py, validation/h100/user_kinds_dec08: four graphs, 169 thousand to 256 million
+# stored-value x column products, two runs). Least squares in relative error over the 8 readings of each kernel,
+# every reading within 5%: the product (csrmm_alg1_kernel) a floor plus the dense bytes it gathers at 0.80 TB/s,
+# a quarter of the H100's DRAM bandwidth whether the dense matrix fits its L2 or not (0.7 MB to 51 MB); the
+# partition (csr_partition_kernel) a floor plus a time per row. The H200 has the H100's 132 SMs at its clocks
+# (devices/gpus.toml), so they stand for the profile's GPU; another GPU's carry by SMs x clock.
+SPMM_FLOOR_US = 4.48
+SPMM_GATHER_BYTES_PER_US = 8.0e5
+SPMM_PARTITION_FLOOR_US = 3.27
+SPMM_PARTITION_US_PER_ROW = 3.97e-5
+
+
+def spmm_product_us(gathered_bytes: float) -> float:
+    """µs of cuSPARSE's csrmm kernel that gathers `gathered_bytes` of dense rows (nnz x n x itemsize)."""
+    return SPMM_FLOOR_US + gathered_bytes / SPMM_GATHER_BYTES_PER_US
+
+
+def spmm_partition_us(rows: int) -> float:
+    """µs of cuSPARSE's partition of a CSR matrix's `rows` row offsets among the product's thread blocks."""
+    return SPMM_PARTITION_FLOOR_US + rows * SPMM_PARTITION_US_PER_ROW
