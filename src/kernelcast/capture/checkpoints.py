@@ -26,7 +26,8 @@ JIT_SAVE_NOTE = "torch.jit.save at {source}: not written in a capture"
 UNWRITTEN_MESSAGE = ("torch.load of {what}, which this capture saved ({source}): a capture writes no files (fake "
                      "tensors hold no data); load a checkpoint saved before the capture, or build the state in it")
 SAVE_NOTE = ("torch.save at {source}: {storages} CUDA storage(s), {mib:.1f} MiB, copied to the host (each a blocking "
-             "copy and a sync point); the file is not written in a capture and its write time is not priced")
+             "copy and a sync point); the file is not written in a capture, its serialization is priced on the host "
+             "(the time to a disk's page cache or a buffer, not a slow disk's)")
 
 
 class _Walker(pickle.Pickler):
@@ -51,12 +52,14 @@ def _storage_view(tensor: torch.Tensor) -> torch.Tensor:
 
 @contextlib.contextmanager
 def saves_recorded(copy_to_host: Callable[[torch.Tensor, str], None], note: Callable[[str], None],
-                   where: Callable[[], str]) -> Iterator[None]:
+                   where: Callable[[], str], serialized: Callable[[int, int], None]) -> Iterator[None]:
     """Patch torch.save (and torch.serialization.save) for the length of a capture.
 
     `copy_to_host(view, kind)` records one device-to-host copy of a CUDA tensor, a sync point labelled `kind`;
-    `note(text)` adds a capture note; `where()` is the line a note names (the recorder's note_line). Errors:
-    whatever pickle raises for an object torch.save could not save either.
+    `serialized(bytes, storages)` records the host's serialization of every storage saved (CPU ones too: each is
+    written as a zip record, its CRC32 computed); `note(text)` adds a capture note; `where()` is the line a note
+    names (the recorder's note_line). Errors: whatever pickle raises for an object torch.save could not save
+    either.
     """
     # what the capture saved to, by path or file object's id: where it was saved, and the object (kept alive, so
     # that its id is not reused by another during the capture)
@@ -70,26 +73,28 @@ def saves_recorded(copy_to_host: Callable[[torch.Tensor, str], None], note: Call
     def save(obj: Any, f: Any, *args: Any, **kwargs: Any) -> None:
         unwritten[target(f)] = (where(), f)
         seen: set[int] = set()
-        nbytes = 0
+        written = {"bytes": 0, "cuda_bytes": 0, "cuda_storages": 0}
 
         def on_tensor(tensor: torch.Tensor) -> None:
-            nonlocal nbytes
             if tensor.is_sparse:  # pickled as its indices and values (Tensor._reduce_ex_internal)
                 on_tensor(tensor._indices())
                 on_tensor(tensor._values())
-                return
-            if tensor.device.type != "cuda":
                 return
             storage = tensor.untyped_storage()
             if storage._cdata in seen:
                 return
             seen.add(storage._cdata)
-            nbytes += storage.nbytes()
+            written["bytes"] += storage.nbytes()
+            if tensor.device.type != "cuda":
+                return
+            written["cuda_bytes"] += storage.nbytes()
+            written["cuda_storages"] += 1
             with torch.no_grad():
                 copy_to_host(_storage_view(tensor.detach()), SYNC_KIND)
 
         _Walker(on_tensor).dump(obj)
-        note(SAVE_NOTE.format(source=where(), storages=len(seen), mib=nbytes / 2**20))
+        serialized(written["bytes"], len(seen))
+        note(SAVE_NOTE.format(source=where(), storages=written["cuda_storages"], mib=written["cuda_bytes"] / 2**20))
 
     def jit_save(module: Any, f: Any, *args: Any, **kwargs: Any) -> None:
         unwritten[target(f)] = (where(), f)

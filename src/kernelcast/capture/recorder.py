@@ -20,7 +20,7 @@ from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_mod
 
 from kernelcast.errors import CaptureError
 from kernelcast.records import (DECOMPOSED_TAG, ENGINE_NODES_OP, HOST_OP_PREFIX, INSIDE_COMPILED_TAG, POST_BACKWARD,
-                                RECORD_STREAM_OP, STEP_END_OP, OpRecord, TensorMeta)
+                                RECORD_STREAM_OP, STEP_END_OP, TORCH_SAVE_OP, OpRecord, TensorMeta)
 
 from .aten_ops import overloads
 from .cuda_inplace import CudaInPlace
@@ -812,6 +812,12 @@ class Recorder(TorchDispatchMode):
         self._record_marker(STEP_END_OP, {}, phase=self.ops[-1].phase if self.ops else None, module="",
                             source="")
         self._after_backward = False
+
+    def record_serialization(self, nbytes: int, storages: int) -> None:
+        """torch.save's serialization of `storages` storages of `nbytes` bytes on the host (TORCH_SAVE_OP), after
+        their device-to-host copies."""
+        if self.recording:
+            self._record_marker(TORCH_SAVE_OP, {"bytes": nbytes, "storages": storages})
 
     def record_host_sync(self, kind: str) -> None:
         """A sync that does not pass through aten: torch.cuda.synchronize, tolist, numpy, printing."""

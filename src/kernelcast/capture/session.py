@@ -434,7 +434,7 @@ class CaptureSession:
             self.router.on_backward = self.recorder.record_engine_nodes
             self.router.node_post_hook = self.recorder.in_place.outputs_ready
             stack.enter_context(saves_recorded(self.recorder.copy_to_host, self.recorder.notes.add,
-                                               self.recorder.note_line))
+                                               self.recorder.note_line, self.recorder.record_serialization))
             stack.enter_context(mock.patch.multiple(FakeTensor, **self.router.host_read_patches(),
                                                     record_stream=lambda t, stream: self._record_stream(t, stream)))
             stack.enter_context(mock.patch.object(torch.overrides, "has_torch_function",

@@ -32,7 +32,7 @@ from kernelcast.capture.cpu_speed import CpuBench
 from kernelcast.costs import Cost, cost_of
 from kernelcast.costs.foreach import tensor_lists
 from kernelcast.records import (ENGINE_NODES_OP, HOST_OP_PREFIX, INSIDE_COMPILED_TAG, POST_BACKWARD, RANGE_BEGIN_OP,
-                                RANGE_END_OP, OpRecord, host_phase)
+                                RANGE_END_OP, TORCH_SAVE_OP, OpRecord, host_phase)
 
 # One more cudaLaunchKernel from an op that already launched one. Not isolated by a microbenchmark: a few µs
 # is CUDA's documented order; foreach ops, the main multi-launch ops, have a measured cost of their own.
@@ -65,6 +65,20 @@ LIBRARY_LAUNCH_OPS = {"_cudnn_rnn", "_cudnn_rnn_backward", "convolution", "convo
 LIBRARY_CASE_ITEMS = {"_cudnn_rnn": 2, "_cudnn_rnn_backward": 2, "convolution": 1, "convolution_backward": 2}
 LIBRARY_LAUNCH_CASE = "library launch"
 RANGE_MARKERS = (RANGE_BEGIN_OP, RANGE_END_OP)
+# torch.save's serialization on the host after its device-to-host copies (TORCH_SAVE_OP): pickling, and each
+# storage written as a zip record with its CRC32 (torch/serialization.py _save, PyTorchFileWriter). Measured on an
+# H100 machine's host (torch 2.11; scripts/device/probe_user_kinds.py, validation/h100/user_kinds_dec08: 8
+# storages of 1.05 MB in all, 1.10 ms a call; 24 storages of 50.4 MB, 52.1 ms; the copies 0.4 and 4.2 ms of that
+# as kernelcast prices them): about 1 ms per MB, a few µs per storage.
+TORCH_SAVE_CALL_US = 0.0
+TORCH_SAVE_US_PER_STORAGE = 0.0
+TORCH_SAVE_US_PER_BYTE = 9.06e-4
+
+
+def torch_save_us(args: dict) -> float:
+    """Host µs of torch.save's serialization of args["storages"] storages of args["bytes"] bytes (TORCH_SAVE_OP)."""
+    return (TORCH_SAVE_CALL_US + TORCH_SAVE_US_PER_STORAGE * args.get("storages", 0)
+            + TORCH_SAVE_US_PER_BYTE * args.get("bytes", 0))
 # torch.compile'd code (capture/inductor.py). A compiled graph's call is priced by units, not by the Python
 # timed at capture (Dynamo's guards, AOTAutograd's wrapper and Inductor's generated wrapper on fake tensors:
 # 2-4x the H200 host's time on scripts/device/probe_compiled_host.py's cases): a fixed cost (the way in and out)
@@ -252,6 +266,8 @@ class HostModel:
 
     def dispatch_us(self, op: OpRecord, cost: Cost | None) -> float:
         """CPU time of the op itself: Python binding, dispatcher, autograd bookkeeping, kernel launches."""
+        if op.op == TORCH_SAVE_OP:  # no dispatch: torch.save's own work on the host
+            return self.cpu_scale * torch_save_us(op.args)
         return self.cpu_scale * self._chain_factor(op) * self._tight_loop_us(op, cost)
 
     def _chain_factor(self, op: OpRecord) -> float:

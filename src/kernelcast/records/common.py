@@ -45,6 +45,9 @@ ENGINE_NODES_OP = HOST_OP_PREFIX + "autograd_nodes"
 # Where a profiler range (torch.profiler.record_function) that the predict stage models begins and ends, e.g.
 # FSDP2's "FSDP::pre_forward (layers.0)" (args: {"name": ...}). Markers only: no CPU or GPU work of their own.
 RANGE_BEGIN_OP = HOST_OP_PREFIX + "range_begin"
+# torch.save's serialization on the host after its device-to-host copies (capture/checkpoints.py; args: {"bytes":
+# storage bytes written, "storages": storages written}), priced by predict/host.py.
+TORCH_SAVE_OP = HOST_OP_PREFIX + "torch_save"
 RANGE_END_OP = HOST_OP_PREFIX + "range_end"
 # The step's Python after its last op (an optimizer's zero_grad, a compiled frame's exit and its resume functions,
 # logging): a marker at the step's return carries it, as every op carries the Python before it.
