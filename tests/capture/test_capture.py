@@ -250,8 +250,7 @@ def test_parametrized_modules_move_and_capture():
 def test_a_script_module_moves_and_runs_as_its_aten_ops():
     """A torch.jit.script'ed module moved with `.to()` / `.half()`: its C++ object holds every parameter, so
     Module._apply's swap of a fake parameter was refused ("Couldn't swap RecursiveScriptModule.weight"); its slots
-    are set instead. The compiled forward then runs the moved tensors, and the capture says NNC's fusion is not
-    modelled."""
+    are set instead. The compiled forward then runs the moved tensors, and the capture names the module."""
     def build():
         model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.BatchNorm1d(16))
         model = torch.jit.script(model).to("cuda").half()
@@ -262,6 +261,45 @@ def test_a_script_module_moves_and_runs_as_its_aten_ops():
     assert {(t.device, t.dtype) for t in addmm.args.values() if hasattr(t, "device")} == {("cuda", "float16")}
     assert any(op.op == "aten.native_batch_norm_backward.default" for op in cap.ops)
     assert any(note.startswith("TorchScript module Sequential ran") for note in cap.notes)
+
+
+class _SigmoidChain(torch.nn.Module):
+    def forward(self, x):
+        for _ in range(3):
+            x = torch.sigmoid(x) * 2.0 + 1.0
+        return x
+
+
+def test_a_script_modules_elementwise_chains_run_as_one_fused_kernel_each():
+    """After its profiling calls TorchScript's fuser (NNC) runs each chain of elementwise ops as one kernel: an H100
+    ran 12 work items for 4 blocks of Linear(256) + (sigmoid, x 2, + 1) x 3 at batch 64 (each block a GEMM, a
+    split-K reduction and one fused_sigmoid_mul kernel) and 40 for 8 blocks at width 1024 (scal, memset, GEMM,
+    epilogue, fused), where the aten ops launch 9 elementwise kernels a block (validation/h100/user_kinds_dec08,
+    scripts/device/probe_user_kinds.py scripted_chain). The group reads the GEMM's output and writes its result."""
+    from kernelcast.costs import cost_of
+
+    def build():
+        model = torch.jit.script(torch.nn.Sequential(*[
+            torch.nn.Sequential(torch.nn.Linear(256, 256), _SigmoidChain()) for _ in range(4)])).cuda()
+        return (lambda x: model(x)), (torch.randn(64, 256, device="cuda"),)
+
+    cap = capture_workload(build, "h200")
+    groups = [op for op in cap.ops if "nnc_group" in op.tags]
+    assert len(groups) == 4
+    assert [cost_of(op).kernels for op in cap.ops if "torchscript" in op.tags and "pointwise" in op.tags
+            and not op.decomposed].count(1) == 4  # the group's kernel; its 8 other members launch none
+    cost = cost_of(groups[0])
+    assert (cost.bytes_read, cost.bytes_written) == (64 * 256 * 4, 64 * 256 * 4)
+    pred = predict_capture(cap, "h100-sxm")
+    assert sum(op.kernels for op in pred.ops if op.op != "aten.addmm.default") == 4
+
+    def build_traced():  # a traced module's graph runs under the same executor and fuser
+        model = torch.nn.Sequential(torch.nn.Linear(256, 256), _SigmoidChain()).cuda()
+        traced = torch.jit.trace(model, torch.randn(64, 256, device="cuda"))
+        return (lambda x: traced(x)), (torch.randn(64, 256, device="cuda"),)
+
+    traced = capture_workload(build_traced, "h200")
+    assert len([op for op in traced.ops if "nnc_group" in op.tags]) == 1
 
 
 def test_torch_save_in_the_step_copies_each_cuda_storage_once_and_writes_nothing(tmp_path):

@@ -20,7 +20,7 @@ from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_mod
 
 from kernelcast.errors import CaptureError
 from kernelcast.records import (DECOMPOSED_TAG, ENGINE_NODES_OP, HOST_OP_PREFIX, INSIDE_COMPILED_TAG, POST_BACKWARD,
-                                RECORD_STREAM_OP, STEP_END_OP, TORCH_SAVE_OP, OpRecord, TensorMeta)
+                                RECORD_STREAM_OP, STEP_END_OP, TORCH_SAVE_OP, TORCHSCRIPT_TAG, OpRecord, TensorMeta)
 
 from .aten_ops import overloads
 from .cuda_inplace import CudaInPlace
@@ -362,6 +362,7 @@ class Recorder(TorchDispatchMode):
         }
         self._pinned = WeakIdKeyDictionary()  # host tensors in pinned memory (FakeTensorMode has no such notion)
         self._pending_tags: tuple[str, ...] = ()  # set by a handler for the op it handles
+        self._script_depth = 0  # TorchScript module calls running (script_call): their ops are tagged TORCHSCRIPT_TAG
         self.in_place = CudaInPlace()  # backward work a GPU run does in place (cuda_inplace.py)
         self._host_read_kind: str | None = None  # set while a host read (tolist) copies a tensor to the CPU
         # Ops CUDA runs by calling other ops (capture/decompose.py); the ops being decomposed, innermost last.
@@ -573,7 +574,7 @@ class Recorder(TorchDispatchMode):
             # (loss.item() reads the loss and makes a number)
             makes_tensor = isinstance(out, (torch.Tensor, tuple, list))
             phase = self._step_phase(phase, starts_forward="grad" in tags and makes_tensor)
-        tags += self._pending_tags + self.region_tags
+        tags += self._pending_tags + self.region_tags + ((TORCHSCRIPT_TAG,) if self._script_depth else ())
         self._pending_tags = ()
         python_us, torch_calls, modules, lines = self.clock.take()
         if self.clock.take_inside_compiled():
@@ -812,6 +813,10 @@ class Recorder(TorchDispatchMode):
         self._record_marker(STEP_END_OP, {}, phase=self.ops[-1].phase if self.ops else None, module="",
                             source="")
         self._after_backward = False
+
+    def script_call(self, delta: int) -> None:
+        """A TorchScript module's call begins (+1) or returns (-1): the ops between run its graph."""
+        self._script_depth = max(self._script_depth + delta, 0)
 
     def record_serialization(self, nbytes: int, storages: int) -> None:
         """torch.save's serialization of `storages` storages of `nbytes` bytes on the host (TORCH_SAVE_OP), after

@@ -18,6 +18,7 @@ import logging
 import os
 import statistics
 import time
+import weakref
 from typing import Callable, Iterator
 from unittest import mock
 
@@ -50,6 +51,7 @@ from .host_clock import (BASELINE_CALLS, BASELINE_LOOPS, PLAIN_CALLS, TIMING_BUD
                          TIMING_STEPS, TIMING_STEPS_MAX, GapBaselines, HostClock, median_over_steps, min_over_steps)
 from .recorder import Recorder, _storage_id
 from .rnn import RnnRoutes, cudnn_rnns_on_fake_cuda
+from .torchscript_fusion import with_fusion
 from .router import Router, origin_of_current_backward_node
 
 NO_BACKWARD_MESSAGE = (
@@ -212,6 +214,13 @@ def _movable_script_modules() -> Iterator[None]:
 
 TRACE_NOTE = ("torch.jit.trace at {where}: the capture runs {what} as its eager Python (a traced graph calls the "
               "same aten ops; tracing fake tensors fails in the meta kernels' shape checks)")
+# Modules torch.jit.trace returned as themselves in a capture: their calls run a traced graph on the GPU, whose
+# elementwise chains TorchScript fuses as a scripted module's (the tracker tags their ops as a ScriptModule's).
+_TRACED_MODULES: "weakref.WeakSet[torch.nn.Module]" = weakref.WeakSet()
+
+
+def _runs_torchscript(mod) -> bool:
+    return isinstance(mod, torch.jit.ScriptModule) or mod in _TRACED_MODULES
 
 
 @contextlib.contextmanager
@@ -222,6 +231,8 @@ def _traced_as_eager(note: Callable[[str], None], where: Callable[[], str]) -> I
     def trace(func, example_inputs=None, *args, **kwargs):
         what = type(func).__name__ if isinstance(func, torch.nn.Module) else getattr(func, "__name__", "the function")
         note(TRACE_NOTE.format(where=where(), what=what))
+        if isinstance(func, torch.nn.Module):
+            _TRACED_MODULES.add(func)
         return func
 
     def passed_through(original: Callable, name: str) -> Callable:
@@ -241,9 +252,9 @@ def _traced_as_eager(note: Callable[[str], None], where: Callable[[], str]) -> I
         yield
 
 
-TORCHSCRIPT_NOTE = ("TorchScript module {names} ran: recorded as the aten ops its graph calls, one kernel each; on a "
-                    "GPU, TorchScript's profiling executor fuses chains of elementwise ops into one kernel (NNC) "
-                    "after its first calls, which kernelcast does not model, so such chains may read slow")
+TORCHSCRIPT_NOTE = ("TorchScript module {names} ran: recorded as the aten ops its graph calls, each chain of "
+                    "elementwise ops priced as the one kernel TorchScript's fuser (NNC) makes of it after the "
+                    "module's first calls (capture/torchscript_fusion.py: consecutive ops of one shape)")
 
 
 class _CountingTracker(ModuleTracker):
@@ -253,6 +264,8 @@ class _CountingTracker(ModuleTracker):
         super().__init__()
         self.clock = HostClock()  # the recorder's, set by the session
         self.script_modules: set[str] = set()  # TorchScript modules called in the recorded step (TORCHSCRIPT_NOTE)
+        # told +1 as a TorchScript module's call begins and -1 as it returns (the recorder tags the ops between)
+        self.on_script_call: Callable[[int], None] = lambda delta: None
 
     # Dynamo inlines module hooks into the graph it compiles, where the clock's thread reads are skipped
     # functions (a graph break of ours, not the user's): under compilation both hooks do nothing, and the
@@ -263,8 +276,9 @@ class _CountingTracker(ModuleTracker):
         self.clock.module_calls += 1
         self.clock.ours_begin()
         try:
-            if isinstance(mod, torch.jit.ScriptModule):
+            if _runs_torchscript(mod):
                 self.script_modules.add(getattr(mod, "original_name", type(mod).__name__))
+                self.on_script_call(1)
             if _recomputing():
                 self._get_append_fn(self._get_mod_name(mod), False)()
             else:
@@ -289,6 +303,8 @@ class _CountingTracker(ModuleTracker):
             return
         self.clock.ours_begin()
         try:
+            if _runs_torchscript(mod):
+                self.on_script_call(-1)
             if _recomputing():
                 self._get_pop_fn(self._get_mod_name(mod), False)()
             else:
@@ -425,6 +441,7 @@ class CaptureSession:
             self.router = stack.enter_context(
                 Router(self.arch, self._module, self._host_sync, backward_error))
             self.tracker.clock = self.router.clock = self.recorder.clock
+            self.tracker.on_script_call = self.recorder.script_call
             self.recorder.clock.stop()  # until the recorded step: set-up and warm-up readings are not kept
             self.router.hints, self.router.copy_to_host = self.recorder.hints, self.recorder.copy_to_host
             rnn_routes = RnnRoutes(self.arch, self.recorder.hints, self.recorder.dynamic.batch_sizes)
@@ -711,7 +728,7 @@ class CaptureSession:
             module_bench_us=self.cpu_bench.module_us,
             cpu=self.cpu_bench.cpu,
         )
-        ops: tuple[OpRecord, ...] = self._with_model_python(tuple(self.recorder.ops))
+        ops: tuple[OpRecord, ...] = with_fusion(self._with_model_python(tuple(self.recorder.ops)))
         settings = dataclasses.replace(settings, python_timing_steps=self.python_steps,
                                        python_median_us=round(self._median_model_python_us(ops), 1),
                                        capture_wait_share=self.wait_share,

@@ -2,7 +2,7 @@
 
 from . import (  # noqa: F401  (each registers its formulas)
     attention, collectives, composite, data_dependent, detection, distance, elementwise, embedding, fft, foreach,
-    gather,
+    fused, gather,
     generated,
     histogram, index_ops, indexing, linalg, losses, matmul, norms, padding, pooling, reduce_ops, rnn, scans,
     selection, sparse)

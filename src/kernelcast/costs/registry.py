@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from kernelcast.records import OpRecord
+from kernelcast.records import FUSED_MEMBER_TAG, FUSION_GROUP_TAG, OpRecord
 
 from .launch_table import LaunchTable
 
@@ -132,6 +132,10 @@ def cost_of(op: OpRecord, ctx: CostContext = DEFAULT_CONTEXT,
         return NO_WORK
     if "host" in op.tags:  # runs on the CPU (a CPU tensor, or a host-side sync marker)
         return NO_WORK
+    if FUSED_MEMBER_TAG in op.tags:  # TorchScript fused it: its group's kernel is booked at the group's last op
+        return NO_WORK
+    if FUSION_GROUP_TAG in op.tags:
+        return _TAG_FORMULAS[FUSION_GROUP_TAG](op, ctx)
     if _empty(op):  # CUDA ops return early on zero-element tensors: nothing is launched
         return NO_WORK
     fn = _FORMULAS.get(op.op) or _FORMULAS.get(op.packet)

@@ -45,6 +45,13 @@ ENGINE_NODES_OP = HOST_OP_PREFIX + "autograd_nodes"
 # Where a profiler range (torch.profiler.record_function) that the predict stage models begins and ends, e.g.
 # FSDP2's "FSDP::pre_forward (layers.0)" (args: {"name": ...}). Markers only: no CPU or GPU work of their own.
 RANGE_BEGIN_OP = HOST_OP_PREFIX + "range_begin"
+# TorchScript's fusion of elementwise chains (capture/torchscript_fusion.py): an op a script module's graph ran, a
+# member of a fusion group (no kernel of its own), the group's last member (its one kernel, costs/fused.py) and that
+# member's args naming what the group reads and writes and how many ops it joined.
+TORCHSCRIPT_TAG = "torchscript"
+FUSED_MEMBER_TAG = "nnc_fused"
+FUSION_GROUP_TAG = "nnc_group"
+FUSION_READS, FUSION_WRITES, FUSION_OPS = "fusion_reads", "fusion_writes", "fusion_ops"
 # torch.save's serialization on the host after its device-to-host copies (capture/checkpoints.py; args: {"bytes":
 # storage bytes written, "storages": storages written}), priced by predict/host.py.
 TORCH_SAVE_OP = HOST_OP_PREFIX + "torch_save"
