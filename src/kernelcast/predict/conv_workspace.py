@@ -7,10 +7,6 @@ bytes (none; one copy, where an NHWC engine works on NCHW tensors through transp
 class from a classifier fitted on the H200 (calibrate/workspace_model.py, profiles/h200_conv_workspace.json:
 10-fold held out, 81% of 7110 passes in the right class). cuDNN versions and other GPUs' engines are assumed
 to choose alike (not measured). With torch.backends.cudnn.benchmark on, cuDNN's fastest engine may take more.
-
-The class and the pass's kernels are one engine's choice, so the class is held to the kernel count the H200
-profile's conv launch classifier predicts for the pass (costs/launch_table.py): a pass of one work item runs one
-kernel, with no NCHW <-> NHWC copies and no split-reduction kernel beside it, so no workspace.
 """
 
 from __future__ import annotations
@@ -20,21 +16,12 @@ from functools import lru_cache
 from importlib import resources
 
 from kernelcast.costs.conv_backend import CUDNN, conv_backend
-from kernelcast.costs.launch_table import LaunchTable, conv_features
+from kernelcast.costs.launch_table import conv_features
 from kernelcast.costs.matmul import conv_backward_pass, conv_key
 from kernelcast.costs.tree_model import TreeClassifier
-from kernelcast.profiles import load_profile
 from kernelcast.records import OpRecord, TensorMeta
 
 MODEL_FILE = "h200_conv_workspace.json"
-# The profile whose conv launch classifier says how many kernels a pass runs: the GPU the workspace model was
-# measured on.
-LAUNCH_PROFILE = "h200"
-# A pass whose engine runs this many kernels takes no workspace. Over the H200's sweep (the workspace probe's 7260
-# passes joined to the profile's measured launch counts by conv_key; 5760 matched), the passes of one work item
-# took under a quarter of their operands' bytes 1750 times of 1756 (NCHW 1004 of 1007, channels_last 746 of 749);
-# at two items it was 559 of 626, at three 65 of 219 (a transpose pair beside the kernel): one item only.
-NO_WORKSPACE_ITEMS = 1
 FORWARD_OPS = ("convolution", "_convolution", "cudnn_convolution", "cudnn_convolution_transpose")
 BACKWARD_OPS = ("convolution_backward",)
 
@@ -48,27 +35,12 @@ def _model() -> tuple[TreeClassifier, dict[int, float]] | None:
     return TreeClassifier.from_dict(doc["classifier"]), {int(c): float(r) for c, r in doc["ratio_of_class"].items()}
 
 
-@lru_cache(maxsize=1)
-def _launch_table() -> LaunchTable | None:
-    profile = load_profile(LAUNCH_PROFILE)
-    if profile is None or "launches" not in profile.data:
-        return None
-    return LaunchTable.from_profile(profile.data["launches"])
-
-
-def _single_kernel(key: tuple) -> bool:
-    """Whether the launch classifier predicts one work item for this pass (see NO_WORKSPACE_ITEMS)."""
-    table = _launch_table()
-    return table is not None and table.conv_items(key) == NO_WORKSPACE_ITEMS
-
-
 @lru_cache(maxsize=4096)
 def pass_workspace_bytes(key: tuple, operand_bytes: int) -> int:
     """Bytes of one cuDNN pass's workspace: conv_key (costs/matmul.py) and the bytes of its input, weight and
-    output (or output gradient). 0 for a convolution PyTorch runs with its own kernel, for a pass predicted to run
-    one kernel (NO_WORKSPACE_ITEMS), or without the model."""
+    output (or output gradient). 0 for a convolution PyTorch runs with its own kernel, or without the model."""
     model = _model()
-    if model is None or not key or conv_backend(key) != CUDNN or _single_kernel(key):
+    if model is None or not key or conv_backend(key) != CUDNN:
         return 0
     classifier, ratio_of = model
     return int(ratio_of.get(classifier.predict(conv_features(key)), 0.0) * operand_bytes)
