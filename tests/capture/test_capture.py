@@ -344,6 +344,25 @@ def test_torch_save_serialization_is_priced_on_the_host_by_its_bytes():
     assert 40_000 < saves[0].host_us < 60_000
 
 
+def test_the_torch_save_fix_saves_its_serialization_too():
+    """The advice for a torch.save in the step (save every N steps, or from pinned copies on another thread) takes
+    its copies' waits and its serialization off the step: the saving counts both, and the host lines name the
+    serialization."""
+    import io
+
+    from kernelcast.report import host_line
+
+    with capture("h200") as block:
+        with block.paused():
+            model = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(4)]).cuda()
+        torch.save(model.state_dict(), io.BytesIO())
+    pred = predict_capture(block.capture, "h200")
+    save = next(op for op in pred.ops if op.op == "host.torch_save")
+    (group,) = pred.sync_groups
+    assert group.kind == "torch.save" and group.saving_us > save.host_us - save.python_us
+    assert "torch.save's serialization" in host_line(pred)
+
+
 def test_a_traced_cnn_runs_as_its_module_and_loading_what_the_capture_saved_is_one_clear_error():
     """torch.jit.trace turns sizes and strides into traced values that FakeTensor's meta kernels cannot compare
     (a traced CNN failed every capture): in a capture it returns the module, with a note. Files a capture saves are

@@ -20,8 +20,9 @@ from unittest import mock
 import torch
 
 from kernelcast.errors import CaptureError
+from kernelcast.records import TORCH_SAVE_SYNC
 
-SYNC_KIND = "torch.save"  # the sync points' label (predict.SYNC_ADVICE)
+SYNC_KIND = TORCH_SAVE_SYNC  # the sync points' label (predict.SYNC_ADVICE)
 JIT_SAVE_NOTE = "torch.jit.save at {source}: not written in a capture"
 UNWRITTEN_MESSAGE = ("torch.load of {what}, which this capture saved ({source}): a capture writes no files (fake "
                      "tensors hold no data); load a checkpoint saved before the capture, or build the state in it")

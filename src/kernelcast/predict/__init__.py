@@ -16,8 +16,8 @@ from kernelcast.devices.interconnects import Interconnect, get_interconnect, nat
 from kernelcast.capture.cpu_speed import BUSY_WAIT_SHARE, LOADED_PYTHON_INFLATION, CpuBench
 from kernelcast.profiles import launch_profile, profile_with
 from kernelcast.records.common import time_text
-from kernelcast.records import (COMM_STREAM, RECORD_EVENT_OP, WAIT_EVENT_OP, Capture, OpRecord, PredictedOp,
-                                PredictionRecord, SyncPointGroup, host_phase, root_indices)
+from kernelcast.records import (COMM_STREAM, RECORD_EVENT_OP, TORCH_SAVE_OP, TORCH_SAVE_SYNC, WAIT_EVENT_OP, Capture,
+                                OpRecord, PredictedOp, PredictionRecord, SyncPointGroup, host_phase, root_indices)
 
 from .host import HostModel
 from .kernel_model import NO_KERNEL, TENSOR_MATH, KernelEstimate, KernelModel, RooflineModel
@@ -429,6 +429,10 @@ def _sync_groups(preds: list[PredictedOp], costs: list[Cost | None], launches: l
     out = []
     for (source, kind), indices in groups.items():
         without = [_fixed(lc, costs[i], model) if i in indices else lc for i, lc in enumerate(launches)]
+        if kind == TORCH_SAVE_SYNC:  # its fix (fewer saves, or saving pinned copies on another thread) takes the
+            # serialization off the step too: the host time of the save's marker past the Python before it
+            without = [with_host(lc, preds[i].python_us) if preds[i].op == TORCH_SAVE_OP and preds[i].source == source
+                       else lc for i, lc in enumerate(without)]
         out.append(SyncPointGroup(
             source=source, kind=kind, count=len(indices),
             stall_us=sum(timeline.spans[i].sync_wait_us for i in indices),

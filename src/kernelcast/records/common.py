@@ -55,6 +55,7 @@ FUSION_READS, FUSION_WRITES, FUSION_OPS = "fusion_reads", "fusion_writes", "fusi
 # torch.save's serialization on the host after its device-to-host copies (capture/checkpoints.py; args: {"bytes":
 # storage bytes written, "storages": storages written}), priced by predict/host.py.
 TORCH_SAVE_OP = HOST_OP_PREFIX + "torch_save"
+TORCH_SAVE_SYNC = "torch.save"  # the label of its copies' sync points (predict.SYNC_ADVICE)
 RANGE_END_OP = HOST_OP_PREFIX + "range_end"
 # The step's Python after its last op (an optimizer's zero_grad, a compiled frame's exit and its resume functions,
 # logging): a marker at the step's return carries it, as every op carries the Python before it.

@@ -20,7 +20,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from kernelcast.records import PredictedOp, PredictionRecord, stream_name
+from kernelcast.records import TORCH_SAVE_OP, PredictedOp, PredictionRecord, stream_name
 
 from .format import module_pattern, plural, short_op, short_source, si, tail, time_text
 
@@ -158,6 +158,10 @@ def host_line(pred) -> str:
              f"{rec.capture_cpu or 'a CPU not recorded'}",
              f"  - CPU per step: {time_text(rec.host_time_us)}, of which model Python "
              f"{time_text(rec.python_time_us)} ({how})"]
+    serializing_us = sum(op.host_us - op.python_us for op in rec.ops if op.op == TORCH_SAVE_OP)
+    if serializing_us > 0:
+        lines.append(f"  - torch.save's serialization: {time_text(serializing_us)} (pickling and writing each storage, "
+                     "about 1 ms per MB on an H100 host; a slow disk's write time not included)")
     if rec.python_time_range_us[1] > 0:
         lines.append(f"  - model Python's range: {_range(*rec.python_time_range_us)} ({spread}) -> "
                      f"{_step_over(rec.step_time_range_us)}")
