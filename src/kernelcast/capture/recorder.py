@@ -363,6 +363,7 @@ class Recorder(TorchDispatchMode):
         self._pinned = WeakIdKeyDictionary()  # host tensors in pinned memory (FakeTensorMode has no such notion)
         self._pending_tags: tuple[str, ...] = ()  # set by a handler for the op it handles
         self._script_depth = 0  # TorchScript module calls running (script_call): their ops are tagged TORCHSCRIPT_TAG
+        self._script_started = False  # an op of the running script call was recorded
         self.in_place = CudaInPlace()  # backward work a GPU run does in place (cuda_inplace.py)
         self._host_read_kind: str | None = None  # set while a host read (tolist) copies a tensor to the CPU
         # Ops CUDA runs by calling other ops (capture/decompose.py); the ops being decomposed, innermost last.
@@ -577,6 +578,12 @@ class Recorder(TorchDispatchMode):
         tags += self._pending_tags + self.region_tags + ((TORCHSCRIPT_TAG,) if self._script_depth else ())
         self._pending_tags = ()
         python_us, torch_calls, modules, lines = self.clock.take()
+        if self._script_depth and parent < 0:
+            # inside a script module's graph no Python runs between ops: what the clock read since the previous op
+            # is the capture's interpreter on fake tensors (its first op keeps the caller's Python before the call)
+            if self._script_started:
+                python_us, lines = 0.0, 0
+            self._script_started = True
         if self.clock.take_inside_compiled():
             tags += (INSIDE_COMPILED_TAG,)
         if self.region_tags and parent < 0:
@@ -816,6 +823,8 @@ class Recorder(TorchDispatchMode):
 
     def script_call(self, delta: int) -> None:
         """A TorchScript module's call begins (+1) or returns (-1): the ops between run its graph."""
+        if self._script_depth == 0:
+            self._script_started = False
         self._script_depth = max(self._script_depth + delta, 0)
 
     def record_serialization(self, nbytes: int, storages: int) -> None:
