@@ -91,7 +91,8 @@ def main(argv=None) -> int:
     for name in sorted({r["case"] for r in rows}):
         mine = [r for r in rows if r["case"] == name]
         errs = [abs(r["error"]) for r in mine if r["error"] is not None]
-        summary[name] = {"cases": len(mine), "items_exact": sum(r["predicted_items"] == r["measured_items"] for r in mine),
+        exact = sum(r["predicted_items"] == r["measured_items"] for r in mine)
+        summary[name] = {"cases": len(mine), "items_exact": exact,
                          "median_error": round(statistics.median(errs), 3) if errs else None}
         print(f"  {name:22s} items exact {summary[name]['items_exact']}/{len(mine)}; |error| median "
               f"{100 * (summary[name]['median_error'] or 0):.1f}% ({mine[0]['unit']})")

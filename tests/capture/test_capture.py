@@ -305,6 +305,17 @@ def test_a_script_modules_elementwise_chains_run_as_one_fused_kernel_each():
     traced = capture_workload(build_traced, "h200")
     assert len([op for op in traced.ops if "nnc_group" in op.tags]) == 1
 
+    def build_twice():  # two calls of a script module: two graphs, a group each, none across them; the module
+        # traced from stays eager
+        chain = torch.jit.script(_SigmoidChain())
+        model = torch.nn.Sequential(torch.nn.Linear(256, 256), _SigmoidChain()).cuda()
+        torch.jit.trace(model, torch.randn(64, 256, device="cuda"))
+        return (lambda x: chain(chain(x)) + model(x)), (torch.randn(64, 256, device="cuda"),)
+
+    twice = capture_workload(build_twice, "h200")
+    assert len([op for op in twice.ops if "nnc_group" in op.tags]) == 2
+    assert [op.module for op in twice.ops if "torchscript" in op.tags and op.op == "aten.addmm.default"] == []
+
 
 def test_torch_save_in_the_step_copies_each_cuda_storage_once_and_writes_nothing(tmp_path):
     """torch.save of CUDA tensors copies every storage to the host first, each once however many tensors view it
@@ -346,6 +357,19 @@ def test_torch_save_serialization_is_priced_on_the_host_by_its_bytes():
     # the marker also carries the Python before it (the state_dict call)
     assert saves[0].host_us == pytest.approx(torch_save_us({"bytes": 50380800, "storages": 24}), rel=0.01)
     assert 40_000 < saves[0].host_us < 60_000
+
+
+def test_torch_save_of_a_compressed_sparse_tensor_is_one_clear_error():
+    """A CSR tensor has no storage of its own (untyped_storage() raises) and a capture records no CSR op: torch.save
+    of one in the step is a CaptureError naming the line, not a NotImplementedError from inside pickle."""
+    import io
+
+    from kernelcast.errors import CaptureError
+
+    csr = torch.eye(8).to_sparse_csr()
+    with pytest.raises(CaptureError, match="sparse_csr tensor: compressed sparse layouts are not modelled"):
+        with capture("h200"):
+            torch.save({"cpu": csr}, io.BytesIO())
 
 
 def test_the_torch_save_fix_saves_its_serialization_too():

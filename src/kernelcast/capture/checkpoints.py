@@ -31,6 +31,13 @@ SAVE_NOTE = ("torch.save at {source}: {storages} CUDA storage(s), {mib:.1f} MiB,
              "(the time to a disk's page cache or a buffer, not a slow disk's)")
 
 
+# Compressed sparse tensors have no storage of their own (untyped_storage() raises) and the capture does not record
+# them (capture/sparse.py covers COO only): torch.save of one is one clear error.
+COMPRESSED_LAYOUTS = (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc)
+COMPRESSED_MESSAGE = ("torch.save at {source} of a {layout} tensor: compressed sparse layouts are not modelled in a "
+                      "capture; save it outside the captured step, or as COO (.to_sparse_coo())")
+
+
 class _Walker(pickle.Pickler):
     """A pickler that visits what pickle would visit and calls `on_tensor` for each tensor instead of reducing it."""
 
@@ -81,6 +88,9 @@ def saves_recorded(copy_to_host: Callable[[torch.Tensor, str], None], note: Call
                 on_tensor(tensor._indices())
                 on_tensor(tensor._values())
                 return
+            if tensor.layout in COMPRESSED_LAYOUTS:  # no storage of its own, and the capture records none of them
+                raise CaptureError(COMPRESSED_MESSAGE.format(layout=str(tensor.layout).removeprefix("torch."),
+                                                             source=where()))
             storage = tensor.untyped_storage()
             if storage._cdata in seen:
                 return

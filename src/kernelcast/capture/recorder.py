@@ -20,7 +20,8 @@ from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_mod
 
 from kernelcast.errors import CaptureError
 from kernelcast.records import (DECOMPOSED_TAG, ENGINE_NODES_OP, HOST_OP_PREFIX, INSIDE_COMPILED_TAG, POST_BACKWARD,
-                                RECORD_STREAM_OP, STEP_END_OP, TORCH_SAVE_OP, TORCHSCRIPT_TAG, OpRecord, TensorMeta)
+                                RECORD_STREAM_OP, STEP_END_OP, TORCH_SAVE_OP, TORCHSCRIPT_CALL_TAG, TORCHSCRIPT_TAG,
+                                OpRecord, TensorMeta)
 
 from .aten_ops import overloads
 from .cuda_inplace import CudaInPlace
@@ -579,10 +580,13 @@ class Recorder(TorchDispatchMode):
         self._pending_tags = ()
         python_us, torch_calls, modules, lines = self.clock.take()
         if self._script_depth and parent < 0:
-            # inside a script module's graph no Python runs between ops: what the clock read since the previous op
-            # is the capture's interpreter on fake tensors (its first op keeps the caller's Python before the call)
+            # inside a script module's graph no Python runs between ops and no module is called: what the clock
+            # read since the previous op is the capture's interpreter on fake tensors (its first op keeps the
+            # caller's Python before the call, and marks where the call's graph begins)
             if self._script_started:
-                python_us, lines = 0.0, 0
+                python_us, lines, modules = 0.0, 0, 0
+            else:
+                tags += (TORCHSCRIPT_CALL_TAG,)
             self._script_started = True
         if self.clock.take_inside_compiled():
             tags += (INSIDE_COMPILED_TAG,)
@@ -820,6 +824,8 @@ class Recorder(TorchDispatchMode):
         self._record_marker(STEP_END_OP, {}, phase=self.ops[-1].phase if self.ops else None, module="",
                             source="")
         self._after_backward = False
+        # no script call runs past the step (one that raised, its error caught, left its module hook unrun)
+        self._script_depth, self._script_started = 0, False
 
     def script_call(self, delta: int) -> None:
         """A TorchScript module's call begins (+1) or returns (-1): the ops between run its graph."""

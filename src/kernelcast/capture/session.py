@@ -12,6 +12,7 @@ their time as the capture's, and measure_gap_baselines takes out the capture's c
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import gc
 import logging
@@ -214,8 +215,9 @@ def _movable_script_modules() -> Iterator[None]:
 
 TRACE_NOTE = ("torch.jit.trace at {where}: the capture runs {what} as its eager Python (a traced graph calls the "
               "same aten ops; tracing fake tensors fails in the meta kernels' shape checks)")
-# Modules torch.jit.trace returned as themselves in a capture: their calls run a traced graph on the GPU, whose
-# elementwise chains TorchScript fuses as a scripted module's (the tracker tags their ops as a ScriptModule's).
+# Modules torch.jit.trace returned in a capture (a shallow copy of the module traced): their calls run a traced graph
+# on the GPU, whose elementwise chains TorchScript fuses as a scripted module's (the tracker tags their ops as a
+# ScriptModule's).
 _TRACED_MODULES: "weakref.WeakSet[torch.nn.Module]" = weakref.WeakSet()
 
 
@@ -232,7 +234,11 @@ def _traced_as_eager(note: Callable[[str], None], where: Callable[[], str]) -> I
         what = type(func).__name__ if isinstance(func, torch.nn.Module) else getattr(func, "__name__", "the function")
         note(TRACE_NOTE.format(where=where(), what=what))
         if isinstance(func, torch.nn.Module):
-            _TRACED_MODULES.add(func)
+            # a shallow copy shares the parameters, buffers and submodules as a traced module does, and tells the
+            # traced calls from the eager module's own (which a step may still call)
+            traced = copy.copy(func)
+            _TRACED_MODULES.add(traced)
+            return traced
         return func
 
     def passed_through(original: Callable, name: str) -> Callable:

@@ -10,11 +10,12 @@ kernel per block beside the GEMM, 16 kernels for 8 blocks where the aten ops are
 
 A capture cannot compile NNC's kernels (NVRTC needs a GPU), so the fuser is off and the ops are recorded one by
 one, tagged TORCHSCRIPT_TAG; this pass then forms the groups as the fuser would in steady state: maximal runs
-of consecutive elementwise ops (torch's pointwise tag, out of place, on the GPU, one output shape) inside a
-script module's call, at least MIN_GROUP_SIZE of them, across ops that launch nothing (views, an op CUDA runs as
-its children). Each member is tagged FUSED_MEMBER_TAG (no kernel of its own); the last carries the group's
-kernel (FUSION_GROUP_TAG) and what it reads from outside the group and writes that is read after it or is its
-last result (args FUSION_READS / FUSION_WRITES), which costs/fused.py prices as one pointwise kernel.
+of consecutive elementwise ops (torch's pointwise tag, out of place, on the GPU, one output shape) inside one
+call of a script module (TORCHSCRIPT_CALL_TAG marks each call's first op), at least MIN_GROUP_SIZE of them,
+across ops that launch nothing (views, an op CUDA runs as its children). Each member is tagged FUSED_MEMBER_TAG
+(no kernel of its own); the last carries the group's kernel (FUSION_GROUP_TAG) and what it reads from outside
+the group and writes that is read after it or is its last result (args FUSION_READS / FUSION_WRITES), which
+costs/fused.py prices as one pointwise kernel and predict/l2.py follows as that kernel's reads and writes.
 
 Not modelled: the fuser's type checks (it fuses float, half and bfloat16 on CUDA; an op it cannot lower, such
 as a random one, ends a group here only if torch does not tag it pointwise), and its reductions (off by default).
@@ -25,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 
 from kernelcast.records import (DECOMPOSED_TAG, FUSED_MEMBER_TAG, FUSION_GROUP_TAG, FUSION_OPS, FUSION_READS,
-                                FUSION_WRITES, TORCHSCRIPT_TAG, OpRecord, TensorMeta)
+                                FUSION_WRITES, TORCHSCRIPT_CALL_TAG, TORCHSCRIPT_TAG, OpRecord, TensorMeta)
 
 # tensorexpr_fuser.cpp: a group of fewer ops than the fuser's minimum group size (FLAGS_torch_jit_te_min_group_size's
 # default, 2) is not fused
@@ -55,6 +56,8 @@ def fusion_groups(ops: tuple[OpRecord, ...]) -> list[list[int]]:
         run.clear()
 
     for op in ops:
+        if TORCHSCRIPT_CALL_TAG in op.tags:  # another call of a script module: its own graph, its own groups
+            close()
         if _fusible(op):
             if run and (ops[run[0]].tensors_out()[0].shape != op.tensors_out()[0].shape
                         or ops[run[0]].phase != op.phase):
@@ -76,8 +79,9 @@ def _read_later(ops: tuple[OpRecord, ...], after: int, storages: set[int]) -> se
             break
         if op.is_view:  # allocates nothing either
             continue
-        read |= alive & {t.storage for t in op.tensors_in()}
-        alive -= {t.storage for t in op.tensors_out()} - read
+        ins = alive & {t.storage for t in op.tensors_in()}
+        read |= ins
+        alive -= ins | {t.storage for t in op.tensors_out()}
     return read
 
 

@@ -21,10 +21,10 @@ FLOPS_PER_ELEMENT_PER_OP = 1.0
 def fusion_group(op: OpRecord, ctx: CostContext) -> Cost:
     """One pointwise kernel: FUSION_READS read once, FUSION_WRITES written once; its FUSION_OPS ops' arithmetic."""
     reads, writes = op.args.get(FUSION_READS, ()), op.args.get(FUSION_WRITES, ())
-    out = max(writes, key=lambda t: t.numel)
+    out = max(writes, key=lambda t: t.numel, default=None) or op.tensors_out()[0]
     return Cost(flops=FLOPS_PER_ELEMENT_PER_OP * op.args.get(FUSION_OPS, 1) * out.numel,
-                bytes_read=float(sum(t.touched_bytes for t in reads)), bytes_written=float(sum(t.nbytes for t in writes)),
-                kernels=1, dtype=out.dtype, kind="pointwise", key=width_key(out))
+                bytes_read=float(sum(t.touched_bytes for t in reads)),
+                bytes_written=float(sum(t.nbytes for t in writes)), kernels=1, dtype=out.dtype, kind="pointwise", key=width_key(out))
 
 
 register_tag(FUSION_GROUP_TAG, fusion_group)

@@ -69,7 +69,7 @@ RANGE_MARKERS = (RANGE_BEGIN_OP, RANGE_END_OP)
 # storage written as a zip record with its CRC32 (torch/serialization.py _save, PyTorchFileWriter). Measured on an
 # H100 machine's host (torch 2.11; scripts/device/probe_user_kinds.py, validation/h100/user_kinds_dec08: 8
 # storages of 1.05 MB in all, 1.10 ms a call; 24 storages of 50.4 MB, 52.1 ms; the copies 0.4 and 4.2 ms of that
-# as kernelcast prices them): about 1 ms per MB, a few µs per storage.
+# as kernelcast prices them): about 1 ms per MB; two cases cannot part a cost per storage from it (0 here).
 TORCH_SAVE_CALL_US = 0.0
 TORCH_SAVE_US_PER_STORAGE = 0.0
 TORCH_SAVE_US_PER_BYTE = 9.06e-4

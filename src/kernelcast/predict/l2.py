@@ -10,11 +10,25 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from kernelcast.records import OpRecord, TensorMeta
+from kernelcast.records import FUSED_MEMBER_TAG, FUSION_GROUP_TAG, FUSION_READS, FUSION_WRITES, OpRecord, TensorMeta
 
 
 def _storage_bytes(t: TensorMeta) -> int:
     return t.touched_bytes
+
+
+def _reads(op: OpRecord) -> list[TensorMeta]:
+    """What the op's kernels read: a TorchScript fusion group's kernel reads only what enters the group
+    (capture/torchscript_fusion.py); its members' intermediates stay in registers."""
+    return list(op.args.get(FUSION_READS, ())) if FUSION_GROUP_TAG in op.tags else op.tensors_in()
+
+
+def _touched(op: OpRecord) -> list[TensorMeta]:
+    if FUSED_MEMBER_TAG in op.tags:  # fused: its tensors never reach memory
+        return []
+    if FUSION_GROUP_TAG in op.tags:
+        return [*op.args.get(FUSION_READS, ()), *op.args.get(FUSION_WRITES, ())]
+    return [*op.tensors_in(), *op.tensors_out()]
 
 
 class L2Tracker:
@@ -25,7 +39,7 @@ class L2Tracker:
 
     def warm_fraction(self, op: OpRecord) -> float:
         """Share of the op's input bytes that are resident in L2 when it starts."""
-        inputs = [t for t in op.tensors_in() if t.on_gpu and t.numel]
+        inputs = [t for t in _reads(op) if t.on_gpu and t.numel]
         total = sum(_storage_bytes(t) for t in inputs)
         if not total:
             return 0.0
@@ -33,7 +47,7 @@ class L2Tracker:
         return min(warm / total, 1.0)
 
     def touch(self, op: OpRecord) -> None:
-        for t in [*op.tensors_in(), *op.tensors_out()]:
+        for t in _touched(op):
             if not (t.on_gpu and t.storage and t.numel):
                 continue
             size = _storage_bytes(t)

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .common import DECOMPOSED_TAG, DTYPE_BYTES, HOST_OP_PREFIX, PHASES, POST_BACKWARD  # noqa: F401
+from .common import DECOMPOSED_TAG, DTYPE_BYTES, FUSION_WRITES, HOST_OP_PREFIX, PHASES, POST_BACKWARD  # noqa: F401
 from .memory import MemoryTrace
 
 CAPTURE_FORMAT_VERSION = 1
@@ -135,7 +135,9 @@ class OpRecord:
 
     def tensors_in(self) -> list[TensorMeta]:
         out: list[TensorMeta] = []
-        for value in self.args.values():
+        for name, value in self.args.items():
+            if name == FUSION_WRITES:  # what a TorchScript fusion group writes (capture/torchscript_fusion.py)
+                continue
             if isinstance(value, TensorMeta):
                 out.append(value)
             elif isinstance(value, tuple):

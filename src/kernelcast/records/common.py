@@ -49,6 +49,7 @@ RANGE_BEGIN_OP = HOST_OP_PREFIX + "range_begin"
 # member of a fusion group (no kernel of its own), the group's last member (its one kernel, costs/fused.py) and that
 # member's args naming what the group reads and writes and how many ops it joined.
 TORCHSCRIPT_TAG = "torchscript"
+TORCHSCRIPT_CALL_TAG = "torchscript_call"  # the first op of one call of a script module
 FUSED_MEMBER_TAG = "nnc_fused"
 FUSION_GROUP_TAG = "nnc_group"
 FUSION_READS, FUSION_WRITES, FUSION_OPS = "fusion_reads", "fusion_writes", "fusion_ops"
