@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from kernelcast.records import (DECOMPOSED_TAG, FUSED_MEMBER_TAG, FUSION_GROUP_TAG, FUSION_OPS, FUSION_READS,
-                                FUSION_WRITES, TORCHSCRIPT_CALL_TAG, TORCHSCRIPT_TAG, OpRecord, TensorMeta)
+from kernelcast.records import (DECOMPOSED_TAG, FUSED_MEMBER_TAG, FUSION_GROUP_OP, FUSION_GROUP_TAG, FUSION_OPS,
+                                FUSION_READS, FUSION_WRITES, TORCHSCRIPT_CALL_TAG, TORCHSCRIPT_TAG, OpRecord,
+                                TensorMeta)
 
 # tensorexpr_fuser.cpp: a group of fewer ops than the fuser's minimum group size (FLAGS_torch_jit_te_min_group_size's
 # default, 2) is not fused
@@ -113,7 +114,8 @@ def with_fusion(ops: tuple[OpRecord, ...]) -> tuple[OpRecord, ...]:
         for i in members[:-1]:
             out[i] = dataclasses.replace(ops[i], tags=(*ops[i].tags, FUSED_MEMBER_TAG))
         last = ops[members[-1]]
-        out[members[-1]] = dataclasses.replace(last, tags=(*last.tags, FUSION_GROUP_TAG),
+        # recorded as the group's kernel (FUSION_GROUP_OP), not as the aten op it ends with: reports name it so
+        out[members[-1]] = dataclasses.replace(last, op=FUSION_GROUP_OP, tags=(*last.tags, FUSION_GROUP_TAG),
                                                args={**last.args, FUSION_READS: reads, FUSION_WRITES: writes,
                                                      FUSION_OPS: len(members)})
     return tuple(out)

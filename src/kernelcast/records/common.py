@@ -53,6 +53,7 @@ TORCHSCRIPT_CALL_TAG = "torchscript_call"  # the first op of one call of a scrip
 FUSED_MEMBER_TAG = "nnc_fused"
 FUSION_GROUP_TAG = "nnc_group"
 FUSION_READS, FUSION_WRITES, FUSION_OPS = "fusion_reads", "fusion_writes", "fusion_ops"
+FUSION_GROUP_OP = "kernelcast.nnc_fusion_group.default"  # what the group's last member is recorded as (its kernel)
 # torch.save's serialization on the host after its device-to-host copies (capture/checkpoints.py; args: {"bytes":
 # storage bytes written, "storages": storages written}), priced by predict/host.py.
 TORCH_SAVE_OP = HOST_OP_PREFIX + "torch_save"
