@@ -19,7 +19,7 @@ from kernelcast.records.common import time_text
 from kernelcast.records import (COMM_STREAM, RECORD_EVENT_OP, TORCH_SAVE_OP, TORCH_SAVE_SYNC, WAIT_EVENT_OP, Capture,
                                 OpRecord, PredictedOp, PredictionRecord, SyncPointGroup, host_phase, root_indices)
 
-from .host import HostModel
+from .host import HostModel, library_extras_us
 from .kernel_model import NO_KERNEL, TENSOR_MATH, KernelEstimate, KernelModel, RooflineModel
 from .comm import call_host_us, collective_estimate
 from .parallel_host import ParallelHost, load_parallel_costs, parallel_host
@@ -576,6 +576,7 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
     l2_warm = warm_shares(capture.ops, spec.l2_bytes)
     all_costs = [cost_of(op, ctx) for op in capture.ops]
     launched = launched_for(capture.ops, all_costs)
+    library_extras = library_extras_us(capture.ops)
     captured_python: list[float] = []  # per op, the part of its host time timed on the capture machine
     for op, cost, warm in zip(capture.ops, all_costs, l2_warm):
         if op.parent >= 0:  # called from C++ by a decomposed op, which pays the dispatch and launches
@@ -583,6 +584,7 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
         else:
             launched_cost = launched.get(op.index, cost)
             dispatch_us, python_us = host.dispatch_us(op, launched_cost), host.python_us(op)
+            dispatch_us += host.cpu_scale * library_extras.get(op.index, 0.0)
             overlap_us = host.library_overlap_us(op, launched_cost)
         if cost is not None and cost.kind == COLLECTIVE_KIND:  # timed by the interconnect, not a roofline
             est = collective_estimate(cost, link)[0]
