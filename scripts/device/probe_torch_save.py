@@ -32,6 +32,14 @@ STORAGE_BYTES = (4 << 10, 256 << 10, 4 << 20)
 MAX_TOTAL_BYTES = 256 << 20  # the grid's largest cases are left out above this
 
 
+def host_ms_summary(call, warmup: int = WARMUP, repeats: int = REPEATS) -> dict:
+    """After `warmup` calls, ms of `repeats` calls each between synchronizes: their median and range."""
+    for _ in range(warmup):
+        call()
+    ms = synced_ms(call, repeats)
+    return {"host_ms": round(statistics.median(ms), 4), "host_ms_range": [round(min(ms), 4), round(max(ms), 4)]}
+
+
 def _state(storages: int, nbytes: int, device: str) -> dict:
     return {f"w{i}": torch.randn(nbytes // 4, device=device) for i in range(storages)}
 
@@ -52,12 +60,8 @@ def main(argv=None) -> int:
                     for target in ("memory", "file"):
                         def save(state=state, target=target):
                             torch.save(state, io.BytesIO() if target == "memory" else path)
-                        for _ in range(WARMUP):
-                            save()
-                        ms = synced_ms(save, REPEATS)
                         rows.append({"device": device, "target": target, "storages": storages,
-                                     "bytes": storages * nbytes, "host_ms": round(statistics.median(ms), 4),
-                                     "host_ms_range": [round(min(ms), 4), round(max(ms), 4)]})
+                                     "bytes": storages * nbytes, **host_ms_summary(save)})
                         print(json.dumps(rows[-1]), flush=True)
                     del state
     out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cpu_count": os.cpu_count(),

@@ -25,8 +25,8 @@ import sys
 
 import torch
 
-from kernelcast.measure import synced_ms
-from probe_sparse import REPEATS, _profile, profile_cases  # sibling script (this folder is on sys.path)
+from probe_sparse import REPEATS, _profile, profile_cases  # sibling scripts (this folder is on sys.path)
+from probe_torch_save import host_ms_summary
 
 WARMUP = 5
 # (nodes, edges, features): Cora, a mid-size graph, a large one
@@ -112,12 +112,9 @@ def main(argv=None) -> int:
     for params, model in _save_cases():
         def save(model=model):
             torch.save(model.state_dict(), io.BytesIO())
-        for _ in range(WARMUP):
-            save()
-        host_ms = synced_ms(save, REPEATS)
+        timed = host_ms_summary(save, WARMUP, REPEATS)
         kernels, blocking = _profile(save)
-        rows.append({"case": "torch_save_state_dict", **params, "host_ms": round(statistics.median(host_ms), 4),
-                     "host_ms_range": [round(min(host_ms), 4), round(max(host_ms), 4)], "work_items": len(kernels),
+        rows.append({"case": "torch_save_state_dict", **params, **timed, "work_items": len(kernels),
                      "kernels": kernels, "blocking": len(blocking)})
         print(f"torch_save       {json.dumps(params):60s} {len(kernels):3d} items {rows[-1]['host_ms']:9.3f} ms",
               flush=True)

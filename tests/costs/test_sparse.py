@@ -331,22 +331,28 @@ def test_a_transposed_coalesced_matrix_coalesces_without_an_assumption():
     assert not [n for n in block.capture.notes if n.startswith("coalesce of a sparse tensor")]
 
 
+def _sparse_mm_predicted(nodes: int, edges: int, features: int):
+    """torch.sparse.mm of a coalesced random graph and a dense (nodes x features) matrix, as
+    scripts/device/probe_user_kinds.py ran it, captured and predicted for the H100."""
+    from kernelcast.capture import capture
+
+    with capture("h100-sxm") as block:
+        with block.paused():
+            torch.manual_seed(0)
+            ids = torch.randint(0, nodes, (2, edges), device="cuda")
+            adj = torch.sparse_coo_tensor(ids, torch.rand(edges, device="cuda"), (nodes, nodes)).coalesce()
+            x = torch.randn(nodes, features, device="cuda")
+        torch.sparse.mm(adj, x)
+    return block.predict("h100-sxm")
+
+
 def test_spmm_kernel_times_follow_the_h100_probe():
     """cuSPARSE SpMM's three kernels priced by predict/sparse_time.py's lines against what an H100 measured for a
     graph of 20000 nodes, 200000 edges and 64 features (validation/h100/user_kinds_dec08, scripts/device/
     probe_user_kinds.py, two runs: partition 4.10 / 4.00 µs, scaling 2.72 / 2.72, product 67.7 / 68.5), predicted
     for the H100 from the H200 profile: within 10% of their sum, 74.6-75.2 µs. The product alone was priced as an
     index_select's gather before: about half that."""
-    from kernelcast.capture import capture
-
-    with capture("h100-sxm") as block:
-        with block.paused():
-            torch.manual_seed(0)
-            ids = torch.randint(0, 20000, (2, 200000), device="cuda")
-            adj = torch.sparse_coo_tensor(ids, torch.rand(200000, device="cuda"), (20000, 20000)).coalesce()
-            x = torch.randn(20000, 64, device="cuda")
-        torch.sparse.mm(adj, x)
-    pred = block.predict("h100-sxm")
+    pred = _sparse_mm_predicted(20000, 200000, 64)
     spmm = [o for o in pred.ops if o.op == "kernelcast.cusparse_spmm_.default"]
     assert len(spmm) == 1 and spmm[0].kernels == 3
     assert 0.9 * 75.2 <= spmm[0].time_us <= 1.1 * 74.6
@@ -357,14 +363,5 @@ def test_a_sparse_mm_call_costs_the_host_what_cusparse_takes():
     features) ran 109, 159 and 174 µs a call on H100 hosts in three processes, host-bound (validation/h100/
     user_kinds_dec08, _dec08b), where its ops alone are priced 47 µs (predict/host.py LIBRARY_CALL_EXTRA_US). The
     step is host-bound and within 25% of the median, 159 µs."""
-    from kernelcast.capture import capture
-
-    with capture("h100-sxm") as block:
-        with block.paused():
-            torch.manual_seed(0)
-            ids = torch.randint(0, 2708, (2, 10556), device="cuda")
-            adj = torch.sparse_coo_tensor(ids, torch.rand(10556, device="cuda"), (2708, 2708)).coalesce()
-            x = torch.randn(2708, 16, device="cuda")
-        torch.sparse.mm(adj, x)
-    pred = block.predict("h100-sxm")
+    pred = _sparse_mm_predicted(2708, 10556, 16)
     assert pred.bound == "host" and 0.75 * 159 <= pred.step_time_us <= 1.25 * 159

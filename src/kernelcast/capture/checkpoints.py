@@ -22,7 +22,6 @@ import torch
 from kernelcast.errors import CaptureError
 from kernelcast.records import TORCH_SAVE_SYNC
 
-SYNC_KIND = TORCH_SAVE_SYNC  # the sync points' label (predict.SYNC_ADVICE)
 JIT_SAVE_NOTE = "torch.jit.save at {source}: not written in a capture"
 UNWRITTEN_MESSAGE = ("torch.load of {what}, which this capture saved ({source}): a capture writes no files (fake "
                      "tensors hold no data); load a checkpoint saved before the capture, or build the state in it")
@@ -101,7 +100,7 @@ def saves_recorded(copy_to_host: Callable[[torch.Tensor, str], None], note: Call
             written["cuda_bytes"] += storage.nbytes()
             written["cuda_storages"] += 1
             with torch.no_grad():
-                copy_to_host(_storage_view(tensor.detach()), SYNC_KIND)
+                copy_to_host(_storage_view(tensor.detach()), TORCH_SAVE_SYNC)
 
         _Walker(on_tensor).dump(obj)
         serialized(written["bytes"], len(seen))
