@@ -331,6 +331,36 @@ def test_a_stretch_of_heavy_c_work_is_priced_as_read_not_by_its_few_lines():
     assert pred.python_lines == sum(o.python_lines for o in cap.capture.ops) - heavy.python_lines
 
 
+def test_a_stretch_near_the_heavy_margin_moves_its_price_smoothly():
+    """Between the margin and HEAVY_STRETCH_RAMP times it a stretch is priced partly as read: a reading a little
+    over the margin moves the price a little (a switch there flipped a GCN step 2.22 <-> 3.96 ms), and the price
+    never falls as the reading rises."""
+    from kernelcast.devices import get_gpu
+    from kernelcast.predict import host_model_for
+    from kernelcast.predict.host import HEAVY_STRETCH_FACTOR, HEAVY_STRETCH_RAMP
+
+    with capture_block("h200") as cap:
+        with cap.paused():
+            x = torch.randn(1024, device="cuda")
+        x * 2
+    host = host_model_for(get_gpu("h200"), cap.capture)
+    op = dataclasses.replace(next(o for o in cap.capture.ops if o.op == "aten.mul.Tensor"), python_lines=500)
+    lines_us = 500 * host.python_line_us
+    margin = HEAVY_STRETCH_FACTOR * lines_us + host.heavy_stretch_min_us
+
+    def priced(read_us: float) -> float:
+        return host.captured_python_us(dataclasses.replace(op, python_us=read_us / host.python_scale))
+
+    assert priced(0.99 * margin) == pytest.approx(lines_us)
+    assert priced(1.01 * margin) - lines_us < 0.02 * margin  # not the whole reading
+    assert priced(HEAVY_STRETCH_RAMP * margin) == pytest.approx(HEAVY_STRETCH_RAMP * margin)
+    readings = [margin * (1 + i / 20) for i in range(30)]
+    prices = [priced(r) for r in readings]
+    assert prices == sorted(prices) and all(b - a < 0.2 * margin for a, b in zip(prices, prices[1:]))
+    assert host.priced_by_lines(dataclasses.replace(op, python_us=0.5 * margin / host.python_scale))
+    assert not host.priced_by_lines(dataclasses.replace(op, python_us=1.5 * margin / host.python_scale))
+
+
 def test_the_line_count_gives_back_a_tracer_already_set():
     """A debugger's or coverage's trace function is the user's: the count replaces it for the counted step only."""
     import sys

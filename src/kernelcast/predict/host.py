@@ -126,7 +126,10 @@ GRAPHED_TAG = "graphed"
 COMPILED_TAG = "compiled"
 MODEL_PYTHON = "model python"  # the profile's host-section fit of the model's Python per counted line
 HEAVY_STRETCH_FACTOR = 4.0  # a stretch read at more than this x its lines' price, plus HEAVY_STRETCH_MIN_US,
-HEAVY_STRETCH_MIN_US = 1000.0  # is priced as read (HostModel.priced_by_lines)
+HEAVY_STRETCH_MIN_US = 1000.0  # is priced partly as read, and wholly as read from HEAVY_STRETCH_RAMP x that on
+# (HostModel.read_share). A ramp, not a switch: a switch flipped a held-out GCN training step between 2.22 and 3.96
+# ms from one capture to the next (Adam's 496 lines read 0.92-1.37 ms around the switch; measured 2.08-2.36 ms).
+HEAVY_STRETCH_RAMP = 2.0
 # The HostModel fields a profile's `host.compiled` fit sets (scripts/fit/fit_compiled_host.py).
 COMPILED_HOST_FIELDS = ("generated_launch_us", "cudagraph_replay_us", "replay_input_us", "compiled_graph_us",
                         "compiled_input_us", "compiled_view_us", "compiled_module_us", "replay_module_us",
@@ -378,20 +381,36 @@ class HostModel:
         if (GRAPHED_TAG in op.tags or COMPILED_TAG in op.tags or op.op in (COMPILED_GRAPH_OP, CUDAGRAPH_REPLAY_OP)
                 or op.index in self.compiled_tails):
             return 0.0
-        if not self.priced_by_lines(op):
+        share = self.read_share(op)
+        if share == 0.0:
+            return op.python_lines * self.python_line_us
+        if share == 1.0:
             return op.python_us * self.python_scale
-        return op.python_lines * self.python_line_us
+        return (1.0 - share) * op.python_lines * self.python_line_us + share * op.python_us * self.python_scale
+
+    def read_share(self, op: OpRecord) -> float:
+        """How much of the model Python before this op is priced as the capture read it (1.0), not by its counted
+        lines (0.0). A few lines that run for long are C work the lines cannot price (numpy, a tokenizer,
+        sum(range(10**7))): the capture's reading stands for them. The margin keeps ordinary stretches the count's:
+        the capture's own hand-over reads up to about 0.25 ms beyond their lines' price (a foreach call over 150
+        tensors, whose lists the capture's modes walk; the built-in GPT example's AdamW, 2026-12-05), and several
+        times their price over hundreds of lines (Adam's 496 in a GCN step, 2026-12-08). From the margin to
+        HEAVY_STRETCH_RAMP times it the share rises linearly in the log of the reading, so that a reading's noise
+        moves the price by at most its own size, never by a switch's jump."""
+        if not self.price_lines or INSIDE_COMPILED_TAG in op.tags:  # (compiled functions' Python: timed)
+            return 1.0
+        timed = op.python_us * self.python_scale
+        margin = HEAVY_STRETCH_FACTOR * op.python_lines * self.python_line_us + self.heavy_stretch_min_us
+        if timed <= margin:
+            return 0.0
+        if timed >= HEAVY_STRETCH_RAMP * margin:
+            return 1.0
+        return math.log(timed / margin) / math.log(HEAVY_STRETCH_RAMP)
 
     def priced_by_lines(self, op: OpRecord) -> bool:
-        """Whether the model Python before this op is priced by its counted lines (else as the capture read it).
-        A few lines that run for long are C work the lines cannot price (numpy, a tokenizer, sum(range(10**7))):
-        the capture's reading stands for them. The margin keeps ordinary stretches the count's: the capture's
-        own hand-over reads up to about 0.25 ms beyond their lines' price (a foreach call over 150 tensors,
-        whose lists the capture's modes walk; the built-in GPT example's AdamW, 2026-12-05)."""
-        if not self.price_lines or INSIDE_COMPILED_TAG in op.tags:  # (compiled functions' Python: timed)
-            return False
-        timed = op.python_us * self.python_scale
-        return timed <= HEAVY_STRETCH_FACTOR * op.python_lines * self.python_line_us + self.heavy_stretch_min_us
+        """Whether the model Python before this op is priced wholly by its counted lines (read_share says how
+        much of it is priced as read)."""
+        return self.read_share(op) == 0.0
 
     def module_calls_us(self, op: OpRecord) -> float:
         return 0.0 if GRAPHED_TAG in op.tags else op.modules * self.module_call_us * self.cpu_scale
