@@ -266,6 +266,57 @@ def test_the_models_python_lines_are_counted_and_the_count_does_not_move():
     assert first[-20:] == [2] * 20  # the loop's two lines per `z = z * 1.0`, nothing of the capture's own
 
 
+class _PythonBackward(torch.autograd.Function):
+    """A custom Function whose backward runs a Python loop: autograd's device thread runs it."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        total = 0
+        for i in range(100):
+            total += i
+        return grad * 2
+
+
+def _backward_lines(checkpointed: bool, tracers: list) -> dict[str, int]:
+    import sys
+
+    from torch.utils.checkpoint import checkpoint
+
+    def build():
+        lin = torch.nn.Linear(64, 64).cuda()
+
+        def step(x):
+            h = checkpoint(lin, x, use_reentrant=False) if checkpointed else lin(x)
+            h.register_hook(lambda g: tracers.append(sys.gettrace()) or g)  # on autograd's thread, every step
+            _PythonBackward.apply(h).sum().backward()
+
+        return step, (torch.randn(8, 64, device="cuda"),)
+
+    cap = capture_workload(build, "h200")
+    lines: dict[str, int] = {}
+    for op in cap.ops:
+        lines[op.phase] = lines.get(op.phase, 0) + op.python_lines
+    return lines
+
+
+@pytest.mark.slow
+def test_python_that_autograds_thread_runs_is_counted_and_the_captures_own_is_not():
+    """A custom Function's backward and activation checkpointing's recomputed forward run Python on autograd's
+    device thread (capture/host_clock.py LineCounter.adopt): its lines are counted (the loop's 201 line events,
+    a few of torch's around the call); the capture's own backward hooks and dispatch entry are not (4100 lines
+    on a 10-layer MLP's backward before); and no tracer of ours is left on that thread after the capture."""
+    tracers: list = []
+    plain = _backward_lines(False, tracers)
+    assert 200 <= plain["backward"] <= 300  # and the hook, and torch.autograd.function's apply
+    assert any(t is not None for t in tracers) and tracers[-1] is None  # counted once, then given back
+    recomputed = _backward_lines(True, [])
+    assert recomputed["backward"] > plain["backward"] + 20  # checkpoint's unpack hook and the Linear again
+
+
 def test_host_model_prices_counted_lines_at_the_fitted_cost_carried_by_the_python_benchmark():
     section = {**SECTION, "model python": {"per_line_us": 0.5, "range": [0.4, 2.0]}}
     capture = CpuBench(python_us=4000.0, dispatch_us=1000.0, module_us=2000.0, cpu="laptop")

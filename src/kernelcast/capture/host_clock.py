@@ -35,6 +35,7 @@ import statistics
 import sys
 import sysconfig
 from dataclasses import dataclass
+import threading
 from threading import get_ident
 from typing import Iterator
 
@@ -69,7 +70,8 @@ _MODULE_FILE = os.path.join("torch", "nn", "modules", "module.py")
 # Python that only a capture runs: FakeTensor's and the dispatcher's, torch-function handling for our modes. Not
 # counted, nor anything it calls.
 _CAPTURE_ONLY = tuple(os.path.join("torch", *parts) for parts in (
-    ("_subclasses", ""), ("_library", ""), ("utils", "_python_dispatch.py"), ("overrides.py",), ("_ops.py",)))
+    ("_subclasses", ""), ("_library", ""), ("utils", "_python_dispatch.py"), ("overrides.py",), ("_ops.py",),
+    ("utils", "module_tracker.py")))
 # torch.compile's machinery: its Python on the target host is priced by the profile's compiled-call units (the
 # profile's `host.compiled`, fitted to a device probe: scripts/fit/fit_compiled_host.py), not per line.
 # - Dynamo's (torch/_dynamo: eval_frame's wrapper, its stance and callback checks, graph_break(), a frame it
@@ -139,9 +141,38 @@ def model_entry(fn):
     return fn
 
 
+# The capture's own Python that autograd's thread enters, through a wrapper of torch's holding it as the free
+# variable `fn`: the module tracker's backward hooks (capture/session.py; torch's ModuleTracker tells a
+# module's backward apart by a hook over its tensors' gradients, torch.autograd.graph.register_multi_grad_hook,
+# whose inner function holds it) and the recorder's dispatch entry (torch._disable_dynamo's wrapper, in
+# torch/_compile.py). None of it runs without the capture: counted, it was 4100 lines on a 10-layer MLP's backward.
+# Left in the starting thread's count, where the per-line cost was fitted with it (scripts/fit/fit_python_lines.py):
+# taken out there too, the optimizers' steps lost half their lines and the fit's held-out error went 15.4% -> 18.4%
+# (signed -2.8% -> -8.8%; 2026-12-08): what those lines stood for, on the optimizers' foreach calls, is a host cost
+# the model does not price otherwise.
+# Also the capture's: torch.utils.weak's callbacks as fake tensors die (FakeTensor's memo is a WeakIdKeyDictionary;
+# eager CUDA tensors are in none).
+_TRACKER_FILE = os.path.join("torch", "utils", "module_tracker.py")
+_WEAK_FILE = os.path.join("torch", "utils", "weak.py")
+
+
+def _capture_hook(frame) -> bool:
+    """Whether a frame is the capture's own Python: it wraps a function of the capture's (the module tracker's or
+    kernelcast's own) as its free variable `fn`, or it is torch.utils.weak's."""
+    if frame.f_code.co_filename.endswith(_WEAK_FILE):
+        return True
+    if "fn" not in frame.f_code.co_freevars:
+        return False
+    fn = inspect.unwrap(frame.f_locals.get("fn"))
+    origin = getattr(getattr(fn, "__code__", None), "co_filename", "")
+    return origin.endswith(_TRACKER_FILE) or origin.startswith(_KERNELCAST_DIR)
+
+
 class LineCounter:
     """Counts the Python lines the model runs, on the thread that started it (sys.settrace over the counted step,
-    off inside the capture's own work: pause/resume). A frame counts its lines when it starts outside the capture's own work (the clock's depth 0)
+    off inside the capture's own work: pause/resume), and on each thread a recorded op runs on meanwhile (adopt:
+    autograd's device thread runs a custom Function's backward, tensor and module hooks, and activation
+    checkpointing's recomputed forward, all Python). A frame counts its lines when it starts outside the capture's own work (the clock's depth 0)
     and is called by a counted frame (or by a model_entry of ours, or was running when counting began), and is
     not kernelcast's or capture-only Python (_CAPTURE_ONLY); nn.Module's call machinery passes the count on to
     the forward it calls without counting its own lines, and so, in a step that runs compiled code, does
@@ -160,6 +191,11 @@ class LineCounter:
         self.stretch_inside_compiled = False  # the current stretch ran Python inside one (take_inside_compiled)
         self._touched: list = []  # (frame, its f_trace before) for the frames start() found running
         self._paused = False  # pause() took our tracer off (resume() puts it back, and nothing else)
+        # Threads other than the starting one that run our tracer (adopt), each with the tracer it had before,
+        # and those of them whose tracer pause() took off. A thread's own sys.settrace is the only way to set
+        # its tracer, so an adopted thread takes ours off itself, at its first call after stop() (_call).
+        self._adopted: dict[int, object] = {}
+        self._adopted_paused: set[int] = set()
         # The step runs torch.compile'd code: Dynamo's, AOTAutograd's and Inductor's Python are priced by the
         # compiled-call units, not per line (_COMPILE_PASS). In an eager step the same files' Python (an
         # optimizer's torch._disable_dynamo wrapper, torch.compiler.is_compiling()) is the model's, as fitted.
@@ -203,9 +239,14 @@ class LineCounter:
         return self._count
 
     def _call(self, frame, event, arg):
+        if not self._thread and get_ident() in self._adopted:  # counting stopped: give this thread's tracer back
+            sys.settrace(self._adopted.pop(get_ident()))
+            return None
         if self._clock._depth or not self._thread:
             return None
         caller = frame.f_back
+        if get_ident() != self._thread and _capture_hook(frame):  # autograd's thread: the capture's own Python
+            return None
         compile_tracers = (self._compile_pass, self._compile_entry)
         if caller is not None and caller.f_trace is not self._count and caller.f_trace is not self._pass \
                 and caller.f_trace not in compile_tracers and caller.f_code not in _MODEL_ENTRIES:
@@ -252,6 +293,9 @@ class LineCounter:
         if self._thread == get_ident() and sys.gettrace() == self._call:  # a bound method: equal, not the same
             sys.settrace(None)
             self._paused = True
+        elif get_ident() in self._adopted and sys.gettrace() == self._call:
+            sys.settrace(None)
+            self._adopted_paused.add(get_ident())
 
     def resume(self) -> None:
         """Put back the tracer pause() took off: only ours (a debugger or coverage started inside the step keeps
@@ -259,6 +303,29 @@ class LineCounter:
         if self._paused and self._thread == get_ident():
             sys.settrace(self._call)
             self._paused = False
+        elif get_ident() in self._adopted_paused:
+            self._adopted_paused.discard(get_ident())
+            if self._thread:
+                sys.settrace(self._call)
+            else:  # counting stopped while this thread's work ran: its tracer from before
+                sys.settrace(self._adopted.pop(get_ident(), None))
+
+    def adopt(self) -> None:
+        """Count on the calling thread too, while counting runs (called as the capture's work begins on a thread
+        other than the starting one; the backward that thread runs began in a counted frame). A thread with a
+        tracer of its own (a debugger's) is left to it."""
+        ident = get_ident()
+        if not self._thread or ident == self._thread or ident in self._adopted:
+            return
+        previous = sys.gettrace()
+        if previous is not None:
+            return
+        self._adopted[ident] = previous
+        sys.settrace(self._call)
+
+
+class _ThreadDepth(threading.local):
+    depth = 0
 
 
 class HostClock:
@@ -267,7 +334,19 @@ class HostClock:
 
     def __init__(self) -> None:
         self._lines = LineCounter(self)
+        self._local = _ThreadDepth()
         self.restart()
+
+    @property
+    def _depth(self) -> int:
+        """Nesting of our own work on the calling thread. Per thread: while the Python thread waits in the
+        capture's own work for a backward, autograd's device thread runs the backward's ops, and the Python
+        between them (a custom Function's backward, hooks, checkpointing's recomputed forward) is the model's."""
+        return self._local.depth
+
+    @_depth.setter
+    def _depth(self, value: int) -> None:
+        self._local.depth = value
 
     def restart(self) -> None:
         self._last_ns = 0  # when the current stretch of model time began (0: not running)
@@ -314,6 +393,7 @@ class HostClock:
             if self._timing and self._last_ns and get_ident() == self._last_thread:
                 self._model_ns += thread_cpu_ns() - self._last_ns
             if self._lines._thread:
+                self._lines.adopt()
                 self._lines.pause()
         self._depth += 1
 
