@@ -281,7 +281,7 @@ class _PythonBackward(torch.autograd.Function):
         return grad * 2
 
 
-def _backward_lines(checkpointed: bool, tracers: list) -> dict[str, int]:
+def _backward_capture(checkpointed: bool, tracers: list):
     import sys
 
     from torch.utils.checkpoint import checkpoint
@@ -296,9 +296,12 @@ def _backward_lines(checkpointed: bool, tracers: list) -> dict[str, int]:
 
         return step, (torch.randn(8, 64, device="cuda"),)
 
-    cap = capture_workload(build, "h200")
+    return capture_workload(build, "h200")
+
+
+def _backward_lines(checkpointed: bool, tracers: list) -> dict[str, int]:
     lines: dict[str, int] = {}
-    for op in cap.ops:
+    for op in _backward_capture(checkpointed, tracers).ops:
         lines[op.phase] = lines.get(op.phase, 0) + op.python_lines
     return lines
 
@@ -315,6 +318,27 @@ def test_python_that_autograds_thread_runs_is_counted_and_the_captures_own_is_no
     assert any(t is not None for t in tracers) and tracers[-1] is None  # counted once, then given back
     recomputed = _backward_lines(True, [])
     assert recomputed["backward"] > plain["backward"] + 20  # checkpoint's unpack hook and the Linear again
+
+
+def test_backward_ops_python_called_are_tagged_and_priced_as_python_calls():
+    """Of a backward's ops, those Python called on autograd's thread (the custom Function's `grad * 2`; the
+    recomputed Linear, which also records a node) carry FROM_PYTHON_TAG and are priced with a forward op's chain
+    factor; the engine's formulas are not tagged and keep the backward's."""
+    from kernelcast.devices import get_gpu
+    from kernelcast.predict import host_model_for
+    from kernelcast.records import FROM_PYTHON_TAG
+
+    cap = _backward_capture(True, [])
+    backward = [op for op in cap.ops if op.phase == "backward" and op.parent < 0]
+    called = [op for op in backward if FROM_PYTHON_TAG in op.tags]
+    assert any(op.op == "aten.mul.Tensor" and "grad" not in op.tags for op in called)  # grad * 2
+    # the recomputed Linear, as far as checkpointing's early stop lets it run (its weight's transpose)
+    assert any(op.op == "aten.t.default" and "grad" in op.tags for op in called)
+    engine = [op for op in backward if FROM_PYTHON_TAG not in op.tags]
+    assert engine and not any("grad" in op.tags for op in engine)
+    host = host_model_for(get_gpu("h200"), cap).for_step(cap.ops)
+    assert {host._chain_factor(op) for op in engine} == {host.backward_factor}
+    assert {host._chain_factor(op) for op in called} == {host.forward_factor, host.no_grad_factor}
 
 
 def test_host_model_prices_counted_lines_at_the_fitted_cost_carried_by_the_python_benchmark():

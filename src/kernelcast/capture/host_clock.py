@@ -168,6 +168,23 @@ def _capture_hook(frame) -> bool:
     return origin.endswith(_TRACKER_FILE) or origin.startswith(_KERNELCAST_DIR)
 
 
+# Torch's Python between a caller and the capture's dispatch: an op whose stack holds nothing else was called by
+# C++ (autograd's engine running a backward formula), not by Python.
+_DISPATCH_MACHINERY = (*_CAPTURE_ONLY, os.path.join("torch", "_compile.py"), _EVAL_FRAME_FILE)
+
+
+def called_from_python(frame) -> bool:
+    """Whether Python other than the capture's own and torch's dispatch machinery is on the stack from `frame` down
+    (the model's, or torch's own module code, a hook, a custom Function's backward)."""
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not (name.startswith(_KERNELCAST_DIR) and not name.startswith(_EXAMPLES_DIR)) \
+                and not any(part in name for part in _DISPATCH_MACHINERY):
+            return True
+        frame = frame.f_back
+    return False
+
+
 class LineCounter:
     """Counts the Python lines the model runs, on the thread that started it (sys.settrace over the counted step,
     off inside the capture's own work: pause/resume), and on each thread a recorded op runs on meanwhile (adopt:

@@ -10,6 +10,7 @@ output size depends on data (nonzero, unique, bincount, ...) get a stated size (
 from __future__ import annotations
 
 import dataclasses
+import sys
 import weakref
 from typing import Any, Callable
 
@@ -19,8 +20,8 @@ from torch.utils.weak import WeakIdKeyDictionary
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
 from kernelcast.errors import CaptureError
-from kernelcast.records import (DECOMPOSED_TAG, ENGINE_NODES_OP, HOST_OP_PREFIX, INSIDE_COMPILED_TAG, POST_BACKWARD,
-                                RECORD_STREAM_OP, STEP_END_OP, TORCH_SAVE_OP, TORCHSCRIPT_CALL_TAG, TORCHSCRIPT_TAG,
+from kernelcast.records import (DECOMPOSED_TAG, ENGINE_NODES_OP, FROM_PYTHON_TAG, HOST_OP_PREFIX,
+                                INSIDE_COMPILED_TAG, POST_BACKWARD, RECORD_STREAM_OP, STEP_END_OP, TORCH_SAVE_OP, TORCHSCRIPT_CALL_TAG, TORCHSCRIPT_TAG,
                                 OpRecord, TensorMeta)
 
 from .aten_ops import overloads
@@ -28,7 +29,7 @@ from .cuda_inplace import CudaInPlace
 from .dynamic_shapes import DynamicShapes, ValueHints, as_python
 from .cuda_path import CudaOpTable
 from .decompose import Decomposer
-from .host_clock import HostClock
+from .host_clock import HostClock, called_from_python
 from .host_reads import HostReads, how_to_state
 from .lifetimes import StorageTracker
 from .rnn import cudnn_rnn_with_cuda_layout
@@ -614,13 +615,20 @@ class Recorder(TorchDispatchMode):
 
     def _autograd_tags(self, phase: str, args: tuple) -> tuple[str, ...]:
         """"grad": a forward op that records an autograd node (its host cost is higher); "node": the first op
-        of an autograd node's backward (the engine's per-node cost is paid there)."""
+        of an autograd node's backward (the engine's per-node cost is paid there); FROM_PYTHON_TAG: a backward op
+        that Python called (a custom Function's backward, a hook, checkpointing's recomputed forward: "grad" too
+        where it records a node), not the engine's formula."""
         if phase == "backward":
+            tags: tuple[str, ...] = ()
             node = torch._C._current_autograd_node()
             if node is not None and node is not self._last_node:
                 self._last_node = node
-                return ("node",)
-            return ()
+                tags = ("node",)
+            if called_from_python(sys._getframe(1)):
+                tags += (FROM_PYTHON_TAG,)
+                if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+                    tags += ("grad",)
+            return tags
         if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
             return ("grad",)
         return ()

@@ -31,7 +31,7 @@ import statistics
 from kernelcast.capture.cpu_speed import CpuBench
 from kernelcast.costs import Cost, cost_of
 from kernelcast.costs.foreach import tensor_lists
-from kernelcast.records import (ENGINE_NODES_OP, HOST_OP_PREFIX, INSIDE_COMPILED_TAG, POST_BACKWARD, RANGE_BEGIN_OP,
+from kernelcast.records import (ENGINE_NODES_OP, FROM_PYTHON_TAG, HOST_OP_PREFIX, INSIDE_COMPILED_TAG, POST_BACKWARD, RANGE_BEGIN_OP,
                                 RANGE_END_OP, TORCH_SAVE_OP, OpRecord, host_phase, root_indices)
 
 # One more cudaLaunchKernel from an op that already launched one. Not isolated by a microbenchmark: a few µs
@@ -292,13 +292,14 @@ class HostModel:
         return self.cpu_scale * self._chain_factor(op) * self._tight_loop_us(op, cost)
 
     def _chain_factor(self, op: OpRecord) -> float:
-        if op.phase == "backward":
-            factor = self.backward_factor
-        elif host_phase(op.phase) == "forward" and "grad" not in op.tags:
-            factor = self.no_grad_factor
-        else:
-            factor = self.forward_factor
-        return factor
+        """The step's chain factor for this op: the engine's for a backward formula; a forward op's for one that
+        Python called, in backward too (FROM_PYTHON_TAG: a custom Function's backward, checkpointing's recomputed
+        forward), as it goes through the Python bindings."""
+        if op.phase == "backward" and FROM_PYTHON_TAG not in op.tags:
+            return self.backward_factor
+        if host_phase(op.phase) in ("forward", "backward") and "grad" not in op.tags:
+            return self.no_grad_factor
+        return self.forward_factor
 
     def _tight_loop_us(self, op: OpRecord, cost: Cost | None) -> float:
         if op.op in RANGE_MARKERS:  # where a profiler range begins or ends: no work (its hooks: parallel_host.py)

@@ -14,7 +14,7 @@ from .capture import (CAPTURE_FORMAT_VERSION, Capture, CaptureSettings, OpRecord
                       _arg_from_json, _arg_to_json)
 from .common import (COMM_STREAM, DECOMPOSED_TAG, DTYPE_BYTES, ENGINE_NODES_OP, HOST_OP_PREFIX,  # noqa: F401
                      FUSED_MEMBER_TAG, FUSION_GROUP_OP, FUSION_GROUP_TAG, FUSION_OPS, FUSION_READS, FUSION_WRITES,
-                     TORCHSCRIPT_CALL_TAG, TORCHSCRIPT_TAG, INSIDE_COMPILED_TAG, PHASES, POST_BACKWARD, RANGE_BEGIN_OP, RANGE_END_OP, RECORD_EVENT_OP,
+                     TORCHSCRIPT_CALL_TAG, TORCHSCRIPT_TAG, INSIDE_COMPILED_TAG, FROM_PYTHON_TAG, PHASES, POST_BACKWARD, RANGE_BEGIN_OP, RANGE_END_OP, RECORD_EVENT_OP,
                      RECORD_STREAM_OP, STEP_END_OP, TORCH_SAVE_OP, TORCH_SAVE_SYNC, WAIT_EVENT_OP, host_phase,
                      root_indices, stream_name)
 from .memory import MemoryTrace  # noqa: F401

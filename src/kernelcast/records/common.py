@@ -71,6 +71,10 @@ DECOMPOSED_TAG = "decomposed"
 # The tag of an op whose Python before it ran inside a torch.compile'd function's wrapper, Dynamo's frame callback
 # set (capture/host_clock.py _compiled_function_wrapper): read as timed, not priced by its counted lines.
 INSIDE_COMPILED_TAG = "inside_compiled"
+# The tag of a backward op that Python called on autograd's thread (a custom Function's backward, a hook,
+# activation checkpointing's recomputed forward), not the engine's C++ formula: it went through the Python
+# bindings, as a forward op does (predict/host.py prices it so).
+FROM_PYTHON_TAG = "from_python"
 
 
 def stream_name(stream: int) -> str:
