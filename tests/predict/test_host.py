@@ -250,3 +250,40 @@ def test_the_step_is_given_over_the_hosts_own_calibration_runs():
     assert 0.85 <= slow < 1.0 < fast <= 1.5
     assert run_speed_range({"runs": ["one"], "add (1 kernel)": {"median_us": 8.0, "per_run_median_us": [8.0]}}) \
         == (1.0, 1.0)
+
+
+def _decode_capture(growing: bool):
+    """A one-token attention step over a key/value cache that grows by a token each call (a DynamicCache) or
+    stays the same (a static cache), captured as kernelcast captures a workload (a warm-up step first)."""
+    from kernelcast.capture import capture_workload
+
+    def build():
+        cache = [torch.randn(4, 12, 256, 64, device="cuda", dtype=torch.bfloat16)]
+        q = torch.randn(4, 12, 1, 64, device="cuda", dtype=torch.bfloat16)
+
+        def step(q):
+            if growing:
+                cache[0] = torch.cat([cache[0], cache[0][:, :, -1:]], dim=2)
+            k = cache[0]
+            return torch.nn.functional.scaled_dot_product_attention(q, k, k)
+
+        return step, (q,)
+
+    return capture_workload(build, "h200")
+
+
+def test_cudnn_attention_at_a_new_shape_every_step_pays_a_graph_build():
+    """PyTorch builds a cuDNN graph per attention shape (aten/src/ATen/native/cudnn/MHA.cpp): a cache growing every
+    step makes each step's shape new, and the build (predict/host.py CUDNN_GRAPH_BUILD_US) is priced and named; the
+    same step over a cache that does not grow reruns the warm-up's shape and pays nothing."""
+    from kernelcast.predict.host import CUDNN_GRAPH_BUILD_US
+    from kernelcast.records import NEW_CUDNN_GRAPH_TAG
+
+    growing, static = _decode_capture(True), _decode_capture(False)
+    tagged = [o for o in growing.ops if NEW_CUDNN_GRAPH_TAG in o.tags]
+    assert [o.op for o in tagged] == ["aten._scaled_dot_product_cudnn_attention.default"]
+    assert not any(NEW_CUDNN_GRAPH_TAG in o.tags for o in static.ops)
+    slow, fast = predict_capture(growing, "h200"), predict_capture(static, "h200")
+    assert slow.host_time_us - fast.host_time_us > 0.9 * CUDNN_GRAPH_BUILD_US
+    assert any("builds a cuDNN graph" in n for n in slow.notes)
+    assert not any("builds a cuDNN graph" in n for n in fast.notes)

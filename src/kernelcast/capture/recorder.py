@@ -21,7 +21,7 @@ from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_mod
 
 from kernelcast.errors import CaptureError
 from kernelcast.records import (DECOMPOSED_TAG, ENGINE_NODES_OP, FROM_PYTHON_TAG, HOST_OP_PREFIX,
-                                INSIDE_COMPILED_TAG, POST_BACKWARD, RECORD_STREAM_OP, STEP_END_OP, TORCH_SAVE_OP, TORCHSCRIPT_CALL_TAG, TORCHSCRIPT_TAG,
+                                INSIDE_COMPILED_TAG, NEW_CUDNN_GRAPH_TAG, POST_BACKWARD, RECORD_STREAM_OP, STEP_END_OP, TORCH_SAVE_OP, TORCHSCRIPT_CALL_TAG, TORCHSCRIPT_TAG,
                                 OpRecord, TensorMeta)
 
 from .aten_ops import overloads
@@ -311,6 +311,19 @@ def output_metas(out: Any) -> tuple[TensorMeta | None, ...]:
     return tuple(metas)
 
 
+# The ops whose cuDNN graph PyTorch builds per shape and caches (aten/src/ATen/native/cudnn/MHA.cpp: the forward's
+# and the backward's caches are keyed by batch, heads, lengths, head dims, strides, dtype and the options).
+CUDNN_GRAPH_OPS = frozenset({aten._scaled_dot_product_cudnn_attention.default,
+                             aten._scaled_dot_product_cudnn_attention_backward.default})
+
+
+def _graph_key(value) -> tuple | object:
+    """What of an argument a cuDNN graph is keyed by: a tensor's shape, strides and dtype; anything else as it is."""
+    if isinstance(value, torch.Tensor):
+        return (tuple(value.shape), tuple(value.stride()), value.dtype)
+    return value if isinstance(value, (int, float, bool, str, type(None))) else repr(value)
+
+
 class Recorder(TorchDispatchMode):
     """Records ops while `recording` is set; handles sync ops always (the warm-up step needs them too)."""
 
@@ -364,6 +377,7 @@ class Recorder(TorchDispatchMode):
         }
         self._pinned = WeakIdKeyDictionary()  # host tensors in pinned memory (FakeTensorMode has no such notion)
         self._pending_tags: tuple[str, ...] = ()  # set by a handler for the op it handles
+        self._cudnn_graphs: set[tuple] = set()  # cuDNN attention shape keys run so far, warm-up steps included
         self._script_depth = 0  # TorchScript module calls running (script_call): their ops are tagged TORCHSCRIPT_TAG
         self._script_started = False  # an op of the running script call was recorded
         self.in_place = CudaInPlace()  # backward work a GPU run does in place (cuda_inplace.py)
@@ -447,6 +461,8 @@ class Recorder(TorchDispatchMode):
                 func = number_overload
                 out, sync = func(*args, **kwargs), None
         self.in_place.note(func, out)
+        if func in CUDNN_GRAPH_OPS:
+            self._see_cudnn_graph(func, args, kwargs)
         if self.storages is not None:
             self.storages.see_op(args, kwargs, out)
         if func not in self._shape_handlers:
@@ -612,6 +628,18 @@ class Recorder(TorchDispatchMode):
                 return POST_BACKWARD
             self._after_backward = False
         return phase
+
+    def _see_cudnn_graph(self, func, args: tuple, kwargs: dict) -> None:
+        """Note the cuDNN graph a cuDNN attention call needs (its shape key); in the recorded step, a key that no
+        earlier step ran, where an earlier step did run cuDNN attention, tags the op NEW_CUDNN_GRAPH_TAG (set by
+        _record from _pending_tags). Without an earlier step (a capture block's only step) nothing says whether
+        the shapes repeat, and nothing is tagged."""
+        key = (func, *(_graph_key(a) for a in (*args, *kwargs.values())))
+        if key in self._cudnn_graphs:
+            return
+        if self.recording and self._cudnn_graphs:
+            self._pending_tags += (NEW_CUDNN_GRAPH_TAG,)
+        self._cudnn_graphs.add(key)
 
     def _autograd_tags(self, phase: str, args: tuple) -> tuple[str, ...]:
         """"grad": a forward op that records an autograd node (its host cost is higher); "node": the first op

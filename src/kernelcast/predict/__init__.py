@@ -16,8 +16,8 @@ from kernelcast.devices.interconnects import Interconnect, get_interconnect, nat
 from kernelcast.capture.cpu_speed import BUSY_WAIT_SHARE, LOADED_PYTHON_INFLATION, CpuBench
 from kernelcast.profiles import launch_profile, profile_with
 from kernelcast.records.common import time_text
-from kernelcast.records import (COMM_STREAM, RECORD_EVENT_OP, TORCH_SAVE_OP, TORCH_SAVE_SYNC, WAIT_EVENT_OP, Capture,
-                                OpRecord, PredictedOp, PredictionRecord, SyncPointGroup, host_phase, root_indices)
+from kernelcast.records import (COMM_STREAM, NEW_CUDNN_GRAPH_TAG, RECORD_EVENT_OP, TORCH_SAVE_OP, TORCH_SAVE_SYNC,
+                                WAIT_EVENT_OP, Capture, OpRecord, PredictedOp, PredictionRecord, SyncPointGroup, host_phase, root_indices)
 
 from .host import HostModel, library_extras_us
 from .kernel_model import NO_KERNEL, TENSOR_MATH, KernelEstimate, KernelModel, RooflineModel
@@ -358,6 +358,23 @@ CUDNN_TF32_NOTE = ("fp32 {what} run on TF32 tensor cores here, as PyTorch sets c
                    "(torch.backends.cudnn.allow_tf32 = True): they are priced under the TF32 roof")
 CUDNN_KINDS = {"conv": "convolutions", "cudnn_rnn": "cuDNN RNNs"}  # Cost.kind: cuDNN's work under its TF32 switch
 FP32_GEMM_CLASS = rate_class("matmul", "fp32")
+NEW_CUDNN_GRAPH_NOTE = (
+    "cuDNN attention runs at a shape no earlier step ran ({calls} call{s} a step, first at {where}): PyTorch builds "
+    "a cuDNN graph for each new shape and caches it, priced {time} of host a step (a published 55-70 ms a build, "
+    "not yet measured here). A step whose attention shapes change every call (a KV cache that grows by a token "
+    "a step) pays it every step; a static cache or padding to fixed lengths keeps the shapes, and another SDPA "
+    "backend (torch.nn.attention.sdpa_kernel) builds nothing")
+
+
+def new_cudnn_graph_notes(ops, preds: list[PredictedOp]) -> tuple[str, ...]:
+    """NEW_CUDNN_GRAPH_NOTE where the step runs cuDNN attention at shapes no earlier step ran (the capture's
+    NEW_CUDNN_GRAPH_TAG; predict/host.py CUDNN_GRAPH_BUILD_US prices each)."""
+    new = [(op, p) for op, p in zip(ops, preds) if NEW_CUDNN_GRAPH_TAG in op.tags]
+    if not new:
+        return ()
+    build_us = sum(p.host_us for _, p in new)
+    return (NEW_CUDNN_GRAPH_NOTE.format(calls=len(new), s="" if len(new) == 1 else "s",
+                                        where=new[0][0].source or "set-up", time=time_text(build_us)),)
 
 
 def fp32_gemm(p: PredictedOp) -> bool:
@@ -618,7 +635,7 @@ def predict_capture(capture: Capture, gpu: str | GPU, kernel_model: KernelModel 
         kernels=sum(p.kernels for p in preds), uncosted=uncosted,
         sync_points=sum(1 for p in preds if p.sync),
         notes=(gpu_notes(spec) + precision_notes(spec, preds, costs) + launch_count_notes(spec, ctx, costs)
-               + _capture_notes(capture, model)),
+               + new_cudnn_graph_notes(capture.ops, preds) + _capture_notes(capture, model)),
         compiled=capture.compiled, compiled_as=capture.compiled_as or ("eager" if capture.compiled else ""),
         workload=capture.workload,
         sync_groups=_sync_groups(preds, costs, launches, timeline, step_us, model),

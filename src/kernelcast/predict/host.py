@@ -31,8 +31,9 @@ import statistics
 from kernelcast.capture.cpu_speed import CpuBench
 from kernelcast.costs import Cost, cost_of
 from kernelcast.costs.foreach import tensor_lists
-from kernelcast.records import (ENGINE_NODES_OP, FROM_PYTHON_TAG, HOST_OP_PREFIX, INSIDE_COMPILED_TAG, POST_BACKWARD, RANGE_BEGIN_OP,
-                                RANGE_END_OP, TORCH_SAVE_OP, OpRecord, host_phase, root_indices)
+from kernelcast.records import (ENGINE_NODES_OP, FROM_PYTHON_TAG, HOST_OP_PREFIX, INSIDE_COMPILED_TAG,
+                                NEW_CUDNN_GRAPH_TAG, POST_BACKWARD, RANGE_BEGIN_OP, RANGE_END_OP, TORCH_SAVE_OP, OpRecord,
+                                host_phase, root_indices)
 
 # One more cudaLaunchKernel from an op that already launched one. Not isolated by a microbenchmark: a few µs
 # is CUDA's documented order; foreach ops, the main multi-launch ops, have a measured cost of their own.
@@ -69,6 +70,13 @@ LIBRARY_LAUNCH_OPS = {"_cudnn_rnn", "_cudnn_rnn_backward", "convolution", "convo
 # validation/h100/user_kinds_dec08 and _dec08b, scripts/device/probe_user_kinds.py), where the call's other ops
 # are priced 47 µs: the median's difference.
 LIBRARY_CALL_EXTRA_US = {"cusparse_spmm_": 110.0}
+# A cuDNN attention call at a shape the process has not run (the capture's NEW_CUDNN_GRAPH_TAG): PyTorch builds a
+# cuDNN graph for it and caches it by shape (aten/src/ATen/native/cudnn/MHA.cpp). Building a cuDNN SDPA plan for a
+# new shape measured 55-70 ms of host time (its `build_plans` finalize; about 1 s where a kernel variant had to be
+# compiled), 0.16 ms for a shape already seen (FlashInfer PR #5245, cuDNN 9.27 on an SM100 board, 2026-09): the
+# range's middle, carried by the host's CPU speed. Not yet measured on the device
+# (scripts/device/probe_cudnn_graphs.py is written for it).
+CUDNN_GRAPH_BUILD_US = 62_500.0
 
 
 def library_extras_us(ops) -> dict[int, float]:
@@ -289,7 +297,8 @@ class HostModel:
         """CPU time of the op itself: Python binding, dispatcher, autograd bookkeeping, kernel launches."""
         if op.op == TORCH_SAVE_OP:  # no dispatch: torch.save's own work on the host
             return self.cpu_scale * torch_save_us(op.args)
-        return self.cpu_scale * self._chain_factor(op) * self._tight_loop_us(op, cost)
+        build_us = CUDNN_GRAPH_BUILD_US if NEW_CUDNN_GRAPH_TAG in op.tags else 0.0
+        return self.cpu_scale * (self._chain_factor(op) * self._tight_loop_us(op, cost) + build_us)
 
     def _chain_factor(self, op: OpRecord) -> float:
         """The step's chain factor for this op: the engine's for a backward formula; a forward op's for one that

@@ -75,6 +75,11 @@ INSIDE_COMPILED_TAG = "inside_compiled"
 # activation checkpointing's recomputed forward), not the engine's C++ formula: it went through the Python
 # bindings, as a forward op does (predict/host.py prices it so).
 FROM_PYTHON_TAG = "from_python"
+# The tag of a cuDNN attention call at a shape no earlier step of the capture ran: PyTorch builds and caches a
+# cuDNN graph per shape (aten/src/ATen/native/cudnn/MHA.cpp), a host cost of milliseconds paid at each new one
+# (predict/host.py CUDNN_GRAPH_BUILD_US). A step whose attention shapes change every call (a KV cache that grows
+# by a token a step) pays it every step; one whose shapes repeat (a generate() loop over the same lengths) never.
+NEW_CUDNN_GRAPH_TAG = "new_cudnn_graph"
 
 
 def stream_name(stream: int) -> str:
