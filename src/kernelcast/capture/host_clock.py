@@ -173,13 +173,22 @@ def _capture_hook(frame) -> bool:
 _DISPATCH_MACHINERY = (*_CAPTURE_ONLY, os.path.join("torch", "_compile.py"), _EVAL_FRAME_FILE)
 
 
+_MACHINERY_FILES: dict[str, bool] = {}  # file name -> whether it is the capture's or the dispatch's (a cache)
+
+
+def _machinery(name: str) -> bool:
+    known = _MACHINERY_FILES.get(name)
+    if known is None:
+        known = _MACHINERY_FILES[name] = (name.startswith(_KERNELCAST_DIR) and not name.startswith(_EXAMPLES_DIR)) \
+            or any(part in name for part in _DISPATCH_MACHINERY)
+    return known
+
+
 def called_from_python(frame) -> bool:
     """Whether Python other than the capture's own and torch's dispatch machinery is on the stack from `frame` down
     (the model's, or torch's own module code, a hook, a custom Function's backward)."""
     while frame is not None:
-        name = frame.f_code.co_filename
-        if not (name.startswith(_KERNELCAST_DIR) and not name.startswith(_EXAMPLES_DIR)) \
-                and not any(part in name for part in _DISPATCH_MACHINERY):
+        if not _machinery(frame.f_code.co_filename):
             return True
         frame = frame.f_back
     return False
@@ -259,7 +268,7 @@ class LineCounter:
         if not self._thread and get_ident() in self._adopted:  # counting stopped: give this thread's tracer back
             sys.settrace(self._adopted.pop(get_ident()))
             return None
-        if self._clock._depth or not self._thread:
+        if self._clock._local.depth or not self._thread:
             return None
         caller = frame.f_back
         if get_ident() != self._thread and _capture_hook(frame):  # autograd's thread: the capture's own Python
@@ -279,7 +288,7 @@ class LineCounter:
         return self._tracer(frame.f_code)
 
     def _count_line(self, frame, event, arg):
-        if event == "line" and self._clock._depth == 0 and self._thread:
+        if event == "line" and self._clock._local.depth == 0 and self._thread:
             self.lines += 1
         return self._count
 
@@ -368,6 +377,10 @@ class HostClock:
     def restart(self) -> None:
         self._last_ns = 0  # when the current stretch of model time began (0: not running)
         self._last_thread = 0  # the thread whose CPU clock _last_ns was read from
+        # The thread whose stretches are timed: the one recording. Autograd's thread runs backward ops, whose
+        # readings are dropped (session.py _model_us): reading its clock twice per torch call there cost a GPT-2
+        # training capture 8% of its time.
+        self._timed_thread = get_ident()
         self._model_ns = 0
         self._depth = 0  # nesting of our own work
         self.module_calls = 0
@@ -406,22 +419,25 @@ class HostClock:
         # A stretch that began on another thread (the autograd engine's device thread runs backward ops; the
         # optimizer's follow on the Python thread) cannot be timed by this thread's CPU clock: the two clocks
         # differ by all the CPU each thread has used (a compiled step's zero_grad read 6 s). It is dropped.
-        if self._depth == 0:
-            if self._timing and self._last_ns and get_ident() == self._last_thread:
+        local = self._local  # (the nesting is per thread: _depth; read once, as this runs per torch call)
+        if local.depth == 0:
+            if self._timing and self._last_ns and get_ident() == self._last_thread == self._timed_thread:
                 self._model_ns += thread_cpu_ns() - self._last_ns
             if self._lines._thread:
                 self._lines.adopt()
                 self._lines.pause()
-        self._depth += 1
+        local.depth += 1
 
     def ours_end(self) -> None:
-        self._depth -= 1
-        if self._depth == 0:
+        local = self._local
+        local.depth -= 1
+        if local.depth == 0:
             if self._lines._thread:
                 self._lines.resume()
             if self._timing:
-                self._last_ns = thread_cpu_ns()
-                self._last_thread = get_ident()
+                ident = get_ident()
+                self._last_ns = thread_cpu_ns() if ident == self._timed_thread else 0
+                self._last_thread = ident
 
     @contextlib.contextmanager
     def ours(self) -> Iterator[None]:
