@@ -217,10 +217,10 @@ class LineCounter:
         self.stretch_inside_compiled = False  # the current stretch ran Python inside one (take_inside_compiled)
         self._touched: list = []  # (frame, its f_trace before) for the frames start() found running
         self._paused = False  # pause() took our tracer off (resume() puts it back, and nothing else)
-        # Threads other than the starting one that run our tracer (adopt), each with the tracer it had before,
-        # and those of them whose tracer pause() took off. A thread's own sys.settrace is the only way to set
-        # its tracer, so an adopted thread takes ours off itself, at its first call after stop() (_call).
-        self._adopted: dict[int, object] = {}
+        # Threads other than the starting one that run our tracer (adopt: only threads that had none), and those
+        # of them whose tracer pause() took off. A thread's own sys.settrace is the only way to set its tracer,
+        # so an adopted thread takes ours off itself, at its first call after stop() (_call).
+        self._adopted: set[int] = set()
         self._adopted_paused: set[int] = set()
         # The step runs torch.compile'd code: Dynamo's, AOTAutograd's and Inductor's Python are priced by the
         # compiled-call units, not per line (_COMPILE_PASS). In an eager step the same files' Python (an
@@ -265,8 +265,9 @@ class LineCounter:
         return self._count
 
     def _call(self, frame, event, arg):
-        if not self._thread and get_ident() in self._adopted:  # counting stopped: give this thread's tracer back
-            sys.settrace(self._adopted.pop(get_ident()))
+        if not self._thread and get_ident() in self._adopted:  # counting stopped: take this thread's tracer off
+            self._adopted.discard(get_ident())
+            sys.settrace(None)
             return None
         if self._clock._local.depth or not self._thread:
             return None
@@ -333,24 +334,25 @@ class LineCounter:
             self._adopted_paused.discard(get_ident())
             if self._thread:
                 sys.settrace(self._call)
-            else:  # counting stopped while this thread's work ran: its tracer from before
-                sys.settrace(self._adopted.pop(get_ident(), None))
+            else:  # counting stopped while this thread's work ran: no tracer, as before adopt()
+                self._adopted.discard(get_ident())
 
     def adopt(self) -> None:
         """Count on the calling thread too, while counting runs (called as the capture's work begins on a thread
         other than the starting one; the backward that thread runs began in a counted frame). A thread with a
         tracer of its own (a debugger's) is left to it."""
         ident = get_ident()
-        if not self._thread or ident == self._thread or ident in self._adopted:
+        if not self._thread or ident == self._thread or ident in self._adopted or sys.gettrace() is not None:
             return
-        previous = sys.gettrace()
-        if previous is not None:
-            return
-        self._adopted[ident] = previous
+        self._adopted.add(ident)
         sys.settrace(self._call)
 
 
 class _ThreadDepth(threading.local):
+    """Nesting of our own work, per thread: while the Python thread waits in the capture's own work for a
+    backward, autograd's device thread runs the backward's ops, and the Python between them (a custom Function's
+    backward, hooks, checkpointing's recomputed forward) is the model's."""
+
     depth = 0
 
 
@@ -363,17 +365,6 @@ class HostClock:
         self._local = _ThreadDepth()
         self.restart()
 
-    @property
-    def _depth(self) -> int:
-        """Nesting of our own work on the calling thread. Per thread: while the Python thread waits in the
-        capture's own work for a backward, autograd's device thread runs the backward's ops, and the Python
-        between them (a custom Function's backward, hooks, checkpointing's recomputed forward) is the model's."""
-        return self._local.depth
-
-    @_depth.setter
-    def _depth(self, value: int) -> None:
-        self._local.depth = value
-
     def restart(self) -> None:
         self._last_ns = 0  # when the current stretch of model time began (0: not running)
         self._last_thread = 0  # the thread whose CPU clock _last_ns was read from
@@ -382,7 +373,7 @@ class HostClock:
         # training capture 8% of its time.
         self._timed_thread = get_ident()
         self._model_ns = 0
-        self._depth = 0  # nesting of our own work
+        self._local.depth = 0  # nesting of our own work, on this thread
         self.module_calls = 0
         self.torch_calls = 0
         self._timing = True
@@ -419,9 +410,10 @@ class HostClock:
         # A stretch that began on another thread (the autograd engine's device thread runs backward ops; the
         # optimizer's follow on the Python thread) cannot be timed by this thread's CPU clock: the two clocks
         # differ by all the CPU each thread has used (a compiled step's zero_grad read 6 s). It is dropped.
-        local = self._local  # (the nesting is per thread: _depth; read once, as this runs per torch call)
+        local = self._local  # (read once: this runs per torch call)
         if local.depth == 0:
-            if self._timing and self._last_ns and get_ident() == self._last_thread == self._timed_thread:
+            # _last_ns is set on the timed thread only (ours_end)
+            if self._timing and self._last_ns and get_ident() == self._last_thread:
                 self._model_ns += thread_cpu_ns() - self._last_ns
             if self._lines._thread:
                 self._lines.adopt()

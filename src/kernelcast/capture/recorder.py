@@ -21,7 +21,8 @@ from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_mod
 
 from kernelcast.errors import CaptureError
 from kernelcast.records import (DECOMPOSED_TAG, ENGINE_NODES_OP, FROM_PYTHON_TAG, HOST_OP_PREFIX,
-                                INSIDE_COMPILED_TAG, NEW_CUDNN_GRAPH_TAG, POST_BACKWARD, RECORD_STREAM_OP, STEP_END_OP, TORCH_SAVE_OP, TORCHSCRIPT_CALL_TAG, TORCHSCRIPT_TAG,
+                                INSIDE_COMPILED_TAG, NEW_CUDNN_GRAPH_TAG, POST_BACKWARD, RECORD_STREAM_OP, STEP_END_OP,
+                                TORCH_SAVE_OP, TORCHSCRIPT_CALL_TAG, TORCHSCRIPT_TAG,
                                 OpRecord, TensorMeta)
 
 from .aten_ops import overloads
@@ -315,6 +316,11 @@ def output_metas(out: Any) -> tuple[TensorMeta | None, ...]:
 # and the backward's caches are keyed by batch, heads, lengths, head dims, strides, dtype and the options).
 CUDNN_GRAPH_OPS = frozenset({aten._scaled_dot_product_cudnn_attention.default,
                              aten._scaled_dot_product_cudnn_attention_backward.default})
+
+
+def _records_node(args: tuple) -> bool:
+    """Whether an op called with these arguments records an autograd node (grad mode on, an input needing grad)."""
+    return torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
 
 
 def _graph_key(value) -> tuple | object:
@@ -653,13 +659,9 @@ class Recorder(TorchDispatchMode):
                 self._last_node = node
                 tags = ("node",)
             if called_from_python(sys._getframe(1)):
-                tags += (FROM_PYTHON_TAG,)
-                if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
-                    tags += ("grad",)
+                tags += (FROM_PYTHON_TAG, "grad") if _records_node(args) else (FROM_PYTHON_TAG,)
             return tags
-        if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
-            return ("grad",)
-        return ()
+        return ("grad",) if _records_node(args) else ()
 
     # -- torch.compile'd code (capture/inductor.py) ------------------------------------------------------
     def record_triton_launch(self, meta, args: tuple) -> None:
